@@ -1,0 +1,1 @@
+"""lowwater.core: Flink's event-time semantics in pure Python (no pyspark)."""

@@ -1,0 +1,65 @@
+"""One error hierarchy for lowwater. Every message says what to do next."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "LowwaterError",
+    "MonotonyViolationError",
+    "PipelineError",
+    "UserFunctionError",
+]
+
+
+class LowwaterError(Exception):
+    """Base class of every error lowwater raises on purpose."""
+
+
+class ConfigurationError(LowwaterError, ValueError):
+    """A parameter is invalid. The message names the parameter and the accepted range."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter
+
+
+class PipelineError(LowwaterError):
+    """The pipeline is wired in a way that cannot run (for example a window without a key)."""
+
+
+class MonotonyViolationError(LowwaterError):
+    """An ascending-timestamp extractor saw a timestamp go backwards (the failing handler)."""
+
+    def __init__(self, element_timestamp: int, last_timestamp: int) -> None:
+        super().__init__(
+            f"Ascending timestamps condition violated. Element timestamp {element_timestamp} "
+            f"is smaller than last timestamp {last_timestamp}. Use "
+            "BoundedOutOfOrdernessTimestampExtractor (or "
+            "WatermarkStrategy.for_bounded_out_of_orderness) if the input is out of order, "
+            "or choose the ignoring/logging MonotonyViolationHandler."
+        )
+        self.element_timestamp = element_timestamp
+        self.last_timestamp = last_timestamp
+
+
+class UserFunctionError(LowwaterError):
+    """A user function raised. Names the function and, where known, the source position."""
+
+    def __init__(
+        self,
+        function: str,
+        cause: BaseException,
+        *,
+        partition: object | None = None,
+        offset: int | None = None,
+    ) -> None:
+        where = ""
+        if partition is not None:
+            where = f" at partition {partition}" + (f", offset {offset}" if offset is not None else "")
+        super().__init__(
+            f"user function {function} raised {type(cause).__name__}: {cause}{where}. "
+            "Fix the function and restart; processing resumes from the last completed batch."
+        )
+        self.function = function
+        self.partition = partition
+        self.offset = offset

@@ -1,0 +1,125 @@
+"""Time in lowwater: integer milliseconds since the epoch, signed 64-bit.
+
+Durations are integer milliseconds inside the core. :class:`Duration` and
+:func:`to_millis` convert ``timedelta`` objects and strings such as ``"10 seconds"``
+once, at the API edge.
+
+>>> to_millis("10 seconds")
+10000
+>>> to_millis(timedelta(minutes=1))
+60000
+>>> Duration.of_hours(1).millis
+3600000
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from lowwater.core.errors import ConfigurationError
+
+__all__ = ["MAX_TIMESTAMP", "MIN_TIMESTAMP", "Duration", "DurationLike", "to_millis"]
+
+MIN_TIMESTAMP: int = -(2**63)
+"""The smallest timestamp (Java's ``Long.MIN_VALUE``): "no watermark yet"."""
+
+MAX_TIMESTAMP: int = 2**63 - 1
+"""The largest timestamp (Java's ``Long.MAX_VALUE``): the end-of-input watermark."""
+
+_UNITS_MS: dict[str, int] = {
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hr": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}
+_DURATION_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+@dataclass(frozen=True, order=True)
+class Duration:
+    """A span of time in integer milliseconds.
+
+    Build one with ``Duration.of_seconds(10)``, ``Duration.parse("10 seconds")`` or
+    ``Duration.of(timedelta(seconds=10))``.
+    """
+
+    millis: int
+
+    @staticmethod
+    def of(value: DurationLike, *, name: str = "duration") -> Duration:
+        return Duration(to_millis(value, name=name))
+
+    @staticmethod
+    def of_millis(ms: int) -> Duration:
+        return Duration(int(ms))
+
+    @staticmethod
+    def of_seconds(s: int) -> Duration:
+        return Duration(int(s) * 1000)
+
+    @staticmethod
+    def of_minutes(m: int) -> Duration:
+        return Duration(int(m) * 60_000)
+
+    @staticmethod
+    def of_hours(h: int) -> Duration:
+        return Duration(int(h) * 3_600_000)
+
+    @staticmethod
+    def of_days(d: int) -> Duration:
+        return Duration(int(d) * 86_400_000)
+
+    @staticmethod
+    def parse(text: str, *, name: str = "duration") -> Duration:
+        return Duration(to_millis(text, name=name))
+
+    def to_timedelta(self) -> timedelta:
+        return timedelta(milliseconds=self.millis)
+
+    def __str__(self) -> str:
+        return f"{self.millis} ms"
+
+
+DurationLike = int | timedelta | str | Duration
+"""What the API edge accepts for a duration: milliseconds, ``timedelta``, ``"10 s"``, :class:`Duration`."""
+
+
+def to_millis(value: DurationLike, *, name: str = "duration") -> int:
+    """Convert a duration to integer milliseconds.
+
+    ``int`` is taken as milliseconds. ``timedelta`` must be a whole number of
+    milliseconds. Strings are ``"<number> <unit>"`` with units ms, s, min, h, d
+    (and their long forms); a bare number is milliseconds.
+
+    Raises :class:`ConfigurationError` naming ``name`` when the value cannot be read.
+    """
+    if isinstance(value, Duration):
+        return value.millis
+    if isinstance(value, bool):
+        raise ConfigurationError(name, f"expected a duration, got the bool {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, timedelta):
+        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+        if micros % 1000:
+            raise ConfigurationError(name, f"{value!r} is not a whole number of milliseconds")
+        return micros // 1000
+    if isinstance(value, str):
+        m = _DURATION_RE.match(value)
+        unit = m.group(2).lower() if m else ""
+        if not m or (unit and unit not in _UNITS_MS):
+            raise ConfigurationError(
+                name,
+                f"cannot read {value!r} as a duration; write e.g. '200 ms', '10 seconds', "
+                "'5 min', '1 hour' or an integer number of milliseconds",
+            )
+        number = float(m.group(1)) * _UNITS_MS[unit or "ms"]
+        if number != int(number):
+            raise ConfigurationError(name, f"{value!r} is not a whole number of milliseconds")
+        return int(number)
+    raise ConfigurationError(
+        name, f"expected milliseconds (int), timedelta, str or Duration, got {type(value).__name__}"
+    )

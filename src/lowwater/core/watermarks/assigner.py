@@ -1,0 +1,92 @@
+"""Timestamp assigners: pull the event timestamp out of an element."""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, cast
+
+from lowwater.core.clock import Clock
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.time import MIN_TIMESTAMP
+
+__all__ = [
+    "IngestionTimeAssigner",
+    "RecordTimestampAssigner",
+    "TimestampAssigner",
+    "as_timestamp_assigner",
+]
+
+T = TypeVar("T")
+
+
+class TimestampAssigner(ABC, Generic[T]):
+    """``extract_timestamp(element, previous_element_timestamp) -> int`` (epoch ms).
+
+    ``previous_element_timestamp`` is the timestamp the record already carries: the
+    source's (for Kafka, the record timestamp), or ``MIN_TIMESTAMP`` when it has none.
+    """
+
+    @abstractmethod
+    def extract_timestamp(self, element: T, previous_element_timestamp: int) -> int: ...
+
+
+class RecordTimestampAssigner(TimestampAssigner[Any]):
+    """Keeps the timestamp the source attached to the record."""
+
+    def extract_timestamp(self, element: Any, previous_element_timestamp: int) -> int:
+        return previous_element_timestamp
+
+
+class IngestionTimeAssigner(TimestampAssigner[Any]):
+    """Ingestion time: the clock when the record enters, kept non-decreasing."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.max_timestamp = MIN_TIMESTAMP
+
+    def extract_timestamp(self, element: Any, previous_element_timestamp: int) -> int:
+        now = self.clock.now_ms()
+        if now > self.max_timestamp:
+            self.max_timestamp = now
+        return self.max_timestamp
+
+
+class _CallableAssigner(TimestampAssigner[T]):
+    def __init__(self, fn: Callable[..., int], arity: int) -> None:
+        self.fn = fn
+        self.arity = arity
+
+    def extract_timestamp(self, element: T, previous_element_timestamp: int) -> int:
+        if self.arity == 1:
+            return self.fn(element)
+        return self.fn(element, previous_element_timestamp)
+
+    def __repr__(self) -> str:
+        return f"TimestampAssigner({getattr(self.fn, '__qualname__', self.fn)!r})"
+
+
+def as_timestamp_assigner(
+    assigner: TimestampAssigner[T] | Callable[[T, int], int] | Callable[[T], int],
+) -> TimestampAssigner[T]:
+    """Accept an assigner object or a function of ``(element, previous_ts)`` or ``(element)``."""
+    if isinstance(assigner, TimestampAssigner):
+        return assigner
+    if not callable(assigner):
+        raise ConfigurationError(
+            "timestamp_assigner",
+            f"expected a TimestampAssigner or a function (element, previous_ts) -> int, "
+            f"got {type(assigner).__name__}",
+        )
+    arity = 2
+    try:
+        params = [
+            p for p in inspect.signature(assigner).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+        if len(params) == 1:
+            arity = 1
+    except (TypeError, ValueError):
+        pass
+    return _CallableAssigner(cast(Callable[..., int], assigner), arity)

@@ -1,0 +1,202 @@
+"""``WatermarkStrategy``: an immutable recipe for a timestamp assigner and a generator."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Literal, TypeVar
+
+from lowwater.core.clock import Clock, SystemClock
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.time import DurationLike, to_millis
+from lowwater.core.watermarks.assigner import (
+    IngestionTimeAssigner,
+    RecordTimestampAssigner,
+    TimestampAssigner,
+    as_timestamp_assigner,
+)
+from lowwater.core.watermarks.bounded import (
+    AscendingTimestampsWatermarks,
+    BoundedOutOfOrdernessWatermarks,
+)
+from lowwater.core.watermarks.generator import WatermarkGenerator
+from lowwater.core.watermarks.idleness import WatermarksWithIdleness
+from lowwater.core.watermarks.legacy import (
+    AssignerWithPeriodicWatermarks,
+    AssignerWithPunctuatedWatermarks,
+    legacy_watermarks,
+)
+from lowwater.core.watermarks.no_watermarks import NoWatermarksGenerator
+from lowwater.core.watermarks.punctuated import PunctuatedWatermarks
+from lowwater.core.watermarks.time_lag import TimeLagWatermarkGenerator
+
+__all__ = ["BuiltinKind", "PartitionWatermarking", "WatermarkGeneratorContext", "WatermarkStrategy"]
+
+T = TypeVar("T")
+
+BuiltinKind = Literal[
+    "bounded_out_of_orderness", "time_lag", "no_watermarks", "legacy_bounded", "custom"
+]
+"""What an engine may reduce to per-partition aggregates (``custom`` runs the generator)."""
+
+
+@dataclass(frozen=True)
+class WatermarkGeneratorContext:
+    """What a generator gets when it is created for one partition."""
+
+    partition: Hashable = 0
+    clock: Clock = field(default_factory=SystemClock)
+
+
+@dataclass
+class PartitionWatermarking(Generic[T]):
+    """A partition's timestamp assigner and (idleness-wrapped) generator."""
+
+    assigner: TimestampAssigner[T]
+    generator: WatermarkGenerator[T]
+
+
+GeneratorFactory = Callable[[WatermarkGeneratorContext], WatermarkGenerator[Any]]
+AssignerFactory = Callable[[WatermarkGeneratorContext], TimestampAssigner[Any]]
+
+
+@dataclass(frozen=True)
+class WatermarkStrategy(Generic[T]):
+    """How timestamps are assigned and watermarks generated, per source partition.
+
+    Builder methods return new strategies; a strategy is never mutated.
+
+    >>> s = WatermarkStrategy.for_bounded_out_of_orderness("3 s").with_idleness("1 min")
+    >>> s.idleness_ms, s.builtin_param_ms
+    (60000, 3000)
+    """
+
+    generator_factory: GeneratorFactory
+    assigner_factory: AssignerFactory | None = None
+    idleness_ms: int | None = None
+    builtin: BuiltinKind = "custom"
+    builtin_param_ms: int | None = None
+    legacy_assigner: Any = None
+    description: str = "custom"
+
+    # -- constructors ---------------------------------------------------------------
+    @staticmethod
+    def for_bounded_out_of_orderness(max_out_of_orderness: DurationLike) -> WatermarkStrategy[Any]:
+        """Watermark ``max_ts - B - 1``; ``MIN`` before any event."""
+        b = to_millis(max_out_of_orderness, name="max_out_of_orderness")
+        if b < 0:
+            raise ConfigurationError("max_out_of_orderness", f"must be >= 0 ms, got {b}")
+        return WatermarkStrategy(
+            lambda ctx: BoundedOutOfOrdernessWatermarks(b),
+            builtin="bounded_out_of_orderness",
+            builtin_param_ms=b,
+            description=f"bounded out-of-orderness {b} ms",
+        )
+
+    @staticmethod
+    def for_monotonous_timestamps() -> WatermarkStrategy[Any]:
+        """Ascending timestamps: watermark ``max_ts - 1``."""
+        return WatermarkStrategy(
+            lambda ctx: AscendingTimestampsWatermarks(),
+            builtin="bounded_out_of_orderness",
+            builtin_param_ms=0,
+            description="monotonous timestamps",
+        )
+
+    @staticmethod
+    def for_time_lag(lag: DurationLike) -> WatermarkStrategy[Any]:
+        """Watermark ``now - lag`` in processing time; advances with no data arriving."""
+        lag_ms = to_millis(lag, name="lag")
+        if lag_ms < 0:
+            raise ConfigurationError("lag", f"must be >= 0 ms, got {lag_ms}")
+        return WatermarkStrategy(
+            lambda ctx: TimeLagWatermarkGenerator(lag_ms, ctx.clock),
+            builtin="time_lag",
+            builtin_param_ms=lag_ms,
+            description=f"time lag {lag_ms} ms",
+        )
+
+    @staticmethod
+    def for_punctuated(check: Callable[[T, int], int | None]) -> WatermarkStrategy[T]:
+        """``check(element, ts)`` after every element; a non-None result is a watermark."""
+        return WatermarkStrategy(lambda ctx: PunctuatedWatermarks(check), description="punctuated")
+
+    @staticmethod
+    def for_generator(factory: GeneratorFactory | Callable[[], WatermarkGenerator[T]]) -> WatermarkStrategy[T]:
+        """A user generator. ``factory(ctx)`` (or ``factory()``) makes one per partition."""
+        def make(ctx: WatermarkGeneratorContext) -> WatermarkGenerator[Any]:
+            try:
+                return factory(ctx)  # type: ignore[call-arg]
+            except TypeError:
+                return factory()  # type: ignore[call-arg]
+
+        return WatermarkStrategy(make, description=f"generator {getattr(factory, '__qualname__', factory)}")
+
+    @staticmethod
+    def no_watermarks() -> WatermarkStrategy[Any]:
+        """Never emits: event-time windows fire only at the end of bounded input."""
+        return WatermarkStrategy(
+            lambda ctx: NoWatermarksGenerator(), builtin="no_watermarks", description="no watermarks"
+        )
+
+    @staticmethod
+    def for_ingestion_time() -> WatermarkStrategy[Any]:
+        """Ingestion time: timestamp = the clock at entry; watermarks ascending (``ts - 1``)."""
+        return WatermarkStrategy(
+            lambda ctx: AscendingTimestampsWatermarks(),
+            assigner_factory=lambda ctx: IngestionTimeAssigner(ctx.clock),
+            description="ingestion time",
+        )
+
+    @staticmethod
+    def for_legacy(
+        assigner: AssignerWithPeriodicWatermarks[T] | AssignerWithPunctuatedWatermarks[T],
+    ) -> WatermarkStrategy[T]:
+        """Adapt a classic assigner; each partition gets its own copy of it."""
+        legacy_watermarks(assigner)  # validates the type
+        return WatermarkStrategy(
+            lambda ctx: legacy_watermarks(copy.deepcopy(assigner)),
+            legacy_assigner=assigner,
+            description=type(assigner).__name__,
+        )
+
+    # -- builders -------------------------------------------------------------------
+    def with_timestamp_assigner(
+        self, assigner: TimestampAssigner[T] | Callable[[T, int], int] | Callable[[T], int]
+    ) -> WatermarkStrategy[T]:
+        """A new strategy whose timestamps come from ``assigner`` (one copy per partition)."""
+        prototype = as_timestamp_assigner(assigner)
+        return replace(self, assigner_factory=lambda ctx: copy.deepcopy(prototype))
+
+    def with_idleness(self, idle_timeout: DurationLike) -> WatermarkStrategy[T]:
+        """A new strategy that marks a partition idle after ``idle_timeout`` without elements."""
+        ms = to_millis(idle_timeout, name="idleness")
+        if ms <= 0:
+            raise ConfigurationError("idleness", f"must be > 0 ms, got {ms}")
+        return replace(self, idleness_ms=ms)
+
+    # -- creation -------------------------------------------------------------------
+    def create_watermark_generator(self, ctx: WatermarkGeneratorContext) -> WatermarkGenerator[T]:
+        return self.create_partition(ctx).generator
+
+    def create_timestamp_assigner(self, ctx: WatermarkGeneratorContext) -> TimestampAssigner[T]:
+        return self.create_partition(ctx).assigner
+
+    def create_partition(self, ctx: WatermarkGeneratorContext) -> PartitionWatermarking[T]:
+        """The assigner and generator for one partition, sharing state where they must."""
+        generator: WatermarkGenerator[T] = self.generator_factory(ctx)
+        assigner: TimestampAssigner[T]
+        if self.legacy_assigner is not None and self.assigner_factory is None:
+            assigner = generator.assigner  # type: ignore[attr-defined]
+        elif self.assigner_factory is not None:
+            assigner = self.assigner_factory(ctx)
+        else:
+            assigner = RecordTimestampAssigner()
+        if self.idleness_ms is not None:
+            generator = WatermarksWithIdleness(generator, self.idleness_ms, ctx.clock)
+        return PartitionWatermarking(assigner, generator)
+
+    def __repr__(self) -> str:
+        idle = f", idleness {self.idleness_ms} ms" if self.idleness_ms is not None else ""
+        return f"WatermarkStrategy({self.description}{idle})"

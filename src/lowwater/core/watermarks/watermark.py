@@ -1,0 +1,39 @@
+"""The watermark and the output it is emitted to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+
+__all__ = ["Watermark", "WatermarkOutput"]
+
+
+@dataclass(frozen=True, order=True)
+class Watermark:
+    """``Watermark(t)``: no more elements with timestamp ``<= t`` are expected."""
+
+    timestamp: int
+
+    @staticmethod
+    def max() -> Watermark:
+        """The end-of-input watermark: every event-time window fires."""
+        return Watermark(MAX_TIMESTAMP)
+
+    @staticmethod
+    def min() -> Watermark:
+        return Watermark(MIN_TIMESTAMP)
+
+
+class WatermarkOutput(Protocol):
+    """Where a :class:`~lowwater.core.watermarks.generator.WatermarkGenerator` emits to."""
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        """Emit a watermark. Outputs ignore one that is not above the last."""
+
+    def mark_idle(self) -> None:
+        """Mark this output idle: it no longer holds back the combined watermark."""
+
+    def mark_active(self) -> None:
+        """Mark this output active again (emitting a watermark does this too)."""
