@@ -1,0 +1,156 @@
+"""Built-in aggregate functions: sum, count, min, max, avg of a value.
+
+Each takes the value to aggregate as a field name (dict key or attribute) or a function.
+``builtin_aggregate("sum", "value")`` builds one by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.windows.functions import AggregateFunction
+
+__all__ = ["BUILTIN_AGGREGATES", "Avg", "BuiltinAggregate", "Count", "Max", "Min", "Sum", "builtin_aggregate"]
+
+ValueOf = str | Callable[[Any], Any] | None
+
+
+def _getter(value: ValueOf) -> Callable[[Any], Any]:
+    if value is None:
+        return lambda e: e
+    if callable(value):
+        return value
+    field = value
+
+    def get(e: Any) -> Any:
+        if isinstance(e, dict):
+            return e[field]
+        return getattr(e, field)
+
+    return get
+
+
+class BuiltinAggregate(AggregateFunction[Any, Any, Any]):
+    """A built-in aggregate: ``name`` and ``field`` let an engine run it natively."""
+
+    name: str = ""
+
+    def __init__(self, value: ValueOf = None) -> None:
+        self.field = value if isinstance(value, str) else None
+        self.value_of = _getter(value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.field!r})" if self.field else f"{type(self).__name__}()"
+
+
+class Sum(BuiltinAggregate):
+    """The sum of the values."""
+
+    name = "sum"
+
+    def create_accumulator(self) -> Any:
+        return None
+
+    def add(self, value: Any, accumulator: Any) -> Any:
+        v = self.value_of(value)
+        return v if accumulator is None else accumulator + v
+
+    def get_result(self, accumulator: Any) -> Any:
+        return 0 if accumulator is None else accumulator
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None else a if b is None else a + b
+
+
+class Count(BuiltinAggregate):
+    """The number of elements."""
+
+    name = "count"
+
+    def create_accumulator(self) -> int:
+        return 0
+
+    def add(self, value: Any, accumulator: int) -> int:
+        return accumulator + 1
+
+    def get_result(self, accumulator: int) -> int:
+        return accumulator
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+
+class Min(BuiltinAggregate):
+    """The smallest value."""
+
+    name = "min"
+
+    def create_accumulator(self) -> Any:
+        return None
+
+    def add(self, value: Any, accumulator: Any) -> Any:
+        v = self.value_of(value)
+        return v if accumulator is None or v < accumulator else accumulator
+
+    def get_result(self, accumulator: Any) -> Any:
+        return accumulator
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None else a if b is None else min(a, b)
+
+
+class Max(BuiltinAggregate):
+    """The largest value."""
+
+    name = "max"
+
+    def create_accumulator(self) -> Any:
+        return None
+
+    def add(self, value: Any, accumulator: Any) -> Any:
+        v = self.value_of(value)
+        return v if accumulator is None or v > accumulator else accumulator
+
+    def get_result(self, accumulator: Any) -> Any:
+        return accumulator
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None else a if b is None else max(a, b)
+
+
+class Avg(BuiltinAggregate):
+    """The arithmetic mean, as a float (``None`` for an empty window)."""
+
+    name = "avg"
+
+    def create_accumulator(self) -> list[Any]:
+        return [0, 0]
+
+    def add(self, value: Any, accumulator: list[Any]) -> list[Any]:
+        accumulator[0] += self.value_of(value)
+        accumulator[1] += 1
+        return accumulator
+
+    def get_result(self, accumulator: list[Any]) -> float | None:
+        return accumulator[0] / accumulator[1] if accumulator[1] else None
+
+    def merge(self, a: list[Any], b: list[Any]) -> list[Any]:
+        return [a[0] + b[0], a[1] + b[1]]
+
+
+BUILTIN_AGGREGATES: dict[str, type[BuiltinAggregate]] = {
+    "sum": Sum, "count": Count, "min": Min, "max": Max, "avg": Avg,
+}
+
+
+def builtin_aggregate(name: str, value: ValueOf = None) -> BuiltinAggregate:
+    """The built-in aggregate called ``name`` (sum, count, min, max, avg) of ``value``."""
+    try:
+        cls = BUILTIN_AGGREGATES[name]
+    except KeyError:
+        raise ConfigurationError(
+            "aggregate", f"unknown aggregate {name!r}; use one of {sorted(BUILTIN_AGGREGATES)}"
+        ) from None
+    return cls(value)
