@@ -1,0 +1,109 @@
+"""Create the SparkSession lowwater runs on, and find the PostgreSQL JDBC driver.
+
+Spark starts slowly (seconds), so create one session per process and reuse it:
+:func:`get_or_create_session` returns the active session if there is one. JVM-level settings
+(the class path, the master) only take effect for the first session of a process.
+
+JDBC drivers are put on the driver's class path from local jar files (``jars``). Maven
+coordinates (``spark.jars.packages``) are not used: they need a download at start-up.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_SHUFFLE_PARTITIONS", "get_or_create_session", "postgres_jdbc_jar"]
+
+#: Spark's default of 200 shuffle partitions is far too many for micro-batches on one machine.
+DEFAULT_SHUFFLE_PARTITIONS = 4
+
+#: Where Debian's ``libpostgresql-jdbc-java`` puts the driver (see scripts/ensure_postgres.sh).
+_DEBIAN_JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/postgresql-*.jar")
+
+
+def postgres_jdbc_jar() -> str | None:
+    """Path of the PostgreSQL JDBC driver jar, or None if it is not installed.
+
+    ``LOWWATER_POSTGRES_JDBC_JAR`` names a jar explicitly; otherwise Debian's
+    ``/usr/share/java/postgresql.jar`` (package ``libpostgresql-jdbc-java``) is used.
+    """
+    explicit = os.environ.get("LOWWATER_POSTGRES_JDBC_JAR")
+    if explicit:
+        return explicit if os.path.isfile(explicit) else None
+    for pattern in _DEBIAN_JDBC_JARS:
+        for path in sorted(glob.glob(pattern)):
+            if os.path.isfile(path):
+                return path
+    return None
+
+
+def get_or_create_session(
+    master: str | None = None,
+    app_name: str = "lowwater",
+    jars: Iterable[str] = (),
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Return the active SparkSession, or start one configured for lowwater.
+
+    * master: ``master`` if given, else the env var ``LOWWATER_SPARK_MASTER``, else ``local[*]``.
+    * ``spark.sql.shuffle.partitions`` = :data:`DEFAULT_SHUFFLE_PARTITIONS` (unless in ``conf``),
+      ``spark.sql.session.timeZone`` = ``UTC``, the web UI off, log level WARN.
+    * ``jars``: local jar files (e.g. :func:`postgres_jdbc_jar`) put on the driver and executor
+      class path and shipped with ``spark.jars``. On the driver's system class path a JDBC
+      driver is visible to ``java.sql.DriverManager``, which the JDBC sinks use directly.
+    * ``conf``: any further Spark settings; they win over the defaults above.
+
+    For local masters, ``PYSPARK_PYTHON`` defaults to this interpreter and the driver binds
+    to 127.0.0.1 (``SPARK_LOCAL_IP`` defaults to it). If a session is already active, its JVM
+    settings (class path, master) cannot change: a warning names any requested jar it lacks.
+    """
+    from pyspark.sql import SparkSession
+
+    master = master or os.environ.get("LOWWATER_SPARK_MASTER") or "local[*]"
+    jars = [os.path.abspath(j) for j in jars]
+    missing = [j for j in jars if not os.path.isfile(j)]
+    if missing:
+        raise FileNotFoundError(f"jar(s) not found: {', '.join(missing)}")
+
+    settings: dict[str, str] = {
+        "spark.sql.shuffle.partitions": str(DEFAULT_SHUFFLE_PARTITIONS),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+    }
+    if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # read by the JVM at launch
+        settings["spark.driver.host"] = "127.0.0.1"
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+    if jars:
+        settings["spark.jars"] = ",".join(jars)
+        settings["spark.driver.extraClassPath"] = os.pathsep.join(jars)
+        settings["spark.executor.extraClassPath"] = os.pathsep.join(jars)
+    settings.update({k: str(v) for k, v in (conf or {}).items()})
+
+    already = SparkSession.getActiveSession()
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+
+    if already is not None and jars:
+        have = spark.sparkContext.getConf().get("spark.driver.extraClassPath", "") or ""
+        lacking = [j for j in jars if j not in have.split(os.pathsep)]
+        if lacking:
+            warnings.warn(
+                f"a SparkSession was already running without {', '.join(lacking)} on its "
+                "class path; stop it first (spark.stop()) to start one with these jars",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    return spark

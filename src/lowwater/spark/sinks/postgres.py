@@ -1,0 +1,280 @@
+"""Upsert window results from Spark into a PostgreSQL table, exactly once per key and window.
+
+Window results are rows ``key, window_start, window_end, value, fire_index`` (optionally
+``batch_id`` and further columns). A window may fire several times (early and late firings,
+re-firings for late elements); each firing has a higher ``fire_index`` and its row replaces the
+previous one. The table thus holds, for every (key, window_start, window_end), the latest firing.
+
+How one micro-batch is written (:meth:`PostgresUpsertSink.write`):
+
+1. Spark's JDBC writer copies the batch into a staging table ``<table>__stage_<batch_id>``
+   (mode ``overwrite``: a replay drops and recreates it, so leftovers of a crashed attempt,
+   even duplicated rows from a retried task, cannot leak into the result).
+2. In ONE transaction, through ``java.sql.DriverManager`` in Spark's driver JVM (no Python
+   database driver needed): create the table if missing, then::
+
+       INSERT INTO table AS t (...)
+       SELECT DISTINCT ON (keys) ... FROM stage ORDER BY keys, fire_index DESC, ...
+       ON CONFLICT (keys) DO UPDATE SET ... WHERE excluded.fire_index >= t.fire_index;
+       DROP TABLE stage;
+
+Why this is exactly-once in effect: the transaction either applies the whole batch or nothing.
+Spark replays a batch (same ``batch_id``, same rows) only if it was not recorded as done, for
+instance after a crash between step 2's commit and Spark's commit log; the replay then upserts
+rows equal to the stored ones (``>=`` lets equal fire indexes through), which changes nothing.
+A row never replaces one with a higher ``fire_index``, so an out-of-order or stale firing (or a
+replay of an older batch) cannot roll a window back. Within one batch only the highest firing of
+each window is kept (``DISTINCT ON``), as ``ON CONFLICT`` may touch a row only once per statement.
+A crash after step 1 leaves a staging table that the replay overwrites and then drops; a batch
+that is never replayed (its checkpoint deleted) leaves it behind, to be dropped by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import types as T
+
+from lowwater.core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["PostgresUpsertSink", "execute_statements", "postgres_type"]
+
+FIRE_INDEX = "fire_index"
+_DRIVER = "org.postgresql.Driver"
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TABLE = re.compile(rf"(?:{_IDENT.pattern}\.)?{_IDENT.pattern}")
+_MAX_IDENT = 63  # PostgreSQL's NAMEDATALEN - 1; longer names are silently truncated
+
+
+def _quote(ident: str) -> str:
+    return '"' + ident.replace('"', '""') + '"'
+
+
+def postgres_type(dtype: T.DataType) -> str:
+    """The PostgreSQL column type for a Spark SQL type (ValueError if there is none here)."""
+    simple: list[tuple[type[T.DataType], str]] = [
+        (T.StringType, "TEXT"),
+        (T.VarcharType, "TEXT"),
+        (T.CharType, "TEXT"),
+        (T.LongType, "BIGINT"),
+        (T.IntegerType, "INTEGER"),
+        (T.ShortType, "SMALLINT"),
+        (T.ByteType, "SMALLINT"),
+        (T.DoubleType, "DOUBLE PRECISION"),
+        (T.FloatType, "REAL"),
+        (T.BooleanType, "BOOLEAN"),
+        (T.TimestampNTZType, "TIMESTAMP"),
+        (T.TimestampType, "TIMESTAMP WITH TIME ZONE"),
+        (T.DateType, "DATE"),
+        (T.BinaryType, "BYTEA"),
+    ]
+    if isinstance(dtype, T.DecimalType):
+        return f"NUMERIC({dtype.precision},{dtype.scale})"
+    for cls, name in simple:
+        if isinstance(dtype, cls):
+            return name
+    raise ValueError(f"no PostgreSQL column type for Spark type {dtype.simpleString()}")
+
+
+def execute_statements(
+    spark: SparkSession,
+    jdbc_url: str,
+    statements: Sequence[str],
+    user: str | None = None,
+    password: str | None = None,
+) -> list[int]:
+    """Run SQL statements in one transaction over JDBC in Spark's driver JVM; the update counts.
+
+    Commits if all succeed, rolls back and re-raises otherwise. The JDBC driver must be on the
+    driver's class path (see ``lowwater.spark.session.get_or_create_session(jars=...)``).
+    """
+    jvm: Any = getattr(spark, "_jvm", None)
+    if jvm is None:
+        raise ConfigurationError(
+            "spark", "needs a classic (py4j) SparkSession; Spark Connect has no driver JVM access"
+        )
+    props = jvm.java.util.Properties()
+    if user is not None:
+        props.setProperty("user", user)
+    if password is not None:
+        props.setProperty("password", password)
+    # Spark's own driver registry makes drivers loaded by Spark's class loaders (spark.jars)
+    # visible to DriverManager too; with the jar on the system class path this is a no-op.
+    jvm.org.apache.spark.sql.execution.datasources.jdbc.DriverRegistry.register(_DRIVER)
+    conn = jvm.java.sql.DriverManager.getConnection(jdbc_url, props)
+    try:
+        conn.setAutoCommit(False)
+        counts = []
+        for sql in statements:
+            stmt = conn.createStatement()
+            try:
+                counts.append(int(stmt.executeUpdate(sql)))
+            finally:
+                stmt.close()
+        conn.commit()
+        return counts
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        conn.close()
+
+
+class PostgresUpsertSink:
+    """Write window results to a PostgreSQL table, one upsert transaction per micro-batch.
+
+    Use as ``stream.writeStream.foreachBatch(sink.write)`` or call ``write(df, batch_id)``.
+    Rows are upserted on ``key_columns``; a row replaces the stored one only if its
+    ``fire_index`` is at least as high. See the module docstring for the exactly-once argument.
+
+    Args:
+        jdbc_url: ``jdbc:postgresql://host:port/database``.
+        table: ``name`` or ``schema.name`` (letters, digits, underscores; folded to lower case
+            like an unquoted SQL name). Created on the first write if missing, with a primary
+            key on ``key_columns`` and column types derived from the DataFrame's schema.
+        user, password: credentials, if the server wants them.
+        key_columns: the columns identifying one window's result.
+    """
+
+    def __init__(
+        self,
+        jdbc_url: str,
+        table: str,
+        user: str | None = None,
+        password: str | None = None,
+        key_columns: Sequence[str] = ("key", "window_start", "window_end"),
+    ) -> None:
+        if not isinstance(jdbc_url, str) or not jdbc_url.startswith("jdbc:postgresql:"):
+            raise ConfigurationError(
+                "jdbc_url", f"must start with 'jdbc:postgresql:' (got {jdbc_url!r})"
+            )
+        if not isinstance(table, str) or not _TABLE.fullmatch(table):
+            raise ConfigurationError(
+                "table",
+                f"must be 'name' or 'schema.name' of letters, digits and underscores, "
+                f"not starting with a digit (got {table!r})",
+            )
+        parts = table.lower().split(".")
+        if any(len(p) > _MAX_IDENT for p in parts):
+            raise ConfigurationError("table", f"names are at most {_MAX_IDENT} characters")
+        key_columns = tuple(key_columns)
+        if not key_columns or isinstance(key_columns, str):
+            raise ConfigurationError("key_columns", "must be a non-empty sequence of names")
+        for col in key_columns:
+            if not isinstance(col, str) or not _IDENT.fullmatch(col):
+                raise ConfigurationError("key_columns", f"invalid column name {col!r}")
+        if len(set(key_columns)) != len(key_columns) or FIRE_INDEX in key_columns:
+            raise ConfigurationError(
+                "key_columns", f"must be distinct and not include {FIRE_INDEX!r}"
+            )
+        self.jdbc_url = jdbc_url
+        self.user = user
+        self.password = password
+        self.key_columns = key_columns
+        self._schema = parts[0] if len(parts) == 2 else None
+        self._name = parts[-1]
+        self.table = ".".join(parts)
+
+    def __repr__(self) -> str:
+        return (
+            f"PostgresUpsertSink({self.jdbc_url!r}, {self.table!r}, "
+            f"key_columns={self.key_columns!r})"
+        )
+
+    def _qualified(self, name: str) -> str:
+        return ".".join(_quote(p) for p in ((self._schema,) if self._schema else ()) + (name,))
+
+    def staging_table(self, batch_id: int) -> str:
+        """The quoted name of the batch's staging table (same schema as the table)."""
+        suffix = f"__stage_{batch_id}"
+        name = self._name + suffix
+        if len(name) > _MAX_IDENT:  # keep it unique and within PostgreSQL's limit
+            digest = hashlib.sha1(self._name.encode()).hexdigest()[:8]
+            name = f"{self._name[: _MAX_IDENT - len(suffix) - 9]}_{digest}{suffix}"
+        return self._qualified(name)
+
+    def _check_columns(self, schema: T.StructType) -> list[T.StructField]:
+        fields = list(schema.fields)
+        names = [f.name for f in fields]
+        for col in names:
+            if not _IDENT.fullmatch(col):
+                raise ConfigurationError(
+                    "df", f"column name {col!r} is not letters, digits and underscores"
+                )
+        lowered = [n.lower() for n in names]
+        if len(set(lowered)) != len(lowered):
+            raise ConfigurationError("df", f"column names clash ignoring case: {names}")
+        missing = [c for c in (*self.key_columns, FIRE_INDEX) if c not in names]
+        if missing:
+            raise ConfigurationError(
+                "df", f"window results need the columns {missing} (it has {names})"
+            )
+        for f in fields:
+            try:
+                postgres_type(f.dataType)
+            except ValueError as e:
+                raise ConfigurationError("df", f"column {f.name!r}: {e}") from None
+        return fields
+
+    def statements(self, fields: Sequence[T.StructField], batch_id: int) -> list[str]:
+        """The SQL of step 2 (create if missing, upsert from the stage, drop the stage)."""
+        table, stage = self._qualified(self._name), self.staging_table(batch_id)
+        cols = [_quote(f.name) for f in fields]
+        keys = [_quote(c) for c in self.key_columns]
+        others = [c for c in cols if c not in keys]
+        fire = _quote(FIRE_INDEX)
+        defs = [
+            f"{_quote(f.name)} {postgres_type(f.dataType)}"
+            + (" NOT NULL" if _quote(f.name) in keys else "")
+            for f in fields
+        ]
+        create = (
+            f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(defs)}, "
+            f"PRIMARY KEY ({', '.join(keys)}))"
+        )
+        # Highest firing per window; the remaining columns only make ties deterministic.
+        order = [*keys, f"{fire} DESC", *(f"{c} DESC" for c in others if c != fire)]
+        upsert = (
+            f"INSERT INTO {table} AS t ({', '.join(cols)}) "
+            f"SELECT DISTINCT ON ({', '.join(keys)}) {', '.join(cols)} FROM {stage} "
+            f"ORDER BY {', '.join(order)} "
+            f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in others)
+            + f" WHERE excluded.{fire} >= t.{fire}"
+        )
+        return [create, upsert, f"DROP TABLE {stage}"]
+
+    def write(self, df: DataFrame, batch_id: int) -> int:
+        """Upsert one micro-batch; returns the number of table rows inserted or updated.
+
+        Rows of windows already stored with a higher ``fire_index`` are not counted (they are
+        not written), nor are lower firings of a window that fires twice within the batch.
+        """
+        if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
+            raise ConfigurationError("batch_id", f"must be an int >= 0 (got {batch_id!r})")
+        fields = self._check_columns(df.schema)
+        props = {"user": self.user, "password": self.password}
+        writer = (
+            df.write.format("jdbc")
+            .option("url", self.jdbc_url)
+            .option("driver", _DRIVER)
+            .option("dbtable", self.staging_table(batch_id))
+        )
+        for key, value in props.items():
+            if value is not None:
+                writer = writer.option(key, value)
+        writer.mode("overwrite").save()
+        counts = execute_statements(
+            df.sparkSession,
+            self.jdbc_url,
+            self.statements(fields, batch_id),
+            user=self.user,
+            password=self.password,
+        )
+        return counts[1]
