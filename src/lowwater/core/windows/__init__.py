@@ -1,6 +1,7 @@
 """Windows: assigners, triggers, functions and the window operator."""
 
 from lowwater.core.windows.aggregations import (
+    BUILTIN_AGGREGATES,
     Avg,
     BuiltinAggregate,
     Count,
@@ -41,6 +42,7 @@ from lowwater.core.windows.tumbling import TumblingEventTimeWindows, TumblingPro
 from lowwater.core.windows.window import GlobalWindow, TimeWindow, Window, window_start_with_offset
 
 __all__ = [
+    "BUILTIN_AGGREGATES",
     "AggregateFunction",
     "AggregatingContents",
     "Avg",

@@ -1,0 +1,297 @@
+"""DataStream, KeyedStream, WindowedStream and ConnectedStreams: Flink's API, in snake_case.
+
+Every method returns a new stream; nothing is mutated. A pipeline is a graph of
+:mod:`~lowwater.api.transformations` that either runtime runs unchanged::
+
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    result = (
+        env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness("5 s")
+                        .with_timestamp_assigner(lambda e, prev: e["ts"]))
+        .key_by("user")
+        .window(TumblingEventTimeWindows.of("1 h"))
+        .allowed_lateness("1 min")
+        .side_output_late_data(late)
+        .sum("amount")
+    )
+    result.add_sink(sink)
+    result.get_side_output(late).add_sink(late_sink)
+    env.execute()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from lowwater.api.sinks import CollectSink, PrintSink, Sink
+from lowwater.api.transformations import (
+    AssignTransformation,
+    CoTransformation,
+    OneInputTransformation,
+    OutputTag,
+    SideOutputTransformation,
+    SinkTransformation,
+    Transformation,
+    UnionTransformation,
+    WindowTransformation,
+)
+from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.core.time import DurationLike, to_millis
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.core.watermarks import (
+    AssignerWithPeriodicWatermarks,
+    AssignerWithPunctuatedWatermarks,
+    WatermarkStrategy,
+)
+from lowwater.core.windows import (
+    AggregateFunction,
+    AggregatingContents,
+    CountTrigger,
+    GlobalWindows,
+    ListContents,
+    PurgingTrigger,
+    ReducingContents,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    Trigger,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowAssigner,
+    builtin_aggregate,
+)
+from lowwater.core.windows.operator import WindowFunction
+
+if TYPE_CHECKING:
+    from lowwater.api.environment import StreamExecutionEnvironment
+
+__all__ = ["ConnectedStreams", "DataStream", "KeyedStream", "SingleOutputStream", "WindowedStream"]
+
+
+def field_getter(selector: str | Callable[[Any], Any], *, parameter: str) -> Callable[[Any], Any]:
+    """A function from a field name (dict key or attribute) or a function."""
+    if callable(selector):
+        return selector
+    if not isinstance(selector, str):
+        raise ConfigurationError(parameter, f"expected a field name or a function, got {type(selector).__name__}")
+    name = selector
+
+    def get(e: Any) -> Any:
+        return e[name] if isinstance(e, dict) else getattr(e, name)
+
+    get.__qualname__ = f"field {name!r}"
+    return get
+
+
+class DataStream:
+    """A stream of elements, partitioned like its source until a ``key_by``."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
+        self.env = env
+        self.transformation = transformation
+
+    def _then(self, t: Transformation) -> DataStream:
+        return DataStream(self.env, t)
+
+    # -- stateless ------------------------------------------------------------------------
+    def map(self, fn: Callable[[Any], Any], name: str = "map") -> DataStream:
+        return self._then(OneInputTransformation(name, self.transformation, "map", fn))
+
+    def filter(self, fn: Callable[[Any], bool], name: str = "filter") -> DataStream:
+        return self._then(OneInputTransformation(name, self.transformation, "filter", fn))
+
+    def flat_map(self, fn: Callable[[Any], Iterable[Any]], name: str = "flat_map") -> DataStream:
+        return self._then(OneInputTransformation(name, self.transformation, "flat_map", fn))
+
+    # -- event time -----------------------------------------------------------------------
+    def assign_timestamps_and_watermarks(
+        self,
+        strategy: WatermarkStrategy[Any] | AssignerWithPeriodicWatermarks[Any] | AssignerWithPunctuatedWatermarks[Any],
+        name: str = "timestamps/watermarks",
+    ) -> DataStream:
+        """Assign timestamps and generate watermarks, one generator per source partition.
+
+        Overrides the timestamps and watermarks that the source (or an earlier
+        assignment) supplied. Accepts a :class:`WatermarkStrategy` or a classic assigner.
+        """
+        if isinstance(strategy, (AssignerWithPeriodicWatermarks, AssignerWithPunctuatedWatermarks)):
+            strategy = WatermarkStrategy.for_legacy(strategy)
+        if not isinstance(strategy, WatermarkStrategy):
+            raise ConfigurationError(
+                "strategy", f"expected a WatermarkStrategy or a classic assigner, got {type(strategy).__name__}"
+            )
+        return self._then(AssignTransformation(name, self.transformation, strategy))
+
+    # -- partitioning and combining ---------------------------------------------------
+    def key_by(self, key_selector: str | Callable[[Any], Any]) -> KeyedStream:
+        return KeyedStream(self, field_getter(key_selector, parameter="key_selector"))
+
+    def union(self, *others: DataStream) -> DataStream:
+        """All elements of all streams; the watermark is the minimum of the inputs."""
+        if not others:
+            raise PipelineError("union needs at least one other stream")
+        return self._then(UnionTransformation("union", (self.transformation, *(o.transformation for o in others))))
+
+    def connect(self, other: DataStream) -> ConnectedStreams:
+        return ConnectedStreams(self, other)
+
+    # -- sinks ------------------------------------------------------------------------------
+    def add_sink(self, sink: Sink, name: str = "sink") -> DataStream:
+        if not isinstance(sink, Sink):
+            raise ConfigurationError("sink", f"expected a lowwater Sink, got {type(sink).__name__}")
+        t = SinkTransformation(name, self.transformation, sink)
+        self.env._register_sink(t)
+        return self._then(t)
+
+    sink_to = add_sink
+
+    def print(self, prefix: str = "") -> DataStream:
+        return self.add_sink(PrintSink(prefix), name="print")
+
+    def collect(self) -> CollectSink:
+        """Attach an in-memory sink; read its ``results`` after ``env.execute()``."""
+        sink = CollectSink()
+        self.add_sink(sink, name="collect")
+        return sink
+
+
+class SingleOutputStream(DataStream):
+    """The output of a window operator, with its side outputs."""
+
+    def get_side_output(self, tag: OutputTag) -> DataStream:
+        return self._then(SideOutputTransformation(f"side output {tag.name}", self.transformation, tag))
+
+
+@dataclass(frozen=True)
+class KeyedStream:
+    stream: DataStream
+    key_selector: Callable[[Any], Any]
+
+    def window(self, assigner: WindowAssigner[Any]) -> WindowedStream:
+        if not isinstance(assigner, WindowAssigner):
+            raise ConfigurationError("assigner", f"expected a WindowAssigner, got {type(assigner).__name__}")
+        return WindowedStream(self, assigner)
+
+    def time_window(self, size: DurationLike, slide: DurationLike | None = None) -> WindowedStream:
+        """Tumbling (or sliding) windows in the environment's time characteristic."""
+        processing = self.stream.env.time_characteristic is TimeCharacteristic.PROCESSING_TIME
+        size_ms = to_millis(size, name="size")
+        if slide is None:
+            assigner: WindowAssigner[Any] = (
+                TumblingProcessingTimeWindows(size_ms) if processing else TumblingEventTimeWindows(size_ms)
+            )
+        else:
+            slide_ms = to_millis(slide, name="slide")
+            assigner = (
+                SlidingProcessingTimeWindows(size_ms, slide_ms) if processing
+                else SlidingEventTimeWindows(size_ms, slide_ms)
+            )
+        return self.window(assigner)
+
+    def count_window(self, size: int) -> WindowedStream:
+        """Fires and purges every ``size`` elements per key."""
+        return self.window(GlobalWindows.create()).trigger(PurgingTrigger.of(CountTrigger.of(size)))
+
+
+@dataclass(frozen=True)
+class WindowedStream:
+    keyed: KeyedStream
+    assigner: WindowAssigner[Any]
+    trigger_: Trigger[Any] | None = None
+    allowed_lateness_ms: int = 0
+    late_tag: OutputTag | None = None
+
+    def trigger(self, trigger: Trigger[Any]) -> WindowedStream:
+        if not isinstance(trigger, Trigger):
+            raise ConfigurationError("trigger", f"expected a Trigger, got {type(trigger).__name__}")
+        return replace(self, trigger_=trigger)
+
+    def allowed_lateness(self, lateness: DurationLike) -> WindowedStream:
+        ms = to_millis(lateness, name="allowed_lateness")
+        if ms < 0:
+            raise ConfigurationError("allowed_lateness", f"The allowed lateness cannot be negative, got {ms} ms")
+        return replace(self, allowed_lateness_ms=ms)
+
+    def side_output_late_data(self, tag: OutputTag) -> WindowedStream:
+        if not isinstance(tag, OutputTag):
+            raise ConfigurationError("tag", f"expected an OutputTag, got {type(tag).__name__}")
+        return replace(self, late_tag=tag)
+
+    # -- window functions -------------------------------------------------------------
+    def aggregate(
+        self, function: AggregateFunction[Any, Any, Any] | str, window_function: WindowFunction | None = None,
+        *, field: str | Callable[[Any], Any] | None = None,
+    ) -> SingleOutputStream:
+        """Aggregate each window incrementally.
+
+        ``function`` is an :class:`AggregateFunction` or a built-in name (``"sum"``,
+        ``"count"``, ``"min"``, ``"max"``, ``"avg"``) applied to ``field``. Without a
+        ``window_function`` each firing emits ``WindowResult(key, window_start,
+        window_end, value, fire_index)``.
+        """
+        if isinstance(function, str):
+            function = builtin_aggregate(function, field)
+        if not isinstance(function, AggregateFunction):
+            raise ConfigurationError("aggregate", f"expected an AggregateFunction or a name, got {type(function).__name__}")
+        return self._build("aggregate", AggregatingContents(function), window_function)
+
+    def reduce(self, function: Callable[[Any, Any], Any], window_function: WindowFunction | None = None) -> SingleOutputStream:
+        """Reduce each window's elements pairwise; emits ``WindowResult`` rows by default."""
+        if not callable(function):
+            raise ConfigurationError("reduce", "expected a function (a, b) -> c")
+        return self._build("reduce", ReducingContents(function), window_function)
+
+    def process(self, function: WindowFunction) -> SingleOutputStream:
+        """Give the function every element of a firing window plus a context."""
+        return self._build("process", ListContents(), function)
+
+    def sum(self, field: str | Callable[[Any], Any]) -> SingleOutputStream:
+        return self.aggregate("sum", field=field)
+
+    def min(self, field: str | Callable[[Any], Any]) -> SingleOutputStream:
+        return self.aggregate("min", field=field)
+
+    def max(self, field: str | Callable[[Any], Any]) -> SingleOutputStream:
+        return self.aggregate("max", field=field)
+
+    def avg(self, field: str | Callable[[Any], Any]) -> SingleOutputStream:
+        return self.aggregate("avg", field=field)
+
+    def count(self) -> SingleOutputStream:
+        return self.aggregate("count")
+
+    def _build(self, name: str, contents: Any, window_function: WindowFunction | None) -> SingleOutputStream:
+        stream = self.keyed.stream
+        t = WindowTransformation(
+            f"window {name}", stream.transformation, self.keyed.key_selector, self.assigner, contents,
+            self.trigger_, self.allowed_lateness_ms, self.late_tag, window_function,
+        )
+        return SingleOutputStream(stream.env, t)
+
+
+@dataclass(frozen=True)
+class ConnectedStreams:
+    """Two streams processed by one operator; its watermark is the minimum of both."""
+
+    first: DataStream
+    second: DataStream
+
+    def map(self, fn1: Callable[[Any], Any] | Any, fn2: Callable[[Any], Any] | None = None) -> DataStream:
+        """``map(f1, f2)`` or ``map(co_map_function)`` with ``map1``/``map2`` methods."""
+        f1, f2 = _pair(fn1, fn2, "map1", "map2")
+        return self.first._then(CoTransformation("co-map", self.first.transformation, self.second.transformation, f1, f2))
+
+    def flat_map(self, fn1: Callable[[Any], Iterable[Any]] | Any, fn2: Callable[[Any], Iterable[Any]] | None = None) -> DataStream:
+        f1, f2 = _pair(fn1, fn2, "flat_map1", "flat_map2")
+        return self.first._then(
+            CoTransformation("co-flat-map", self.first.transformation, self.second.transformation, f1, f2, flat=True)
+        )
+
+
+def _pair(fn1: Any, fn2: Any, m1: str, m2: str) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    if fn2 is None:
+        if hasattr(fn1, m1) and hasattr(fn1, m2):
+            return getattr(fn1, m1), getattr(fn1, m2)
+        raise ConfigurationError("function", f"give two functions, or one object with {m1} and {m2}")
+    return fn1, fn2

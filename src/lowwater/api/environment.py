@@ -1,0 +1,101 @@
+"""The execution environment: where pipelines start and how they run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from lowwater.api.datastream import DataStream
+from lowwater.api.sources import CollectionSource, FunctionSource, Source, SourceFunction
+from lowwater.api.transformations import SinkTransformation, SourceTransformation
+from lowwater.core.clock import Clock
+from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.core.time import DurationLike, to_millis
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.core.watermarks import WatermarkStrategy
+
+__all__ = ["RuntimeName", "StreamExecutionEnvironment"]
+
+RuntimeName = Literal["reference", "spark"]
+
+
+class StreamExecutionEnvironment:
+    """Holds the job's settings and sinks; ``execute`` runs it on a runtime.
+
+    Parameters
+    ----------
+    time_characteristic:
+        Event time by default (see :meth:`set_stream_time_characteristic`).
+    auto_watermark_interval:
+        How often periodic watermarks are emitted (default 200 ms). The runtimes emit
+        at the end of every micro-batch, and at ticks of this interval when no data
+        arrives.
+    """
+
+    def __init__(
+        self,
+        time_characteristic: TimeCharacteristic = TimeCharacteristic.EVENT_TIME,
+        auto_watermark_interval: DurationLike = 200,
+    ) -> None:
+        self.time_characteristic = time_characteristic
+        self.auto_watermark_interval_ms = to_millis(auto_watermark_interval, name="auto_watermark_interval")
+        self._sinks: list[SinkTransformation] = []
+
+    @staticmethod
+    def get_execution_environment() -> StreamExecutionEnvironment:
+        return StreamExecutionEnvironment()
+
+    def set_stream_time_characteristic(self, characteristic: TimeCharacteristic) -> None:
+        if not isinstance(characteristic, TimeCharacteristic):
+            raise ConfigurationError("characteristic", f"expected a TimeCharacteristic, got {characteristic!r}")
+        self.time_characteristic = characteristic
+
+    def set_auto_watermark_interval(self, interval: DurationLike) -> None:
+        ms = to_millis(interval, name="auto_watermark_interval")
+        if ms <= 0:
+            raise ConfigurationError("auto_watermark_interval", f"must be > 0 ms, got {ms}")
+        self.auto_watermark_interval_ms = ms
+
+    # -- sources ----------------------------------------------------------------------
+    def from_source(
+        self, source: Source, strategy: WatermarkStrategy[Any] | None = None, name: str = "source"
+    ) -> DataStream:
+        """A stream from a partitioned source, with per-partition watermarks from ``strategy``."""
+        if not isinstance(source, Source):
+            raise ConfigurationError("source", f"expected a lowwater Source, got {type(source).__name__}")
+        if strategy is not None and not isinstance(strategy, WatermarkStrategy):
+            raise ConfigurationError("strategy", f"expected a WatermarkStrategy, got {type(strategy).__name__}")
+        return DataStream(self, SourceTransformation(name, source, strategy))
+
+    def from_collection(self, elements: Iterable[Any], **kwargs: Any) -> DataStream:
+        """One micro-batch of in-memory elements (see :class:`CollectionSource`)."""
+        return self.from_source(CollectionSource.of(elements, **kwargs), name="collection")
+
+    def add_source(self, function: SourceFunction, parallelism: int = 1, name: str = "source") -> DataStream:
+        """A classic :class:`SourceFunction` that may emit its own timestamps and watermarks."""
+        return self.from_source(FunctionSource(function, parallelism), name=name)
+
+    def _register_sink(self, t: SinkTransformation) -> None:
+        self._sinks.append(t)
+
+    @property
+    def sinks(self) -> list[SinkTransformation]:
+        return list(self._sinks)
+
+    # -- running ---------------------------------------------------------------------
+    def execute(
+        self, job_name: str = "lowwater job", *, runtime: RuntimeName = "reference",
+        clock: Clock | None = None, **options: Any,
+    ) -> Any:
+        """Run every pipeline that ends in a sink; returns the runtime's job result."""
+        if not self._sinks:
+            raise LowwaterError("no sinks: add one with stream.add_sink(...) or stream.collect() before execute()")
+        if runtime == "reference":
+            from lowwater.runtime.reference import ReferenceRuntime
+
+            return ReferenceRuntime(clock=clock, **options).execute(self, job_name)
+        if runtime == "spark":
+            raise LowwaterError(
+                "the spark runtime is not available yet; use runtime='reference' (the Spark engine is in progress)"
+            )
+        raise ConfigurationError("runtime", f"unknown runtime {runtime!r}; use 'reference' or 'spark'")

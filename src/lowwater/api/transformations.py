@@ -1,0 +1,136 @@
+"""The pipeline graph: immutable nodes that a runtime compiles and runs."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lowwater.api.sinks import Sink
+from lowwater.api.sources import Source
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import WindowAssigner, WindowContents
+from lowwater.core.windows.operator import WindowFunction
+from lowwater.core.windows.trigger import Trigger
+
+__all__ = [
+    "AssignTransformation",
+    "CoTransformation",
+    "OneInputTransformation",
+    "OutputTag",
+    "SideOutputTransformation",
+    "SinkTransformation",
+    "SourceTransformation",
+    "Transformation",
+    "UnionTransformation",
+    "WindowTransformation",
+]
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class OutputTag:
+    """Names a side output, e.g. ``OutputTag("late")`` for late data."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Transformation:
+    name: str
+    id: int = field(default_factory=lambda: next(_ids), init=False)
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return ()
+
+
+@dataclass(frozen=True, eq=False)
+class SourceTransformation(Transformation):
+    source: Source = field(default=None)  # type: ignore[assignment]
+    strategy: WatermarkStrategy[Any] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class OneInputTransformation(Transformation):
+    input: Transformation = field(default=None)  # type: ignore[assignment]
+    kind: str = "map"  # map | filter | flat_map
+    fn: Callable[[Any], Any] = field(default=None)  # type: ignore[assignment]
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True, eq=False)
+class AssignTransformation(Transformation):
+    """``assign_timestamps_and_watermarks``: per partition; overrides upstream event time."""
+
+    input: Transformation = field(default=None)  # type: ignore[assignment]
+    strategy: WatermarkStrategy[Any] = field(default=None)  # type: ignore[assignment]
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowTransformation(Transformation):
+    input: Transformation = field(default=None)  # type: ignore[assignment]
+    key_selector: Callable[[Any], Any] = field(default=None)  # type: ignore[assignment]
+    assigner: WindowAssigner[Any] = field(default=None)  # type: ignore[assignment]
+    contents: WindowContents = field(default=None)  # type: ignore[assignment]
+    trigger: Trigger[Any] | None = None
+    allowed_lateness_ms: int = 0
+    late_tag: OutputTag | None = None
+    window_function: WindowFunction | None = None
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True, eq=False)
+class SideOutputTransformation(Transformation):
+    input: Transformation = field(default=None)  # type: ignore[assignment]
+    tag: OutputTag = field(default=None)  # type: ignore[assignment]
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True, eq=False)
+class UnionTransformation(Transformation):
+    members: tuple[Transformation, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return self.members
+
+
+@dataclass(frozen=True, eq=False)
+class CoTransformation(Transformation):
+    """Two inputs, one function each; the watermark is the minimum of both inputs."""
+
+    first: Transformation = field(default=None)  # type: ignore[assignment]
+    second: Transformation = field(default=None)  # type: ignore[assignment]
+    fn1: Callable[[Any], Any] = field(default=None)  # type: ignore[assignment]
+    fn2: Callable[[Any], Any] = field(default=None)  # type: ignore[assignment]
+    flat: bool = False
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return (self.first, self.second)
+
+
+@dataclass(frozen=True, eq=False)
+class SinkTransformation(Transformation):
+    input: Transformation = field(default=None)  # type: ignore[assignment]
+    sink: Sink = field(default=None)  # type: ignore[assignment]
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return (self.input,)

@@ -1,0 +1,405 @@
+"""The reference runtime's operators. Records are pushed; watermarks move at batch ends.
+
+Before the first exchange every source partition is a *lane* with its own watermark,
+like a parallel Flink subtask. Operators that need one input (windows, two-input
+operators, sinks) combine their lanes in an :class:`Exchange`, once per batch end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lowwater.api.sinks import Sink
+from lowwater.api.sources import Source, SourceBatch, SourceIdle, SourceRecord, SourceWatermark
+from lowwater.api.transformations import OutputTag, WindowTransformation
+from lowwater.core.clock import Clock
+from lowwater.core.errors import ConfigurationError, LowwaterError, UserFunctionError
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.core.watermarks import (
+    CombinedWatermarkStatus,
+    PartialWatermark,
+    PartitionWatermarking,
+    Watermark,
+    WatermarkGeneratorContext,
+    WatermarkStrategy,
+)
+from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
+from lowwater.runtime.exchange import Exchange
+from lowwater.runtime.records import Lane, LaneEvent, Record
+
+__all__ = [
+    "AssignerNode", "CoNode", "Node", "SideOutputNode", "SinkNode", "SourceNode",
+    "StatelessNode", "UnionNode", "WindowNode",
+]
+
+
+def _fn_name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+class Node:
+    """An operator instance. Subclasses override what they need."""
+
+    def __init__(self, node_id: int, name: str) -> None:
+        self.node_id = node_id
+        self.name = name
+        self.outputs: list[tuple[Node, int]] = []
+        self.side_outputs: dict[OutputTag, list[tuple[Node, int]]] = {}
+
+    # records
+    def on_record(self, record: Record, input_index: int) -> None:
+        self.emit(record)
+
+    def emit(self, record: Record) -> None:
+        for node, idx in self.outputs:
+            node.on_record(record, idx)
+
+    def emit_side(self, tag: OutputTag, record: Record) -> None:
+        for node, idx in self.side_outputs.get(tag, ()):
+            node.on_record(record, idx)
+
+    # watermarks
+    def on_lane_event(self, input_index: int, lane: Lane, event: LaneEvent) -> None:
+        self.emit_lane_event(lane, event)
+
+    def emit_lane_event(self, lane: Lane, event: LaneEvent) -> None:
+        for node, idx in self.outputs:
+            node.on_lane_event(idx, lane, event)
+        for consumers in self.side_outputs.values():
+            for node, idx in consumers:
+                node.on_lane_event(idx, lane, event)
+
+    def on_start(self) -> None:
+        """Announce lanes downstream."""
+
+    def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
+        """Emit watermarks (in topological order, after every upstream node)."""
+
+    def metrics(self) -> dict[str, Any]:
+        return {}
+
+
+class SourceNode(Node):
+    def __init__(self, node_id: int, name: str, source: Source) -> None:
+        super().__init__(node_id, name)
+        self.source = source
+        self.known: set[int] = set()
+        self._pending: list[tuple[int, LaneEvent]] = []
+        self.rows_in = 0
+        self.rows_in_batch = 0
+
+    def lane(self, partition: int) -> Lane:
+        return (self.node_id, partition)
+
+    def on_start(self) -> None:
+        for p in self.source.partitions():
+            self._register(p)
+
+    def _register(self, p: int) -> None:
+        self.known.add(p)
+        self.emit_lane_event(self.lane(p), LaneEvent("register"))
+
+    def feed(self, batch: SourceBatch) -> None:
+        self.rows_in_batch = 0
+        for item in batch.items:
+            if item.partition not in self.known:
+                self._register(item.partition)
+            if isinstance(item, SourceRecord):
+                self.rows_in_batch += 1
+                self.emit(Record(item.value, item.timestamp, self.lane(item.partition), item.partition, item.offset))
+            elif isinstance(item, SourceWatermark):
+                self._pending.append((item.partition, LaneEvent("watermark", item.timestamp)))
+            elif isinstance(item, SourceIdle):
+                self._pending.append((item.partition, LaneEvent("idle")))
+        self.rows_in += self.rows_in_batch
+
+    def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
+        pending, self._pending = self._pending, []
+        for p, ev in pending:
+            self.emit_lane_event(self.lane(p), ev)
+        if end_of_input:
+            for p in sorted(self.known):
+                self.emit_lane_event(self.lane(p), LaneEvent("watermark", MAX_TIMESTAMP))
+
+
+class StatelessNode(Node):
+    """map, filter or flat_map, lane by lane."""
+
+    def __init__(self, node_id: int, name: str, kind: str, fn: Callable[[Any], Any]) -> None:
+        super().__init__(node_id, name)
+        self.kind = kind
+        self.fn = fn
+
+    def on_record(self, record: Record, input_index: int) -> None:
+        try:
+            if self.kind == "map":
+                out = [self.fn(record.value)]
+            elif self.kind == "filter":
+                out = [record.value] if self.fn(record.value) else []
+            else:
+                out = list(self.fn(record.value) or ())
+        except LowwaterError:
+            raise
+        except Exception as e:
+            raise UserFunctionError(f"{self.kind} {_fn_name(self.fn)}", e,
+                                    partition=record.partition, offset=record.offset) from e
+        for v in out:
+            self.emit(Record(v, record.timestamp, record.lane, record.partition, record.offset))
+
+
+class _LaneOutput:
+    """Collects what one lane's generator emits until the batch ends."""
+
+    def __init__(self) -> None:
+        self.events: list[LaneEvent] = []
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        self.events.append(LaneEvent("watermark", watermark.timestamp))
+
+    def mark_idle(self) -> None:
+        self.events.append(LaneEvent("idle"))
+
+    def mark_active(self) -> None:
+        self.events.append(LaneEvent("active"))
+
+
+@dataclass
+class _LaneWatermarking:
+    partition: PartitionWatermarking[Any]
+    output: _LaneOutput = field(default_factory=_LaneOutput)
+
+
+class AssignerNode(Node):
+    """Timestamps and watermarks per lane; upstream event time is overridden (MAX passes)."""
+
+    def __init__(self, node_id: int, name: str, strategy: WatermarkStrategy[Any], clock: Clock) -> None:
+        super().__init__(node_id, name)
+        self.strategy = strategy
+        self.clock = clock
+        self.lanes: dict[Lane, _LaneWatermarking] = {}
+
+    def _lane(self, lane: Lane) -> _LaneWatermarking:
+        lw = self.lanes.get(lane)
+        if lw is None:
+            partition = lane[1] if isinstance(lane, tuple) else lane
+            ctx = WatermarkGeneratorContext(partition=partition, clock=self.clock)
+            lw = self.lanes[lane] = _LaneWatermarking(self.strategy.create_partition(ctx))
+        return lw
+
+    def on_record(self, record: Record, input_index: int) -> None:
+        lw = self._lane(record.lane)
+        try:
+            ts = lw.partition.assigner.extract_timestamp(
+                record.value, MIN_TIMESTAMP if record.timestamp is None else record.timestamp
+            )
+            ts = int(ts)
+            lw.partition.generator.on_event(record.value, ts, lw.output)
+        except LowwaterError:
+            raise
+        except Exception as e:
+            raise UserFunctionError(f"timestamp/watermark assignment ({self.strategy!r})", e,
+                                    partition=record.partition, offset=record.offset) from e
+        record.timestamp = ts
+        self.emit(record)
+
+    def on_lane_event(self, input_index: int, lane: Lane, event: LaneEvent) -> None:
+        if event.kind == "register":
+            self._lane(lane)
+            self.emit_lane_event(lane, event)
+        elif event.kind == "watermark" and event.timestamp == MAX_TIMESTAMP:
+            self._lane(lane).output.events.append(event)
+
+    def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
+        for lane, lw in self.lanes.items():
+            if end_of_input:  # only the end-of-input MAX passes; no last periodic emit
+                events, lw.output.events = lw.output.events, []
+                for ev in events:
+                    self.emit_lane_event(lane, ev)
+                continue
+            try:
+                lw.partition.generator.on_periodic_emit(lw.output)
+            except LowwaterError:
+                raise
+            except Exception as e:
+                raise UserFunctionError(f"watermark generator ({self.strategy!r})", e,
+                                        partition=lane[1] if isinstance(lane, tuple) else lane) from e
+            events, lw.output.events = lw.output.events, []
+            for ev in events:
+                self.emit_lane_event(lane, ev)
+
+
+class UnionNode(Node):
+    """Forwards the records and lanes of every input; consumers take the minimum."""
+
+
+class SideOutputNode(Node):
+    """One side output of a window operator; carries the operator's watermark."""
+
+
+class _SingleLaneNode(Node):
+    """A node with one output lane, fed by an exchange per input."""
+
+    def __init__(self, node_id: int, name: str, inputs: int = 1) -> None:
+        super().__init__(node_id, name)
+        self.exchanges = [Exchange() for _ in range(inputs)]
+        self.out_lane: Lane = (node_id, 0)
+        self.valve = CombinedWatermarkStatus()
+        self.partials = [PartialWatermark() for _ in range(inputs)]
+        for p in self.partials:
+            self.valve.add(p)
+        self.idle = False
+
+    def on_start(self) -> None:
+        self.emit_lane_event(self.out_lane, LaneEvent("register"))
+
+    def on_lane_event(self, input_index: int, lane: Lane, event: LaneEvent) -> None:
+        self.exchanges[input_index].on_lane_event(lane, event)
+
+    def combine_inputs(self) -> tuple[int | None, bool]:
+        """Combine each input's lanes, then the inputs; returns (advanced_to, idle)."""
+        for ex, partial in zip(self.exchanges, self.partials, strict=True):
+            r = ex.combine()
+            if r.advanced_to is not None:
+                partial.set_watermark(r.advanced_to)
+            elif r.idle:
+                partial.idle = True
+            elif r.became_active:
+                partial.idle = False
+        advanced = self.valve.update_combined_watermark()
+        return (self.valve.combined_watermark if advanced else None), self.valve.idle
+
+    def forward_status(self, advanced_to: int | None, idle: bool) -> None:
+        if advanced_to is not None:
+            self.idle = False
+            self.emit_lane_event(self.out_lane, LaneEvent("watermark", advanced_to))
+        elif idle and not self.idle:
+            self.idle = True
+            self.emit_lane_event(self.out_lane, LaneEvent("idle"))
+        elif not idle and self.idle:
+            self.idle = False
+            self.emit_lane_event(self.out_lane, LaneEvent("active"))
+
+    @property
+    def current_watermark(self) -> int:
+        return self.valve.combined_watermark
+
+
+class CoNode(_SingleLaneNode):
+    """Two inputs, one function each; the watermark is the minimum of the inputs."""
+
+    def __init__(self, node_id: int, name: str, fn1: Callable[[Any], Any], fn2: Callable[[Any], Any], flat: bool) -> None:
+        super().__init__(node_id, name, inputs=2)
+        self.fns = (fn1, fn2)
+        self.flat = flat
+
+    def on_record(self, record: Record, input_index: int) -> None:
+        fn = self.fns[input_index]
+        try:
+            out = list(fn(record.value) or ()) if self.flat else [fn(record.value)]
+        except LowwaterError:
+            raise
+        except Exception as e:
+            raise UserFunctionError(f"{self.name} {_fn_name(fn)}", e,
+                                    partition=record.partition, offset=record.offset) from e
+        for v in out:
+            self.emit(Record(v, record.timestamp, self.out_lane))
+
+    def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
+        self.forward_status(*self.combine_inputs())
+
+
+class WindowNode(_SingleLaneNode):
+    """A keyed window operator behind an exchange over all its input lanes."""
+
+    def __init__(self, node_id: int, t: WindowTransformation, clock: Clock) -> None:
+        super().__init__(node_id, t.name)
+        self.t = t
+        self.clock = clock
+        self.operator = WindowOperator(
+            t.assigner, t.contents, trigger=t.trigger, allowed_lateness_ms=t.allowed_lateness_ms,
+            window_function=t.window_function, clock=clock,
+        )
+        self.late_by_partition: dict[Hashable, int] = {}
+        self.fired: list[WindowFired] = []
+        self.late: list[tuple[LateElement, Record]] = []
+        self.rows_in = 0
+
+    @property
+    def exchange(self) -> Exchange:
+        return self.exchanges[0]
+
+    def on_record(self, record: Record, input_index: int) -> None:
+        self.rows_in += 1
+        try:
+            key = self.t.key_selector(record.value)
+        except Exception as e:
+            raise UserFunctionError(f"key_by {_fn_name(self.t.key_selector)}", e,
+                                    partition=record.partition, offset=record.offset) from e
+        if record.timestamp is None and self.operator.is_event_time:
+            raise ConfigurationError(
+                "timestamp",
+                f"record at partition {record.partition}, offset {record.offset} has no timestamp. "
+                "Did you forget to call assign_timestamps_and_watermarks(...) or give from_source a "
+                "WatermarkStrategy?",
+            )
+        ts = MIN_TIMESTAMP if record.timestamp is None else record.timestamp
+        self._handle(self.operator.process_element(key, record.value, ts), record)
+
+    def _handle(self, events: list[Any], record: Record | None = None) -> None:
+        for ev in events:
+            if isinstance(ev, WindowFired):
+                self.fired.append(ev)
+                ts = ev.window.max_timestamp()
+                for out in ev.outputs:
+                    self.emit(Record(out, ts, self.out_lane))
+            elif isinstance(ev, LateElement):
+                assert record is not None
+                self.late.append((ev, record))
+                p = record.partition
+                self.late_by_partition[p] = self.late_by_partition.get(p, 0) + 1
+                if self.t.late_tag is not None:
+                    self.emit_side(self.t.late_tag, Record(ev.element, ev.timestamp, self.out_lane,
+                                                           record.partition, record.offset))
+            elif isinstance(ev, SideOutput):
+                self.emit_side(ev.tag, Record(ev.value, None, self.out_lane))
+
+    def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
+        advanced, idle = self.combine_inputs()
+        if advanced is not None:
+            self._handle(self.operator.advance_watermark(advanced))
+        self.forward_status(advanced, idle)
+        self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
+
+    def metrics(self) -> dict[str, Any]:
+        return {
+            "combined_watermark": self.exchange.watermark_or_min(),
+            "partition_watermarks": {str(k): v[0] for k, v in self.exchange.lane_status().items()},
+            "idle_partitions": sorted(str(k) for k, v in self.exchange.lane_status().items() if v[1]),
+            "rows_late": self.operator.late_count,
+            "rows_late_by_partition": dict(self.late_by_partition),
+            "windows_fired": self.operator.fired_count,
+            "open_windows": self.operator.open_windows(),
+            "state_rows": self.operator.state_size(),
+        }
+
+
+class SinkNode(_SingleLaneNode):
+    """Buffers a batch's rows and hands them to the sink at the batch end."""
+
+    def __init__(self, node_id: int, name: str, sink: Sink) -> None:
+        super().__init__(node_id, name)
+        self.sink = sink
+        self.rows: list[Any] = []
+
+    def on_start(self) -> None:
+        self.sink.open()
+
+    def on_record(self, record: Record, input_index: int) -> None:
+        self.rows.append(record.value)
+
+    def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
+        self.combine_inputs()
+        rows, self.rows = self.rows, []
+        self.sink.write_batch(batch_id, rows)

@@ -1,0 +1,30 @@
+"""What flows between the reference runtime's nodes: records and lane events."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Lane", "LaneEvent", "Record"]
+
+Lane = Hashable
+"""One parallel path through the pipeline: ``(source node id, partition)`` before an
+exchange, ``(operator node id, 0)`` after one. Each lane has its own watermark."""
+
+
+@dataclass(slots=True)
+class Record:
+    value: Any
+    timestamp: int | None
+    lane: Lane
+    partition: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaneEvent:
+    """A watermark-status change on a lane: a watermark, idle, active, or a new lane."""
+
+    kind: Literal["watermark", "idle", "active", "register"]
+    timestamp: int = 0
