@@ -42,6 +42,9 @@ def _scenario_run(args: argparse.Namespace) -> int:
     doc = run_scenario(args.file, runtime=args.runtime)
     json.dump(doc, sys.stdout, indent=1)
     sys.stdout.write("\n")
+    if "error" in doc:
+        print(f"lowwater: the job failed: {doc['error']['message']}", file=sys.stderr)
+        return 1
     return 0
 
 

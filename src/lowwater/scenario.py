@@ -13,7 +13,7 @@ from typing import Any
 
 from lowwater.api import CollectionSource, OutputTag, StreamExecutionEnvironment
 from lowwater.core.clock import ManualClock
-from lowwater.core.errors import ConfigurationError
+from lowwater.core.errors import ConfigurationError, LowwaterError
 from lowwater.core.watermarks import (
     AscendingTimestampExtractor,
     BoundedOutOfOrdernessTimestampExtractor,
@@ -227,8 +227,6 @@ def run_scenario(
     s = load_scenario(data)
     if runtime != "reference":
         if runtime == "spark":
-            from lowwater.core.errors import LowwaterError
-
             raise LowwaterError("the spark runtime is not available yet; use --runtime reference")
         raise ScenarioError("runtime", f"unknown runtime {runtime!r}; use reference or spark")
     env = StreamExecutionEnvironment()
@@ -236,13 +234,37 @@ def run_scenario(
     clock = ManualClock(0) if s.processing_times_ms is not None else None
     from lowwater.runtime.reference import ReferenceRuntime
 
-    batches = s.batches
-    runtime_ = ReferenceRuntime(clock=clock, max_batches=None if s.final_watermark else len(batches))
-    job = runtime_.execute(env, "scenario")
+    runtime_ = ReferenceRuntime(clock=clock, max_batches=None if s.final_watermark else len(s.batches))
+    try:
+        job = runtime_.execute(env, "scenario")
+    except LowwaterError as e:
+        # The job failed (e.g. a failing MonotonyViolationHandler): report what it emitted first.
+        return _failed_document(runtime_, e)
     return _document(s, job, results_sink.results, late_sink.results)
 
 
+def _failed_document(runtime: Any, error: LowwaterError) -> dict[str, Any]:
+    from lowwater.runtime.nodes import SinkNode, WindowNode
+
+    sinks = [n for n in runtime.nodes if isinstance(n, SinkNode)]
+    window = next(n for n in runtime.nodes if isinstance(n, WindowNode))
+    emitted = [[*n.sink.results, *n.rows] for n in sinks]
+    doc = _document_parts(emitted[0], emitted[1], window.exchange.history)
+    doc["error"] = {"type": type(error).__name__, "message": str(error)}
+    return doc
+
+
 def _document(s: Scenario, job: Any, results: list[Any], late: list[dict[str, Any]]) -> dict[str, Any]:
+    doc = _document_parts(results, late, job.combined_watermarks())
+    name = next(iter(job.watermark_history))
+    if not s.per_event:
+        doc["batch_watermarks"] = [b.windows[name]["combined_watermark"] for b in job.batches if not b.end_of_input]
+    if job.batches:
+        doc["partition_watermarks_final"] = job.batches[-1].windows[name]["partition_watermarks"]
+    return doc
+
+
+def _document_parts(results: list[Any], late: list[dict[str, Any]], watermarks: list[int]) -> dict[str, Any]:
     out_results = [
         {"key": r.key, "window_start": r.window_start, "window_end": r.window_end,
          "value": r.value, "fire_index": r.fire_index}
@@ -251,18 +273,5 @@ def _document(s: Scenario, job: Any, results: list[Any], late: list[dict[str, An
     out_late = [
         {"key": e["key"], "ts": e["ts"], "value": e["value"], "partition": e.get("partition", 0)} for e in late
     ]
-    doc: dict[str, Any] = {
-        "results": out_results,
-        "late": out_late,
-        "watermarks": [{"watermark": w} for w in job.combined_watermarks()],
-    }
-    if not s.per_event:
-        name = next(iter(job.watermark_history))
-        doc["batch_watermarks"] = [
-            b.windows[name]["combined_watermark"] for b in job.batches if not b.end_of_input
-        ]
-    doc["partition_watermarks_final"] = job.batches[-1].windows[next(iter(job.watermark_history))][
-        "partition_watermarks"
-    ] if job.batches else {}
-    return doc
+    return {"results": out_results, "late": out_late, "watermarks": [{"watermark": w} for w in watermarks]}
 

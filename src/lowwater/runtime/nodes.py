@@ -373,16 +373,26 @@ class WindowNode(_SingleLaneNode):
         self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
 
     def metrics(self) -> dict[str, Any]:
+        status = self.exchange.lane_status()
+        label = _lane_labels(list(status))
         return {
             "combined_watermark": self.exchange.watermark_or_min(),
-            "partition_watermarks": {str(k): v[0] for k, v in self.exchange.lane_status().items()},
-            "idle_partitions": sorted(str(k) for k, v in self.exchange.lane_status().items() if v[1]),
+            "partition_watermarks": {label[k]: v[0] for k, v in status.items()},
+            "idle_partitions": sorted(label[k] for k, v in status.items() if v[1]),
             "rows_late": self.operator.late_count,
             "rows_late_by_partition": dict(self.late_by_partition),
             "windows_fired": self.operator.fired_count,
             "open_windows": self.operator.open_windows(),
             "state_rows": self.operator.state_size(),
         }
+
+
+def _lane_labels(lanes: list[Lane]) -> dict[Lane, str]:
+    """Partition numbers when all lanes come from one source, else ``node:partition``."""
+    sources = {lane[0] for lane in lanes if isinstance(lane, tuple)}
+    if len(sources) <= 1:
+        return {lane: str(lane[1] if isinstance(lane, tuple) else lane) for lane in lanes}
+    return {lane: (f"{lane[0]}:{lane[1]}" if isinstance(lane, tuple) else str(lane)) for lane in lanes}
 
 
 class SinkNode(_SingleLaneNode):

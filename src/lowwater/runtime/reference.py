@@ -68,9 +68,11 @@ class ReferenceRuntime:
         self.user_clock = clock
         self.clock = clock if isinstance(clock, ManualClock) else ManualClock(0)
         self.max_batches = max_batches
+        self.nodes: list[Node] = []
+        """The compiled operators of the last ``execute`` (for inspection after a failure)."""
 
     def execute(self, env: StreamExecutionEnvironment, job_name: str = "lowwater job") -> JobResult:
-        order = self._compile(env)
+        order = self.nodes = self._compile(env)
         sources = [n for n in order if isinstance(n, SourceNode)]
         windows = [n for n in order if isinstance(n, WindowNode)]
         fallback: Clock = self.user_clock or SystemClock()
