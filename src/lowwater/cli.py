@@ -51,7 +51,7 @@ def _scenario_run(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from lowwater.demo import run_demo
 
-    return run_demo(args.out)
+    return int(run_demo(args.out))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -84,8 +84,8 @@ def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
     if not isinstance(data, dict):
         try:
             data = json.loads(Path(data).read_text())
-        except json.JSONDecodeError as e:
-            raise ScenarioError("file", f"is not valid JSON: {e}") from None
+        except json.JSONDecodeError as err:
+            raise ScenarioError("file", f"is not valid JSON: {err}") from None
         if not isinstance(data, dict):
             raise ScenarioError("file", "must hold a JSON object")
     partitions = _opt(data, "partitions", int, "", 1)
@@ -104,9 +104,9 @@ def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
         batches = [[_event(e, f"events[{i}]")] for i, e in enumerate(events)]
         per_event = True
     for b in batches:
-        for e in b:
-            if not 0 <= e["partition"] < partitions:
-                raise ScenarioError("partition", f"event partition {e['partition']} is outside 0..{partitions - 1}")
+        for ev in b:
+            if not 0 <= ev["partition"] < partitions:
+                raise ScenarioError("partition", f"event partition {ev['partition']} is outside 0..{partitions - 1}")
     pts = None
     if data.get("processing_time_ms") is not None:
         pts = _need(data, "processing_time_ms", list, "")
@@ -191,7 +191,7 @@ def watermark_strategy(wm: dict[str, Any]) -> WatermarkStrategy[Any]:
             handler = monotony_violation_handler(wm.get("violation_handler") or "log")
             strategy = WatermarkStrategy.for_legacy(AscendingTimestampExtractor(_ts, handler))
         if kind not in ("legacy_bounded", "legacy_ascending"):
-            strategy = strategy.with_timestamp_assigner(lambda e, prev: _ts(e))
+            strategy = strategy.with_timestamp_assigner("ts")
         if wm.get("idleness_ms") is not None:
             strategy = strategy.with_idleness(wm["idleness_ms"])
         return strategy
@@ -248,7 +248,7 @@ def _failed_document(runtime: Any, error: LowwaterError) -> dict[str, Any]:
 
     sinks = [n for n in runtime.nodes if isinstance(n, SinkNode)]
     window = next(n for n in runtime.nodes if isinstance(n, WindowNode))
-    emitted = [[*n.sink.results, *n.rows] for n in sinks]
+    emitted = [[*n.sink.results, *n.rows] for n in sinks]  # type: ignore[attr-defined]
     doc = _document_parts(emitted[0], emitted[1], window.exchange.history)
     doc["error"] = {"type": type(error).__name__, "message": str(error)}
     return doc

@@ -81,6 +81,7 @@ def field_getter(selector: str | Callable[[Any], Any], *, parameter: str) -> Cal
         return e[name] if isinstance(e, dict) else getattr(e, name)
 
     get.__qualname__ = f"field {name!r}"
+    get.field_name = name  # type: ignore[attr-defined]  # lets engines read it as a column
     return get
 
 

@@ -49,15 +49,15 @@ class Transformation:
 
 @dataclass(frozen=True, eq=False)
 class SourceTransformation(Transformation):
-    source: Source = field(default=None)  # type: ignore[assignment]
+    source: Source
     strategy: WatermarkStrategy[Any] | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class OneInputTransformation(Transformation):
-    input: Transformation = field(default=None)  # type: ignore[assignment]
-    kind: str = "map"  # map | filter | flat_map
-    fn: Callable[[Any], Any] = field(default=None)  # type: ignore[assignment]
+    input: Transformation
+    kind: str  # map | filter | flat_map
+    fn: Callable[[Any], Any]
 
     @property
     def inputs(self) -> tuple[Transformation, ...]:
@@ -68,8 +68,8 @@ class OneInputTransformation(Transformation):
 class AssignTransformation(Transformation):
     """``assign_timestamps_and_watermarks``: per partition; overrides upstream event time."""
 
-    input: Transformation = field(default=None)  # type: ignore[assignment]
-    strategy: WatermarkStrategy[Any] = field(default=None)  # type: ignore[assignment]
+    input: Transformation
+    strategy: WatermarkStrategy[Any]
 
     @property
     def inputs(self) -> tuple[Transformation, ...]:
@@ -78,10 +78,10 @@ class AssignTransformation(Transformation):
 
 @dataclass(frozen=True, eq=False)
 class WindowTransformation(Transformation):
-    input: Transformation = field(default=None)  # type: ignore[assignment]
-    key_selector: Callable[[Any], Any] = field(default=None)  # type: ignore[assignment]
-    assigner: WindowAssigner[Any] = field(default=None)  # type: ignore[assignment]
-    contents: WindowContents = field(default=None)  # type: ignore[assignment]
+    input: Transformation
+    key_selector: Callable[[Any], Any]
+    assigner: WindowAssigner[Any]
+    contents: WindowContents
     trigger: Trigger[Any] | None = None
     allowed_lateness_ms: int = 0
     late_tag: OutputTag | None = None
@@ -94,8 +94,8 @@ class WindowTransformation(Transformation):
 
 @dataclass(frozen=True, eq=False)
 class SideOutputTransformation(Transformation):
-    input: Transformation = field(default=None)  # type: ignore[assignment]
-    tag: OutputTag = field(default=None)  # type: ignore[assignment]
+    input: Transformation
+    tag: OutputTag
 
     @property
     def inputs(self) -> tuple[Transformation, ...]:
@@ -115,10 +115,10 @@ class UnionTransformation(Transformation):
 class CoTransformation(Transformation):
     """Two inputs, one function each; the watermark is the minimum of both inputs."""
 
-    first: Transformation = field(default=None)  # type: ignore[assignment]
-    second: Transformation = field(default=None)  # type: ignore[assignment]
-    fn1: Callable[[Any], Any] = field(default=None)  # type: ignore[assignment]
-    fn2: Callable[[Any], Any] = field(default=None)  # type: ignore[assignment]
+    first: Transformation
+    second: Transformation
+    fn1: Callable[[Any], Any]
+    fn2: Callable[[Any], Any]
     flat: bool = False
 
     @property
@@ -128,8 +128,8 @@ class CoTransformation(Transformation):
 
 @dataclass(frozen=True, eq=False)
 class SinkTransformation(Transformation):
-    input: Transformation = field(default=None)  # type: ignore[assignment]
-    sink: Sink = field(default=None)  # type: ignore[assignment]
+    input: Transformation
+    sink: Sink
 
     @property
     def inputs(self) -> tuple[Transformation, ...]:

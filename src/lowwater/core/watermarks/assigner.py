@@ -12,6 +12,7 @@ from lowwater.core.errors import ConfigurationError
 from lowwater.core.time import MIN_TIMESTAMP
 
 __all__ = [
+    "FieldTimestampAssigner",
     "IngestionTimeAssigner",
     "RecordTimestampAssigner",
     "TimestampAssigner",
@@ -53,6 +54,23 @@ class IngestionTimeAssigner(TimestampAssigner[Any]):
         return self.max_timestamp
 
 
+class FieldTimestampAssigner(TimestampAssigner[Any]):
+    """The timestamp is the integer field ``field`` of the element (dict key or attribute).
+
+    Engines read it as a column, with no Python per row.
+    """
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def extract_timestamp(self, element: Any, previous_element_timestamp: int) -> int:
+        v = element[self.field] if isinstance(element, dict) else getattr(element, self.field)
+        return int(v)
+
+    def __repr__(self) -> str:
+        return f"FieldTimestampAssigner({self.field!r})"
+
+
 class _CallableAssigner(TimestampAssigner[T]):
     def __init__(self, fn: Callable[..., int], arity: int) -> None:
         self.fn = fn
@@ -68,11 +86,13 @@ class _CallableAssigner(TimestampAssigner[T]):
 
 
 def as_timestamp_assigner(
-    assigner: TimestampAssigner[T] | Callable[[T, int], int] | Callable[[T], int],
+    assigner: TimestampAssigner[T] | Callable[[T, int], int] | Callable[[T], int] | str,
 ) -> TimestampAssigner[T]:
-    """Accept an assigner object or a function of ``(element, previous_ts)`` or ``(element)``."""
+    """Accept an assigner, a field name, or a function of ``(element, previous_ts)`` or ``(element)``."""
     if isinstance(assigner, TimestampAssigner):
         return assigner
+    if isinstance(assigner, str):
+        return FieldTimestampAssigner(assigner)
     if not callable(assigner):
         raise ConfigurationError(
             "timestamp_assigner",

@@ -41,6 +41,16 @@ BuiltinKind = Literal[
 """What an engine may reduce to per-partition aggregates (``custom`` runs the generator)."""
 
 
+def _arity(fn: Callable[..., Any]) -> int:
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+
+
 @dataclass(frozen=True)
 class WatermarkGeneratorContext:
     """What a generator gets when it is created for one partition."""
@@ -79,6 +89,7 @@ class WatermarkStrategy(Generic[T]):
     builtin_param_ms: int | None = None
     legacy_assigner: Any = None
     description: str = "custom"
+    assigner_prototype: TimestampAssigner[Any] | None = None
 
     # -- constructors ---------------------------------------------------------------
     @staticmethod
@@ -125,11 +136,10 @@ class WatermarkStrategy(Generic[T]):
     @staticmethod
     def for_generator(factory: GeneratorFactory | Callable[[], WatermarkGenerator[T]]) -> WatermarkStrategy[T]:
         """A user generator. ``factory(ctx)`` (or ``factory()``) makes one per partition."""
+        takes_ctx = _arity(factory) >= 1
+
         def make(ctx: WatermarkGeneratorContext) -> WatermarkGenerator[Any]:
-            try:
-                return factory(ctx)  # type: ignore[call-arg]
-            except TypeError:
-                return factory()  # type: ignore[call-arg]
+            return factory(ctx) if takes_ctx else factory()  # type: ignore[call-arg]
 
         return WatermarkStrategy(make, description=f"generator {getattr(factory, '__qualname__', factory)}")
 
@@ -163,11 +173,14 @@ class WatermarkStrategy(Generic[T]):
 
     # -- builders -------------------------------------------------------------------
     def with_timestamp_assigner(
-        self, assigner: TimestampAssigner[T] | Callable[[T, int], int] | Callable[[T], int]
+        self, assigner: TimestampAssigner[T] | Callable[[T, int], int] | Callable[[T], int] | str
     ) -> WatermarkStrategy[T]:
-        """A new strategy whose timestamps come from ``assigner`` (one copy per partition)."""
+        """A new strategy whose timestamps come from ``assigner`` (one copy per partition).
+
+        A field name (``"ts"``) lets the Spark engine read the timestamp as a column.
+        """
         prototype = as_timestamp_assigner(assigner)
-        return replace(self, assigner_factory=lambda ctx: copy.deepcopy(prototype))
+        return replace(self, assigner_factory=lambda ctx: copy.deepcopy(prototype), assigner_prototype=prototype)
 
     def with_idleness(self, idle_timeout: DurationLike) -> WatermarkStrategy[T]:
         """A new strategy that marks a partition idle after ``idle_timeout`` without elements."""

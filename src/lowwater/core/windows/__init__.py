@@ -28,7 +28,12 @@ from lowwater.core.windows.global_windows import GlobalWindows
 from lowwater.core.windows.operator import WindowOperator
 from lowwater.core.windows.session import EventTimeSessionWindows, ProcessingTimeSessionWindows
 from lowwater.core.windows.sliding import SlidingEventTimeWindows, SlidingProcessingTimeWindows
-from lowwater.core.windows.trigger import ReducingStateDescriptor, Trigger, TriggerContext, TriggerResult
+from lowwater.core.windows.trigger import (
+    ReducingStateDescriptor,
+    Trigger,
+    TriggerContext,
+    TriggerResult,
+)
 from lowwater.core.windows.triggers import (
     ContinuousEventTimeTrigger,
     ContinuousProcessingTimeTrigger,

@@ -28,7 +28,7 @@ class WindowAssigner(ABC, Generic[W]):
         ...
 
     @abstractmethod
-    def default_trigger(self) -> Trigger[W]:
+    def default_trigger(self) -> Trigger[Any]:
         ...
 
     @abstractmethod

@@ -24,7 +24,7 @@ class GlobalWindows(WindowAssigner[GlobalWindow]):
     def assign_windows(self, element: Any, timestamp: int, ctx: Any) -> list[GlobalWindow]:
         return [_THE_WINDOW]
 
-    def default_trigger(self) -> Trigger[GlobalWindow]:
+    def default_trigger(self) -> Trigger[Any]:
         return NeverTrigger()
 
     def is_event_time(self) -> bool:

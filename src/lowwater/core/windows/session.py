@@ -57,7 +57,7 @@ class EventTimeSessionWindows(MergingWindowAssigner[TimeWindow]):
     ) -> None:
         merge_time_windows(windows, callback)
 
-    def default_trigger(self) -> Trigger[TimeWindow]:
+    def default_trigger(self) -> Trigger[Any]:
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -86,7 +86,7 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[TimeWindow]):
     ) -> None:
         merge_time_windows(windows, callback)
 
-    def default_trigger(self) -> Trigger[TimeWindow]:
+    def default_trigger(self) -> Trigger[Any]:
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:

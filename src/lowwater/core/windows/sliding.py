@@ -66,7 +66,7 @@ class SlidingEventTimeWindows(WindowAssigner[TimeWindow]):
             raise missing_timestamp_error()
         return sliding_windows(timestamp, self.size_ms, self.slide_ms, self.offset_ms)
 
-    def default_trigger(self) -> Trigger[TimeWindow]:
+    def default_trigger(self) -> Trigger[Any]:
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -89,7 +89,7 @@ class SlidingProcessingTimeWindows(WindowAssigner[TimeWindow]):
     def assign_windows(self, element: Any, timestamp: int, ctx: WindowAssignerContext) -> list[TimeWindow]:
         return sliding_windows(ctx.current_processing_time(), self.size_ms, self.slide_ms, self.offset_ms)
 
-    def default_trigger(self) -> Trigger[TimeWindow]:
+    def default_trigger(self) -> Trigger[Any]:
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:

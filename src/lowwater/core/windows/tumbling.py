@@ -53,7 +53,7 @@ class TumblingEventTimeWindows(WindowAssigner[TimeWindow]):
         start = window_start_with_offset(timestamp, self.offset_ms, self.size_ms)
         return [TimeWindow(start, start + self.size_ms)]
 
-    def default_trigger(self) -> Trigger[TimeWindow]:
+    def default_trigger(self) -> Trigger[Any]:
         return EventTimeTrigger()
 
     def is_event_time(self) -> bool:
@@ -78,7 +78,7 @@ class TumblingProcessingTimeWindows(WindowAssigner[TimeWindow]):
         start = window_start_with_offset(now, self.offset_ms, self.size_ms)
         return [TimeWindow(start, start + self.size_ms)]
 
-    def default_trigger(self) -> Trigger[TimeWindow]:
+    def default_trigger(self) -> Trigger[Any]:
         return ProcessingTimeTrigger()
 
     def is_event_time(self) -> bool:

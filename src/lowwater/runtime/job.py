@@ -1,0 +1,163 @@
+"""A compiled pipeline that advances one micro-batch at a time.
+
+The reference runtime drives it over a source's batches; the Spark engine's general
+path drives it with each Spark micro-batch. Its state pickles (with cloudpickle, for
+user lambdas), so a runtime can version it by batch id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lowwater.api.environment import StreamExecutionEnvironment
+from lowwater.api.sources import SourceBatch
+from lowwater.api.transformations import (
+    AssignTransformation,
+    CoTransformation,
+    OneInputTransformation,
+    SideOutputTransformation,
+    SinkTransformation,
+    SourceTransformation,
+    Transformation,
+    UnionTransformation,
+    WindowTransformation,
+)
+from lowwater.core.clock import ManualClock
+from lowwater.core.errors import PipelineError
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.runtime.nodes import (
+    AssignerNode,
+    CoNode,
+    Node,
+    SideOutputNode,
+    SinkNode,
+    SourceNode,
+    StatelessNode,
+    UnionNode,
+    WindowNode,
+)
+from lowwater.runtime.result import BatchMetrics
+
+__all__ = ["CompiledJob"]
+
+
+class CompiledJob:
+    """The operators of a pipeline, in topological order, with a manual clock."""
+
+    def __init__(self, env: StreamExecutionEnvironment, clock: ManualClock | None = None) -> None:
+        self.clock = clock or ManualClock(0)
+        self.nodes = _compile(env, self.clock)
+        self.sources = [n for n in self.nodes if isinstance(n, SourceNode)]
+        self.windows = [n for n in self.nodes if isinstance(n, WindowNode)]
+        self.sinks = [n for n in self.nodes if isinstance(n, SinkNode)]
+        self.started = False
+
+    def start(self) -> None:
+        for n in self.nodes:
+            n.on_start()
+        self.started = True
+
+    def step(self, batch_id: int, batches: list[SourceBatch | None], processing_time_ms: int) -> BatchMetrics:
+        """Feed one micro-batch per source, then emit watermarks at its end."""
+        if not self.started:
+            self.start()
+        self.clock.set(processing_time_ms)
+        rows = 0
+        for s, b in zip(self.sources, batches, strict=True):
+            if b is not None:
+                s.feed(b)
+                rows += s.rows_in_batch
+        for n in self.nodes:
+            n.on_batch_end(batch_id, False)
+        return self.metrics(batch_id, rows, False)
+
+    def finish(self, batch_id: int) -> BatchMetrics:
+        """End of bounded input: a MAX watermark fires every remaining window."""
+        if not self.started:
+            self.start()
+        for n in self.nodes:
+            n.on_batch_end(batch_id, True)
+        return self.metrics(batch_id, 0, True)
+
+    def metrics(self, batch_id: int, rows: int, end: bool) -> BatchMetrics:
+        return BatchMetrics(batch_id, self.clock.now_ms(), rows, end, {self.name(w): w.metrics() for w in self.windows})
+
+    @staticmethod
+    def name(n: Node) -> str:
+        return f"{n.name}#{n.node_id}"
+
+    def watermark_history(self) -> dict[str, list[int]]:
+        return {self.name(w): list(w.exchange.history) for w in self.windows}
+
+    # -- snapshots (sinks hold external resources and are not part of state) --------------
+    def detach_sinks(self) -> list[Any]:
+        sinks = [n.sink for n in self.sinks]
+        for n in self.sinks:
+            n.sink = None  # type: ignore[assignment]
+        return sinks
+
+    def attach_sinks(self, sinks: list[Any]) -> None:
+        for n, s in zip(self.sinks, sinks, strict=True):
+            n.sink = s
+
+
+def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:
+    nodes: dict[int, Node] = {}
+    order: list[Node] = []
+
+    def add(node: Node) -> Node:
+        order.append(node)
+        return node
+
+    def link(up: Node, down: Node, index: int = 0) -> None:
+        up.outputs.append((down, index))
+
+    def build(t: Transformation) -> Node:
+        if t.id in nodes:
+            return nodes[t.id]
+        ins = [build(i) for i in t.inputs]
+        node: Node
+        if isinstance(t, SourceTransformation):
+            node = add(SourceNode(t.id, t.name, t.source))
+            strategy = t.strategy
+            if strategy is None and env.time_characteristic is TimeCharacteristic.INGESTION_TIME:
+                strategy = WatermarkStrategy.for_ingestion_time()
+            if strategy is not None:
+                assigner = add(AssignerNode(-t.id, f"{t.name} watermarks", strategy, clock))
+                link(node, assigner)
+                node = assigner
+        elif isinstance(t, OneInputTransformation):
+            node = add(StatelessNode(t.id, t.name, t.kind, t.fn))
+            link(ins[0], node)
+        elif isinstance(t, AssignTransformation):
+            node = add(AssignerNode(t.id, t.name, t.strategy, clock))
+            link(ins[0], node)
+        elif isinstance(t, WindowTransformation):
+            node = add(WindowNode(t.id, t, clock))
+            link(ins[0], node)
+        elif isinstance(t, SideOutputTransformation):
+            up = ins[0]
+            if not isinstance(up, WindowNode):
+                raise PipelineError("get_side_output is only available on a window operator's output")
+            node = add(SideOutputNode(t.id, t.name))
+            up.side_outputs.setdefault(t.tag, []).append((node, 0))
+        elif isinstance(t, UnionTransformation):
+            node = add(UnionNode(t.id, t.name))
+            for i in ins:
+                link(i, node)
+        elif isinstance(t, CoTransformation):
+            node = add(CoNode(t.id, t.name, t.fn1, t.fn2, t.flat))
+            link(ins[0], node, 0)
+            link(ins[1], node, 1)
+        elif isinstance(t, SinkTransformation):
+            node = add(SinkNode(t.id, t.name, t.sink))
+            link(ins[0], node)
+        else:
+            raise PipelineError(f"the reference runtime cannot run {type(t).__name__}")
+        nodes[t.id] = node
+        return node
+
+    for sink in env.sinks:
+        build(sink)
+    return order
