@@ -234,10 +234,14 @@ class WindowedStream:
         if isinstance(function, str):
             function = builtin_aggregate(function, field)
         if not isinstance(function, AggregateFunction):
-            raise ConfigurationError("aggregate", f"expected an AggregateFunction or a name, got {type(function).__name__}")
+            raise ConfigurationError(
+                "aggregate", f"expected an AggregateFunction or a name, got {type(function).__name__}"
+            )
         return self._build("aggregate", AggregatingContents(function), window_function)
 
-    def reduce(self, function: Callable[[Any, Any], Any], window_function: WindowFunction | None = None) -> SingleOutputStream:
+    def reduce(
+        self, function: Callable[[Any, Any], Any], window_function: WindowFunction | None = None
+    ) -> SingleOutputStream:
         """Reduce each window's elements pairwise; emits ``WindowResult`` rows by default."""
         if not callable(function):
             raise ConfigurationError("reduce", "expected a function (a, b) -> c")
@@ -281,9 +285,12 @@ class ConnectedStreams:
     def map(self, fn1: Callable[[Any], Any] | Any, fn2: Callable[[Any], Any] | None = None) -> DataStream:
         """``map(f1, f2)`` or ``map(co_map_function)`` with ``map1``/``map2`` methods."""
         f1, f2 = _pair(fn1, fn2, "map1", "map2")
-        return self.first._then(CoTransformation("co-map", self.first.transformation, self.second.transformation, f1, f2))
+        t = CoTransformation("co-map", self.first.transformation, self.second.transformation, f1, f2)
+        return self.first._then(t)
 
-    def flat_map(self, fn1: Callable[[Any], Iterable[Any]] | Any, fn2: Callable[[Any], Iterable[Any]] | None = None) -> DataStream:
+    def flat_map(
+        self, fn1: Callable[[Any], Iterable[Any]] | Any, fn2: Callable[[Any], Iterable[Any]] | None = None
+    ) -> DataStream:
         f1, f2 = _pair(fn1, fn2, "flat_map1", "flat_map2")
         return self.first._then(
             CoTransformation("co-flat-map", self.first.transformation, self.second.transformation, f1, f2, flat=True)

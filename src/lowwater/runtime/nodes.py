@@ -289,7 +289,9 @@ class _SingleLaneNode(Node):
 class CoNode(_SingleLaneNode):
     """Two inputs, one function each; the watermark is the minimum of the inputs."""
 
-    def __init__(self, node_id: int, name: str, fn1: Callable[[Any], Any], fn2: Callable[[Any], Any], flat: bool) -> None:
+    def __init__(
+        self, node_id: int, name: str, fn1: Callable[[Any], Any], fn2: Callable[[Any], Any], flat: bool
+    ) -> None:
         super().__init__(node_id, name, inputs=2)
         self.fns = (fn1, fn2)
         self.flat = flat

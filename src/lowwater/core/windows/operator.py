@@ -299,7 +299,8 @@ class WindowOperator:
             outputs = tuple(produced) if produced is not None else ()
         else:
             value = inputs[0] if len(inputs) == 1 else inputs
-            start, end = (window.start, window.end) if isinstance(window, TimeWindow) else (MIN_TIMESTAMP, MAX_TIMESTAMP)
+            bounded = isinstance(window, TimeWindow)
+            start, end = (window.start, window.end) if bounded else (MIN_TIMESTAMP, MAX_TIMESTAMP)
             outputs = (WindowResult(key, start, end, value, fire_index),)
         self._out.append(
             WindowFired(key, window, outputs, fire_index, self.current_watermark, cause, self.contents.size(state))
