@@ -1,6 +1,7 @@
 """Watermarks: generators, strategies, the classic assigners and per-partition combining."""
 
 from lowwater.core.watermarks.assigner import (
+    FieldTimestampAssigner,
     IngestionTimeAssigner,
     RecordTimestampAssigner,
     TimestampAssigner,
@@ -45,6 +46,7 @@ __all__ = [
     "BoundedOutOfOrdernessWatermarks",
     "CombinedWatermarkStatus",
     "FailingHandler",
+    "FieldTimestampAssigner",
     "IdlenessTimer",
     "IgnoringHandler",
     "IngestionTimeAssigner",

@@ -1,0 +1,240 @@
+"""The Spark engine: lowwater pipelines on Spark Structured Streaming.
+
+One streaming query reads the source; ``foreachBatch`` hands each micro-batch to a
+processor (native or general, :mod:`lowwater.spark.plan`), which returns the batch's
+outputs and its new state. Per batch, in this order:
+
+1. the clock for the batch is read once and recorded under the checkpoint (a replay
+   reuses it, so idleness and time lag decide the same way);
+2. the state after the previous batch is taken from memory, or loaded from the
+   checkpoint after a restart or a replay;
+3. the processor runs; its new state is committed as version ``batch_id``;
+4. the sinks receive the batch's rows, idempotently per ``batch_id``.
+
+Spark commits the batch only after ``foreachBatch`` returns, so a crash anywhere makes
+Spark replay the same ``batch_id`` with the same input, and steps 1-4 give the same
+state and the same output again: exactly-once. Nothing changes on a cluster but the
+master URL and a checkpoint location on shared storage.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from lowwater.api.environment import StreamExecutionEnvironment
+from lowwater.api.sinks import Sink
+from lowwater.core.clock import Clock, SystemClock
+from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.spark.general import GeneralProcessor
+from lowwater.spark.native import NativeProcessor
+from lowwater.spark.plan import find_source, native_plan
+from lowwater.spark.state import StateStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+__all__ = ["SparkJob", "SparkRuntime"]
+
+log = logging.getLogger("lowwater.spark")
+PathChoice = Literal["auto", "native", "general"]
+
+
+@dataclass
+class SparkJob:
+    """A running (or finished) lowwater query on Spark."""
+
+    query: StreamingQuery | None
+    store: StateStore
+    path: str
+    reason: str
+    history: list[int] = field(default_factory=list)
+
+    def await_termination(self, timeout_s: float | None = None) -> bool | None:
+        return self.query.awaitTermination(timeout_s) if self.query is not None else True
+
+    def stop(self) -> None:
+        if self.query is not None:
+            self.query.stop()
+
+    def batches(self) -> list[dict[str, Any]]:
+        """Per-batch metrics, from the checkpoint's batch log."""
+        return [r for r in self.store.batch_records() if "metrics" in r]
+
+    def watermarks(self) -> list[dict[str, Any]]:
+        """Per batch: the combined watermark, per-partition watermarks and idle partitions."""
+        return [
+            {"batch_id": r["batch_id"], "processing_time_ms": r["clock_ms"],
+             **{k: r["metrics"].get(k) for k in ("combined_watermark", "partition_watermarks", "idle_partitions")}}
+            for r in self.batches()
+        ]
+
+
+class SparkRuntime:
+    """Runs a pipeline on Spark Structured Streaming.
+
+    Parameters
+    ----------
+    checkpoint_location:
+        Spark's checkpoint and lowwater's versioned state (``<location>/lowwater``).
+    spark:
+        The session; :func:`lowwater.spark.session.get_or_create_session` by default.
+    path:
+        ``auto`` picks the native path when the pipeline allows it (see :mod:`.plan`).
+    trigger:
+        ``"available_now"`` processes what the source holds, then ends (with a MAX
+        watermark when ``end_of_input`` is set); an interval such as ``"1 second"`` runs
+        until stopped, emitting watermarks on every interval even with no data.
+    clock:
+        Processing time for idleness and time lag; a Clock, or a function of the batch id.
+    """
+
+    def __init__(
+        self, checkpoint_location: str, *, spark: SparkSession | None = None, path: PathChoice = "auto",
+        trigger: str = "available_now", clock: Clock | Callable[[int], int] | None = None,
+        end_of_input: bool = True, snapshot_every: int = 20,
+    ) -> None:
+        self.checkpoint = str(checkpoint_location)
+        self.spark = spark
+        if path not in ("auto", "native", "general"):
+            raise ConfigurationError("path", f"must be auto, native or general, got {path!r}")
+        self.path = path
+        self.trigger = trigger
+        self.clock = clock or SystemClock()
+        self.end_of_input = end_of_input
+        self.snapshot_every = snapshot_every
+
+    def _now(self, batch_id: int) -> int:
+        if callable(self.clock) and not hasattr(self.clock, "now_ms"):
+            return int(self.clock(batch_id))
+        return int(self.clock.now_ms())  # type: ignore[union-attr]
+
+    def execute(self, env: StreamExecutionEnvironment, job_name: str = "lowwater job") -> SparkJob:
+        from lowwater.spark.session import get_or_create_session
+
+        spark = self.spark or get_or_create_session()
+        source = find_source(env)
+        plan, reason = native_plan(env)
+        if self.path == "native" and plan is None:
+            raise PipelineError(f"this pipeline cannot take the native path: {reason}")
+        processor: Any
+        if plan is not None and self.path != "general":
+            processor, path = NativeProcessor(plan), "native"
+            sinks_of = self._native_sinks(plan)
+        else:
+            processor, path = GeneralProcessor(env, source), "general"
+            sinks_of = self._general_sinks(env)
+            reason = reason if plan is None else "general path requested"
+        store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path == "native" else 1)
+        job = SparkJob(None, store, path, reason)
+        driver = _BatchDriver(processor, store, sinks_of, self._now, job)
+        log.info("lowwater %s: %s path (%s)", job_name, path, reason)
+
+        stream = source.spark_stream(spark)
+        writer = stream.writeStream.foreachBatch(driver.on_batch).option(
+            "checkpointLocation", str(Path(self.checkpoint) / "spark")
+        ).queryName(_query_name(job_name))
+        if self.trigger == "available_now":
+            writer = writer.trigger(availableNow=True)
+            query = writer.start()
+            job.query = query
+            query.awaitTermination()
+            if query.exception() is not None:
+                raise PipelineError(f"the streaming query failed: {query.exception()}")
+            if self.end_of_input:
+                driver.finish()
+        else:
+            from lowwater.core.time import to_millis
+
+            interval = to_millis(self.trigger, name="trigger")
+            job.query = writer.trigger(processingTime=f"{interval} milliseconds").start()
+        return job
+
+    @staticmethod
+    def _native_sinks(plan: Any) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
+        def sinks_of(out: Any) -> list[tuple[Sink, list[Any]]]:
+            return [(s, out.results) for s in plan.result_sinks] + [(s, out.late) for s in plan.late_sinks]
+
+        return sinks_of
+
+    @staticmethod
+    def _general_sinks(env: StreamExecutionEnvironment) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
+        sinks = [t.sink for t in env.sinks]
+
+        def sinks_of(out: Any) -> list[tuple[Sink, list[Any]]]:
+            return list(zip(sinks, out.per_sink, strict=True))
+
+        return sinks_of
+
+
+def _query_name(job_name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in job_name)[:60] or "lowwater"
+
+
+class _BatchDriver:
+    """What ``foreachBatch`` calls: clock, state, processor, commit, sinks."""
+
+    def __init__(self, processor: Any, store: StateStore, sinks_of: Callable[[Any], list[tuple[Sink, list[Any]]]],
+                 now: Callable[[int], int], job: SparkJob) -> None:
+        self.processor = processor
+        self.store = store
+        self.sinks_of = sinks_of
+        self.now = now
+        self.job = job
+        self.cached: tuple[int, Any] | None = None
+        self.last_batch = -1
+        self.opened: set[int] = set()
+
+    def _state_after(self, version: int) -> Any:
+        if self.cached is not None and self.cached[0] == version:
+            return self.cached[1]
+        if version < 0:
+            return self.processor.empty_state()
+        return self.store.load(version, self.processor.empty_state, self.processor.apply_delta)
+
+    def on_batch(self, df: DataFrame, batch_id: int) -> None:
+        self._run(df, batch_id, end_of_input=False)
+
+    def finish(self) -> None:
+        """End of bounded input: one more version whose MAX watermark fires everything left."""
+        latest = self.store.latest_version()
+        self._run(None, (latest if latest is not None else -1) + 1, end_of_input=True)
+
+    def _run(self, df: DataFrame | None, batch_id: int, end_of_input: bool) -> None:
+        started = time.monotonic()
+        record = self.store.batch_record(batch_id)
+        if record is None:
+            record = {"batch_id": batch_id, "clock_ms": self.now(batch_id), "end_of_input": end_of_input}
+            self.store.write_batch_record(batch_id, record)
+        state = self._state_after(batch_id - 1)
+        self.cached = None  # the processor mutates the state in place
+        out = self.processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)
+        self.store.commit(batch_id, state, out.delta)
+        self.cached = (batch_id, state)
+        for sink, rows in self.sinks_of(out):
+            if id(sink) not in self.opened:
+                sink.open()
+                self.opened.add(id(sink))
+            sink.write_batch(batch_id, rows)
+        metrics = dict(out.metrics)
+        metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
+        metrics["state_bytes"] = self.store.size_bytes()
+        self.store.write_batch_record(batch_id, {**record, "metrics": metrics})
+        self.last_batch = batch_id
+        log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
+
+
+def run_batches(
+    env: StreamExecutionEnvironment, checkpoint_location: str, processing_times_ms: Sequence[int] | None = None,
+    **kwargs: Any,
+) -> SparkJob:
+    """Run a bounded pipeline to its end on Spark (one micro-batch per source batch)."""
+    times = list(processing_times_ms) if processing_times_ms is not None else None
+    clock: Any = (lambda b: times[b] if b < len(times) else times[-1]) if times else None
+    return SparkRuntime(checkpoint_location, clock=clock, **kwargs).execute(env)

@@ -1,0 +1,333 @@
+"""The native path: Flink's window semantics with Spark column expressions.
+
+Per micro-batch ``k``, with ``W`` the combined watermark from the end of batch ``k-1``:
+
+1. Spark assigns windows (``start = ts - ((ts - offset) mod slide)``, and for sliding
+   windows every earlier start ``> ts - size``) and classifies each (element, window):
+
+   * on time:        ``max_ts > W``
+   * late, allowed:  ``max_ts <= W < max_ts + allowed_lateness``  (fires at once)
+   * too late:       ``max_ts + allowed_lateness <= W``  (the element goes to the late
+     output when *all* its windows are too late)
+
+2. ONE aggregation (grouping sets) computes, per partition, ``max(ts)`` and counts for the
+   watermark generators, and per (key, window) the on-time partial aggregate.
+3. On the driver: the per-partition generators and idleness run with the batch's clock,
+   the multiplexer combines once (the new watermark ``W'``); the rare late-but-allowed
+   elements re-fire their windows in arrival order with full contents; the partials
+   merge into the open windows; windows with ``W < max_ts <= W'`` fire; windows with
+   ``max_ts + allowed_lateness <= W'`` are dropped.
+
+Open windows live on the driver grouped by window start (all keys of a start share one
+``max_ts``, so firing and cleanup are per group), and each batch writes only the groups it
+touched (:mod:`lowwater.spark.state`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from lowwater.core.clock import ManualClock
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
+from lowwater.core.windows import WindowResult
+from lowwater.runtime.exchange import Exchange
+from lowwater.spark.plan import NativePlan
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["NativeProcessor", "NativeState"]
+
+_view_ids = itertools.count()
+_AGG = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "avg": "sum"}
+
+
+@dataclass
+class NativeState:
+    clock: ManualClock = field(default_factory=ManualClock)
+    exchange: Exchange = field(default_factory=Exchange)
+    partitions: dict[int, PartitionWatermarking[Any]] = field(default_factory=dict)
+    windows: dict[int, pd.DataFrame] = field(default_factory=dict)
+    """Open windows: window start -> frame indexed by key with ``acc``, ``cnt``, ``fires``."""
+    rows_in: int = 0
+    rows_late: int = 0
+    rows_dead: int = 0
+    late_by_partition: dict[int, int] = field(default_factory=dict)
+    windows_fired: int = 0
+    started: bool = False
+
+    @property
+    def watermark(self) -> int:
+        return self.exchange.watermark_or_min()
+
+
+@dataclass
+class BatchOutput:
+    results: list[WindowResult]
+    late: list[dict[str, Any]]
+    dead: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    delta: dict[str, Any]
+
+
+def _empty_frame() -> pd.DataFrame:
+    return pd.DataFrame({"acc": pd.Series(dtype="float64"), "cnt": pd.Series(dtype="int64"),
+                         "fires": pd.Series(dtype="int64")})
+
+
+class NativeProcessor:
+    def __init__(self, plan: NativePlan) -> None:
+        self.plan = plan
+
+    # -- state --------------------------------------------------------------------------
+    def empty_state(self) -> NativeState:
+        return NativeState()
+
+    @staticmethod
+    def apply_delta(state: NativeState, delta: dict[str, Any]) -> None:
+        windows = state.windows
+        state.__dict__.update(delta["driver"].__dict__)
+        state.windows = windows
+        for ws in delta["dropped"]:
+            state.windows.pop(ws, None)
+        state.windows.update(delta["touched"])
+
+    def _start(self, st: NativeState) -> None:
+        for p in self.plan.source.partitions():
+            self._partition(st, p)
+        st.started = True
+
+    def _partition(self, st: NativeState, p: int) -> PartitionWatermarking[Any]:
+        pw = st.partitions.get(p)
+        if pw is None:
+            ctx = WatermarkGeneratorContext(partition=p, clock=st.clock)
+            pw = st.partitions[p] = self.plan.strategy.create_partition(ctx)
+            if p not in st.exchange.mux:
+                st.exchange.mux.register_new_output(p)
+        return pw
+
+    # -- one micro-batch ----------------------------------------------------------------
+    def run(self, st: NativeState, df: DataFrame | None, batch_id: int, clock_ms: int,
+            end_of_input: bool = False) -> BatchOutput:
+        from pyspark.sql import functions as F
+
+        if not st.started:
+            self._start(st)
+        st.clock.set(clock_ms)
+        plan = self.plan
+        w_prev = st.watermark
+        touched: set[int] = set()
+        results: list[WindowResult] = []
+        late_rows: list[dict[str, Any]] = []
+        dead_rows: list[dict[str, Any]] = []
+        rows_in = late_n = dead_n = 0
+
+        if df is not None and not end_of_input:
+            exploded, base = self._classify(df, w_prev)
+            view = f"lowwater_batch_{next(_view_ids)}"
+            exploded.createOrReplaceTempView(view)
+            agg = df.sparkSession.sql(self._aggregate_sql(view)).toPandas()
+            df.sparkSession.catalog.dropTempView(view)
+            parts = agg[agg["gid"] == 3]
+            wins = agg[agg["gid"] == 4]
+            rows_in = int(parts["n"].sum()) + int(parts["n_bad"].sum())
+            late_n = int(parts["n_late"].sum())
+            dead_n = int(parts["n_bad"].sum())
+            # generators see every valid element (one call with the partition's max suffices)
+            for p_, n, max_ts, n_late in zip(parts["_partition"].tolist(), parts["n"].tolist(),
+                                             parts["max_ts"].tolist(), parts["n_late"].tolist(), strict=True):
+                p = int(p_)
+                pw = self._partition(st, p)
+                if n > 0:
+                    pw.generator.on_event(None, int(max_ts), st.exchange.mux.get_deferred_output(p))
+                if n_late:
+                    st.late_by_partition[p] = st.late_by_partition.get(p, 0) + int(n_late)
+            if late_n and plan.late_sinks:
+                late_rows = self._rows(base.filter(F.col("_elate") & ~F.col("_bad")))
+            if dead_n:
+                dead_rows = self._rows(base.filter(F.col("_bad")))
+            if int(parts["n_lallow"].sum()):
+                results += self._late_allowed(st, exploded, touched)
+            self._merge(st, wins, touched)
+            for p, pw in st.partitions.items():
+                pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+        elif end_of_input:
+            for p in st.partitions:
+                st.exchange.mux.get_deferred_output(p).emit_watermark(Watermark(MAX_TIMESTAMP))
+        else:  # a tick with no data: periodic emission only
+            for p, pw in st.partitions.items():
+                pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+
+        combined = st.exchange.combine()
+        w_new = st.watermark
+        if combined.advanced_to is not None:
+            results += self._fire(st, w_prev, w_new, touched)
+        dropped = self._cleanup(st, w_new)
+        st.rows_in += rows_in
+        st.rows_late += late_n
+        st.rows_dead += dead_n
+        st.windows_fired += len(results)
+        driver = NativeState(**{**st.__dict__, "windows": {}})
+        delta = {"driver": driver, "dropped": dropped,
+                 "touched": {ws: st.windows[ws] for ws in touched if ws in st.windows}}
+        metrics = self._metrics(st, rows_in, late_n, dead_n, len(results))
+        return BatchOutput(results, late_rows, dead_rows, metrics, delta)
+
+    def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, DataFrame]:
+        from pyspark.sql import functions as F
+
+        p = self.plan
+        ts = F.col(p.timestamp_field) if p.timestamp_field else F.col("_source_ts")
+        value = F.col(p.value_field) if p.value_field else F.lit(1)
+        base = df.withColumn("_ts", ts.cast("long")).withColumn("_k", F.col(p.key_field)).withColumn("_v", value)
+        bad = F.col("_ts").isNull() | F.col("_k").isNull() | F.col("_v").isNull()
+        last_start = F.col("_ts") - F.pmod(F.col("_ts") - F.lit(p.offset_ms), F.lit(p.slide_ms))
+        base = base.withColumn("_bad", bad).withColumn("_last", F.when(~bad, last_start))
+        never = w == MIN_TIMESTAMP
+        elate = F.lit(False) if never else (
+            F.col("_last") + F.lit(p.size_ms - 1 + p.allowed_lateness_ms) <= F.lit(w)
+        )
+        base = base.withColumn("_elate", F.coalesce(elate, F.lit(False)))
+        n = math.ceil(p.size_ms / p.slide_ms)
+        if n == 1:
+            ex = base.withColumn("_i", F.lit(0))
+        else:
+            ex = base.withColumn("_i", F.explode(F.sequence(F.lit(0), F.lit(n - 1))))
+        ex = ex.withColumn("_ws", F.col("_last") - F.col("_i") * F.lit(p.slide_ms))
+        if n > 1:
+            ex = ex.filter(F.col("_bad") | (F.col("_i") == 0) | (F.col("_ws") > F.col("_ts") - F.lit(p.size_ms)))
+        wmax = F.col("_ws") + F.lit(p.size_ms - 1)
+        if never:
+            ontime, lallow = ~F.col("_bad"), F.lit(False)
+        else:
+            ontime = ~F.col("_bad") & (wmax > F.lit(w))
+            lallow = ~F.col("_bad") & (wmax <= F.lit(w)) & (wmax + F.lit(p.allowed_lateness_ms) > F.lit(w))
+        ex = ex.withColumn("_ontime", ontime).withColumn("_lallow", lallow).withColumn("_first", F.col("_i") == 0)
+        return ex, base
+
+    def _aggregate_sql(self, view: str) -> str:
+        kind = self.plan.aggregate
+        acc = {
+            "sum": "sum(CASE WHEN _ontime THEN _v END)",
+            "avg": "sum(CASE WHEN _ontime THEN _v END)",
+            "count": "count(CASE WHEN _ontime THEN 1 END)",
+            "min": "min(CASE WHEN _ontime THEN _v END)",
+            "max": "max(CASE WHEN _ontime THEN _v END)",
+        }[kind]
+        return f"""
+            SELECT CAST(grouping_id(_partition, _k, _ws) AS INT) AS gid, _partition, _k, _ws,
+                   max(CASE WHEN _first AND NOT _bad THEN _ts END) AS max_ts,
+                   count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n,
+                   count(CASE WHEN _first AND _bad THEN 1 END) AS n_bad,
+                   count(CASE WHEN _first AND _elate AND NOT _bad THEN 1 END) AS n_late,
+                   count(CASE WHEN _lallow THEN 1 END) AS n_lallow,
+                   {acc} AS acc,
+                   count(CASE WHEN _ontime THEN 1 END) AS cnt
+            FROM {view}
+            GROUP BY GROUPING SETS ((_partition), (_k, _ws))
+            HAVING grouping_id(_partition, _k, _ws) = 3 OR count(CASE WHEN _ontime THEN 1 END) > 0
+        """
+
+    def _rows(self, df: DataFrame) -> list[dict[str, Any]]:
+        fields = self.plan.source.fields()
+        order = ["_seq", "_partition", "_offset"]
+        return [{f: r[f] for f in fields} for r in df.orderBy(*order).select(*fields).collect()]
+
+    # -- driver-side window state ----------------------------------------------------------
+    def _merge(self, st: NativeState, wins: pd.DataFrame, touched: set[int]) -> None:
+        how = _AGG[self.plan.aggregate]
+        for ws, part in wins.groupby("_ws", sort=False):
+            ws = int(ws)
+            new = part.set_index("_k")[["acc", "cnt"]]
+            old = st.windows.get(ws)
+            if old is None:
+                merged = new.assign(fires=0)
+            else:
+                both = pd.concat([old[["acc", "cnt"]], new])
+                merged = both.groupby(level=0, sort=False).agg({"acc": how, "cnt": "sum"})
+                merged["fires"] = old["fires"].reindex(merged.index, fill_value=0)
+            st.windows[ws] = merged
+            touched.add(ws)
+
+    def _value(self, acc: Any, cnt: Any) -> Any:
+        kind = self.plan.aggregate
+        if kind == "count":
+            return int(cnt)
+        if kind == "avg":
+            return float(acc) / float(cnt) if cnt else None
+        return acc.item() if hasattr(acc, "item") else acc
+
+    def _late_allowed(self, st: NativeState, exploded: DataFrame, touched: set[int]) -> list[WindowResult]:
+        from pyspark.sql import functions as F
+
+        size = self.plan.size_ms
+        rows = (
+            exploded.filter(F.col("_lallow")).select("_k", "_ws", "_v", "_seq", "_partition", "_offset")
+            .orderBy("_seq", "_partition", "_offset").collect()
+        )
+        how = self.plan.aggregate
+        out: list[WindowResult] = []
+        for r in rows:
+            ws = int(r["_ws"])
+            frame = st.windows.get(ws)
+            if frame is None:
+                frame = st.windows[ws] = _empty_frame()
+            key, v = r["_k"], r["_v"]
+            if key in frame.index:
+                acc, cnt, fires = frame.at[key, "acc"], int(frame.at[key, "cnt"]), int(frame.at[key, "fires"])
+                if how in ("sum", "avg"):
+                    acc = acc + v
+                elif how == "count":
+                    acc = cnt + 1
+                elif how == "min":
+                    acc = min(acc, v)
+                else:
+                    acc = max(acc, v)
+                cnt += 1
+            else:
+                acc, cnt, fires = (1 if how == "count" else v), 1, 0
+            frame.loc[key] = [acc, cnt, fires + 1]
+            out.append(WindowResult(key, ws, ws + size, self._value(acc, cnt), fires))
+            touched.add(ws)
+        return out
+
+    def _fire(self, st: NativeState, w_prev: int, w_new: int, touched: set[int]) -> list[WindowResult]:
+        size = self.plan.size_ms
+        out: list[WindowResult] = []
+        for ws in sorted(st.windows):
+            wmax = ws + size - 1
+            if w_prev < wmax <= w_new:
+                frame = st.windows[ws]
+                for key, acc, cnt, fires in zip(frame.index.tolist(), frame["acc"].tolist(),
+                                                frame["cnt"].tolist(), frame["fires"].tolist(), strict=True):
+                    out.append(WindowResult(key, ws, ws + size, self._value(acc, cnt), int(fires)))
+                frame["fires"] = frame["fires"] + 1
+                touched.add(ws)
+        return out
+
+    def _cleanup(self, st: NativeState, w_new: int) -> list[int]:
+        horizon = self.plan.size_ms - 1 + self.plan.allowed_lateness_ms
+        dropped = [ws for ws in st.windows if ws + horizon <= w_new]
+        for ws in dropped:
+            del st.windows[ws]
+        return dropped
+
+    def _metrics(self, st: NativeState, rows_in: int, late: int, dead: int, fired: int) -> dict[str, Any]:
+        status = st.exchange.lane_status()
+        return {
+            "combined_watermark": st.watermark,
+            "partition_watermarks": {str(k): v[0] for k, v in status.items()},
+            "idle_partitions": sorted(str(k) for k, v in status.items() if v[1]),
+            "rows_in": rows_in,
+            "rows_late": late,
+            "rows_dead_lettered": dead,
+            "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
+            "windows_fired": fired,
+            "open_windows": int(sum(len(f) for f in st.windows.values())),
+        }

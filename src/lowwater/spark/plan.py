@@ -1,0 +1,153 @@
+"""Which Spark execution path a pipeline can take.
+
+*Native*: the common shape, run with Spark column expressions and one aggregation per
+micro-batch, as fast as Spark's own windowed aggregation::
+
+    source (+ built-in strategy, timestamp from a field or the source)
+      -> key_by(field) -> tumbling/sliding event-time windows, default trigger
+      -> built-in aggregate of a field (sum, count, min, max, avg)
+      -> sinks, and sinks on the late side output
+
+*General*: anything else (sessions, custom triggers, process functions, Python maps,
+user generators, classic assigners). The micro-batch's rows are brought to the driver in
+arrival order and stepped through the reference runtime's operators, so the results
+are the specification's by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lowwater.api.environment import StreamExecutionEnvironment
+from lowwater.api.sinks import Sink
+from lowwater.api.transformations import (
+    AssignTransformation,
+    OutputTag,
+    SideOutputTransformation,
+    SinkTransformation,
+    SourceTransformation,
+    Transformation,
+    WindowTransformation,
+)
+from lowwater.core.errors import PipelineError
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.core.watermarks import FieldTimestampAssigner, RecordTimestampAssigner, WatermarkStrategy
+from lowwater.core.windows import (
+    AggregatingContents,
+    BuiltinAggregate,
+    Count,
+    EventTimeTrigger,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
+from lowwater.spark.sources import SparkSource
+
+__all__ = ["NativePlan", "find_source", "native_plan"]
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    source: SparkSource
+    strategy: WatermarkStrategy[Any]
+    timestamp_field: str | None
+    """The element field holding event time; ``None`` means the source timestamp."""
+    key_field: str
+    size_ms: int
+    slide_ms: int
+    offset_ms: int
+    allowed_lateness_ms: int
+    aggregate: str
+    value_field: str | None
+    result_sinks: tuple[Sink, ...]
+    late_sinks: tuple[Sink, ...]
+    window_name: str
+    late_tag: OutputTag | None
+
+
+def _walk(env: StreamExecutionEnvironment) -> list[Transformation]:
+    seen: dict[int, Transformation] = {}
+
+    def visit(t: Transformation) -> None:
+        if t.id not in seen:
+            seen[t.id] = t
+            for i in t.inputs:
+                visit(i)
+
+    for s in env.sinks:
+        visit(s)
+    return list(seen.values())
+
+
+def find_source(env: StreamExecutionEnvironment) -> SparkSource:
+    sources = [t for t in _walk(env) if isinstance(t, SourceTransformation)]
+    if len(sources) != 1:
+        raise PipelineError(f"the spark runtime runs pipelines with exactly one source; this one has {len(sources)}")
+    src = sources[0].source
+    if not isinstance(src, SparkSource):
+        raise PipelineError(
+            f"{type(src).__name__} cannot be read by Spark; use a lowwater.spark.sources source "
+            "(PartitionedLogSource, KafkaShapedSource, BatchFilesSource)"
+        )
+    return src
+
+
+def native_plan(env: StreamExecutionEnvironment) -> tuple[NativePlan | None, str]:
+    """The native plan, or ``None`` and the reason the general path is needed."""
+    if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
+        return None, "not event time"
+    ts = _walk(env)
+    windows = [t for t in ts if isinstance(t, WindowTransformation)]
+    if len(windows) != 1:
+        return None, "not exactly one window operator"
+    w = windows[0]
+    result_sinks, late_sinks = [], []
+    for s in env.sinks:
+        if s.input is w:
+            result_sinks.append(s.sink)
+        elif isinstance(s.input, SideOutputTransformation) and s.input.input is w and s.input.tag == w.late_tag:
+            late_sinks.append(s.sink)
+        else:
+            return None, f"sink {s.name!r} is not on the window's output or its late side output"
+    up = w.input
+    strategy = None
+    if isinstance(up, AssignTransformation):
+        strategy, up = up.strategy, up.input
+    if not isinstance(up, SourceTransformation):
+        return None, "operators between the source and the window"
+    strategy = strategy or up.strategy
+    if strategy is None:
+        return None, "no watermark strategy"
+    if strategy.builtin not in ("bounded_out_of_orderness", "time_lag", "no_watermarks"):
+        return None, f"strategy {strategy!r} runs as Python"
+    ts_field: str | None
+    proto = strategy.assigner_prototype
+    if strategy.assigner_factory is None or isinstance(proto, RecordTimestampAssigner):
+        ts_field = None
+    elif isinstance(proto, FieldTimestampAssigner):
+        ts_field = proto.field
+    else:
+        return None, "timestamp assigner is a Python function"
+    key_field = getattr(w.key_selector, "field_name", None)
+    if key_field is None:
+        return None, "key selector is a Python function"
+    a = w.assigner
+    if isinstance(a, TumblingEventTimeWindows):
+        size, slide, offset = a.size_ms, a.size_ms, a.offset_ms
+    elif isinstance(a, SlidingEventTimeWindows):
+        size, slide, offset = a.size_ms, a.slide_ms, a.offset_ms
+    else:
+        return None, f"window assigner {a!r}"
+    if w.trigger is not None and not isinstance(w.trigger, EventTimeTrigger):
+        return None, f"trigger {w.trigger!r}"
+    if w.window_function is not None:
+        return None, "window function"
+    if not isinstance(w.contents, AggregatingContents) or not isinstance(w.contents.function, BuiltinAggregate):
+        return None, "not a built-in aggregate"
+    agg = w.contents.function
+    if agg.field is None and not isinstance(agg, Count):
+        return None, "aggregate of a Python function"
+    return NativePlan(
+        find_source(env), strategy, ts_field, key_field, size, slide, offset, w.allowed_lateness_ms,
+        agg.name, agg.field, tuple(result_sinks), tuple(late_sinks), w.name, w.late_tag,
+    ), "native"

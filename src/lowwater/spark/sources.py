@@ -1,0 +1,184 @@
+"""Sources the Spark engine reads as streaming DataFrames.
+
+Every source yields the same columns, so the engine needs to know nothing else:
+
+============== ======= ==========================================================
+``_partition``  int     the source partition (a Kafka ``(topic, partition)``, a log dir)
+``_offset``     long    the record's position in its partition
+``_source_ts``  long    the source timestamp in epoch ms (Kafka's record timestamp), or null
+``_seq``        long    the arrival order within the micro-batch, or null for (partition, offset)
+*fields*        any     the element's fields, as top-level columns
+============== ======= ==========================================================
+
+An element (what user functions see) is the dict of the field columns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lowwater.api.sources import Source, SourceBatch, SourceRecord
+from lowwater.core.errors import ConfigurationError, LowwaterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["BatchFilesSource", "KafkaShapedSource", "SparkSource", "STANDARD_COLUMNS"]
+
+STANDARD_COLUMNS = ("_partition", "_offset", "_source_ts", "_seq")
+
+
+class SparkSource(Source):
+    """A source the Spark engine can read: ``spark_stream`` returns the standard columns."""
+
+    def spark_stream(self, spark: SparkSession) -> DataFrame:
+        raise NotImplementedError
+
+    def fields(self) -> list[str]:
+        """The element's field names."""
+        raise NotImplementedError
+
+
+class BatchFilesSource(SparkSource):
+    """Micro-batches written as JSON-lines files, one file per batch, read in order.
+
+    Each line is ``{"partition": p, "offset": o, "seq": i, "timestamp": ms|null, "value": {...}}``.
+    Spark reads one file per micro-batch (``maxFilesPerTrigger=1``); an empty file is an
+    empty micro-batch. The scenario runner and tests use it to cut Spark's micro-batches
+    exactly where a transcript does; the reference runtime reads the same files.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], value_fields: Sequence[tuple[str, str]],
+                 partitions: Sequence[int], processing_times_ms: Sequence[int] | None = None) -> None:
+        self.directory = Path(directory)
+        self.value_fields = list(value_fields)
+        self._partitions = list(partitions)
+        self._processing_times = list(processing_times_ms) if processing_times_ms is not None else None
+
+    @staticmethod
+    def write(directory: str | os.PathLike[str], batches: Sequence[Sequence[dict[str, Any]]],
+              partition_of: str = "partition") -> None:
+        """Write ``batches`` of element dicts as batch files (offsets per partition, seq per batch)."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        offsets: dict[int, int] = {}
+        for i, batch in enumerate(batches):
+            path = d / f"batch-{i:08d}.jsonl"
+            tmp = d / f".batch-{i:08d}.jsonl.tmp"
+            with open(tmp, "w") as f:
+                for seq, e in enumerate(batch):
+                    p = int(e.get(partition_of, 0) or 0)
+                    off = offsets.get(p, 0)
+                    offsets[p] = off + 1
+                    f.write(json.dumps({"partition": p, "offset": off, "seq": seq, "timestamp": None, "value": e}))
+                    f.write("\n")
+            os.replace(tmp, path)
+            os.utime(path, (1_000_000 + i, 1_000_000 + i))  # Spark orders new files by mtime
+
+    def partitions(self) -> list[int]:
+        return list(self._partitions)
+
+    def fields(self) -> list[str]:
+        return [name for name, _ in self.value_fields]
+
+    @staticmethod
+    def infer_fields(batches: Sequence[Sequence[dict[str, Any]]]) -> list[tuple[str, str]]:
+        """Spark types for the fields of element dicts (str, int, float, bool)."""
+        kinds: dict[str, set[type]] = {}
+        for b in batches:
+            for e in b:
+                for k, v in e.items():
+                    if v is not None:
+                        kinds.setdefault(k, set()).add(type(v))
+        out = []
+        for name, ts in kinds.items():
+            if ts <= {bool}:
+                t = "BOOLEAN"
+            elif ts <= {int}:
+                t = "BIGINT"
+            elif ts <= {int, float}:
+                t = "DOUBLE"
+            else:
+                t = "STRING"
+            out.append((name, t))
+        return out
+
+    def batches(self) -> Iterator[SourceBatch]:
+        files = sorted(self.directory.glob("batch-*.jsonl"))
+        for i, path in enumerate(files):
+            items = []
+            for line in path.read_text().splitlines():
+                r = json.loads(line)
+                items.append(SourceRecord(r["value"], r["partition"], r["offset"], r.get("timestamp")))
+            pt = self._processing_times[i] if self._processing_times is not None else None
+            yield SourceBatch(tuple(items), pt)
+
+    def spark_stream(self, spark: SparkSession) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        struct = ", ".join(f"`{n}`: {t}" for n, t in self.value_fields)
+        schema = f"partition INT, offset BIGINT, seq BIGINT, timestamp BIGINT, value STRUCT<{struct}>"
+        df = (
+            spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+            .option("recursiveFileLookup", "true").json(str(self.directory))
+        )
+        return df.select(
+            F.col("partition").cast("int").alias("_partition"), F.col("offset").alias("_offset"),
+            F.col("timestamp").alias("_source_ts"), F.col("seq").alias("_seq"), "value.*",
+        )
+
+
+class KafkaShapedSource(SparkSource):
+    """Any streaming DataFrame with Spark's Kafka source schema.
+
+    ``topic, partition, offset, timestamp, key, value`` (``value`` binary or string JSON)
+    map to the standard columns: each ``(topic, partition)`` is one lowwater partition
+    (numbered in ``topics`` order: ``index * partitions_per_topic + partition``), the
+    Kafka record timestamp is the source timestamp an assigner receives as
+    ``previous_element_timestamp``, and ``value`` is parsed as JSON with ``value_fields``
+    (``[("user", "STRING"), ("amount", "BIGINT"), ...]``).
+    A value that does not parse yields null fields; such records are counted and sent to
+    the dead-letter output by the engine.
+    """
+
+    def __init__(self, df: DataFrame, value_fields: Sequence[tuple[str, str]], topics: Sequence[str] | None = None,
+                 partitions_per_topic: int = 1 << 20) -> None:
+        missing = {"topic", "partition", "offset", "timestamp", "value"} - set(df.columns)
+        if missing:
+            raise ConfigurationError("df", f"is not Kafka-shaped: missing column(s) {sorted(missing)}")
+        self.df = df
+        self.value_fields = list(value_fields)
+        self.topics = list(topics) if topics else None
+        self.partitions_per_topic = partitions_per_topic
+
+    def partitions(self) -> list[int]:
+        return []
+
+    def batches(self) -> Iterator[SourceBatch]:
+        raise LowwaterError("a Kafka-shaped source runs on the spark runtime only")
+
+    def fields(self) -> list[str]:
+        return [name for name, _ in self.value_fields]
+
+    def spark_stream(self, spark: SparkSession) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        if self.topics:
+            topic_index = F.lit(0)
+            for i, t in enumerate(self.topics):
+                topic_index = F.when(F.col("topic") == t, F.lit(i)).otherwise(topic_index)
+            part = topic_index * F.lit(self.partitions_per_topic) + F.col("partition")
+        else:
+            part = F.col("partition")
+        schema = ", ".join(f"`{n}` {t}" for n, t in self.value_fields)
+        value = F.from_json(F.col("value").cast("string"), schema)
+        ts = F.col("timestamp")
+        ts_ms = F.when(ts.isNull(), F.lit(None)).otherwise((F.unix_micros(ts.cast("timestamp")) / 1000).cast("long"))
+        return self.df.select(
+            part.cast("int").alias("_partition"), F.col("offset").cast("long").alias("_offset"),
+            ts_ms.alias("_source_ts"), F.lit(None).cast("long").alias("_seq"), value.alias("_value"),
+        ).select("_partition", "_offset", "_source_ts", "_seq", "_value.*")
