@@ -38,7 +38,7 @@ from lowwater.spark.state import StateStore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
 __all__ = ["SparkJob", "SparkRuntime"]
 
@@ -57,7 +57,9 @@ class SparkJob:
     history: list[int] = field(default_factory=list)
 
     def await_termination(self, timeout_s: float | None = None) -> bool | None:
-        return self.query.awaitTermination(timeout_s) if self.query is not None else True
+        if self.query is None:
+            return True
+        return self.query.awaitTermination(None if timeout_s is None else int(timeout_s))
 
     def stop(self) -> None:
         if self.query is not None:
@@ -113,7 +115,7 @@ class SparkRuntime:
     def _now(self, batch_id: int) -> int:
         if callable(self.clock) and not hasattr(self.clock, "now_ms"):
             return int(self.clock(batch_id))
-        return int(self.clock.now_ms())  # type: ignore[union-attr]
+        return int(self.clock.now_ms())
 
     def execute(self, env: StreamExecutionEnvironment, job_name: str = "lowwater job") -> SparkJob:
         from lowwater.spark.session import get_or_create_session
@@ -137,6 +139,9 @@ class SparkRuntime:
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
 
         stream = source.spark_stream(spark)
+        ticking = self.trigger != "available_now"
+        if ticking:
+            stream = _with_ticks(spark, stream)
         writer = stream.writeStream.foreachBatch(driver.on_batch).option(
             "checkpointLocation", str(Path(self.checkpoint) / "spark")
         ).queryName(_query_name(job_name))
@@ -173,6 +178,18 @@ class SparkRuntime:
         return sinks_of
 
 
+def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
+    """Union one tick row per micro-batch, so Spark runs a batch every trigger interval
+    even with no data: periodic emission then lets time-lag watermarks advance and idle
+    partitions be detected. Ticks are dropped before any processing."""
+    from pyspark.sql import functions as F
+
+    ticks = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
+    cols = [F.lit(None).cast(f.dataType).alias(f.name) for f in stream.schema.fields]
+    ticks = ticks.select(*cols, F.lit(True).alias("_tick"))
+    return stream.withColumn("_tick", F.lit(False)).unionByName(ticks)
+
+
 def _query_name(job_name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in job_name)[:60] or "lowwater"
 
@@ -199,6 +216,8 @@ class _BatchDriver:
         return self.store.load(version, self.processor.empty_state, self.processor.apply_delta)
 
     def on_batch(self, df: DataFrame, batch_id: int) -> None:
+        if "_tick" in df.columns:
+            df = df.filter(~df["_tick"]).drop("_tick")
         self._run(df, batch_id, end_of_input=False)
 
     def finish(self) -> None:

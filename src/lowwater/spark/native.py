@@ -132,7 +132,7 @@ class NativeProcessor:
             exploded, base = self._classify(df, w_prev)
             view = f"lowwater_batch_{next(_view_ids)}"
             exploded.createOrReplaceTempView(view)
-            agg = df.sparkSession.sql(self._aggregate_sql(view)).toPandas()
+            agg: pd.DataFrame = df.sparkSession.sql(self._aggregate_sql(view)).toPandas()
             df.sparkSession.catalog.dropTempView(view)
             parts = agg[agg["gid"] == 3]
             wins = agg[agg["gid"] == 4]

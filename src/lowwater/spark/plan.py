@@ -25,7 +25,6 @@ from lowwater.api.transformations import (
     AssignTransformation,
     OutputTag,
     SideOutputTransformation,
-    SinkTransformation,
     SourceTransformation,
     Transformation,
     WindowTransformation,

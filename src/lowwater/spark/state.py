@@ -40,7 +40,7 @@ def _dumps(obj: Any) -> bytes:
     """cloudpickle: state may hold user functions (lambdas) inside operators."""
     from pyspark import cloudpickle
 
-    return bytes(cloudpickle.dumps(obj, protocol=5))
+    return bytes(cloudpickle.dumps(obj, protocol=5))  # type: ignore[no-untyped-call]
 
 
 class StateStore:

@@ -1,5 +1,6 @@
-"""Sinks for window results written from Spark (``foreachBatch``-style ``write(df, batch_id)``)."""
+"""Sinks for the Spark engine: directories (exactly-once per batch) and PostgreSQL (upsert)."""
 
-from lowwater.spark.sinks.postgres import PostgresUpsertSink
+from lowwater.spark.sinks.files import DirectorySink, read_directory
+from lowwater.spark.sinks.postgres import PostgresSink, PostgresUpsertSink
 
-__all__ = ["PostgresUpsertSink"]
+__all__ = ["DirectorySink", "PostgresSink", "PostgresUpsertSink", "read_directory"]

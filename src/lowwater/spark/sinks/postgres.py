@@ -38,12 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
+from lowwater.api.sinks import Sink
 from lowwater.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["PostgresUpsertSink", "execute_statements", "postgres_type"]
+__all__ = ["PostgresSink", "PostgresUpsertSink", "execute_statements", "postgres_type"]
 
 FIRE_INDEX = "fire_index"
 _DRIVER = "org.postgresql.Driver"
@@ -278,3 +279,28 @@ class PostgresUpsertSink:
             password=self.password,
         )
         return counts[1]
+
+
+class PostgresSink(Sink):
+    """The lowwater :class:`~lowwater.api.sinks.Sink` face of :class:`PostgresUpsertSink`.
+
+    Rows (``WindowResult``) become a small Spark DataFrame on the driver and are upserted
+    on (key, window_start, window_end); a re-firing replaces the earlier row.
+    """
+
+    def __init__(self, jdbc_url: str, table: str, user: str | None = None, password: str | None = None) -> None:
+        self.upsert = PostgresUpsertSink(jdbc_url, table, user=user, password=password)
+
+    def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
+        from pyspark.sql import SparkSession
+
+        from lowwater.spark.sinks.files import to_dict
+
+        records = [to_dict(r) for r in rows]
+        if not records:
+            return
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        schema = "key STRING, window_start BIGINT, window_end BIGINT, value DOUBLE, fire_index INT"
+        data = [(str(r["key"]), int(r["window_start"]), int(r["window_end"]),
+                 None if r["value"] is None else float(r["value"]), int(r["fire_index"])) for r in records]
+        self.upsert.write(spark.createDataFrame(data, schema), batch_id)
