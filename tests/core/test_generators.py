@@ -264,3 +264,38 @@ def test_watermark_min_and_max_are_the_extreme_timestamps() -> None:
     assert Watermark.min().timestamp == MIN_TIMESTAMP
     assert Watermark.max().timestamp == 2**63 - 1
     assert Watermark(1) < Watermark(2)
+
+
+# -- user generators ------------------------------------------------------------------------
+class EmitsPartition(BoundedOutOfOrdernessWatermarks):
+    def __init__(self, partition: Any) -> None:
+        super().__init__(0)
+        self.partition = partition
+
+
+def test_for_generator_gives_a_factory_the_partition_context() -> None:
+    strategy = WatermarkStrategy.for_generator(lambda ctx: EmitsPartition(ctx.partition))
+    gen = strategy.create_watermark_generator(WatermarkGeneratorContext(partition=7))
+    assert isinstance(gen, EmitsPartition)
+    assert gen.partition == 7
+
+
+def test_for_generator_accepts_a_factory_without_arguments() -> None:
+    strategy = WatermarkStrategy.for_generator(lambda: BoundedOutOfOrdernessWatermarks(5))
+    gen = strategy.create_watermark_generator(WatermarkGeneratorContext())
+    assert isinstance(gen, BoundedOutOfOrdernessWatermarks)
+    assert gen.max_out_of_orderness_ms == 5
+
+
+def test_for_generator_does_not_mask_a_type_error_raised_inside_the_factory() -> None:
+    calls: list[Any] = []
+
+    def factory(ctx: WatermarkGeneratorContext) -> Any:
+        calls.append(ctx)
+        raise TypeError("bug in the user's factory")
+
+    with pytest.raises(TypeError, match="bug in the user's factory"):
+        WatermarkStrategy.for_generator(factory).create_watermark_generator(
+            WatermarkGeneratorContext()
+        )
+    assert len(calls) == 1

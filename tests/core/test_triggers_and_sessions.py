@@ -20,6 +20,7 @@ from lowwater.core.time import MAX_TIMESTAMP
 from lowwater.core.windows import (
     AggregatingContents,
     ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
     CountTrigger,
     EventTimeSessionWindows,
     GlobalWindow,
@@ -193,6 +194,35 @@ def test_processing_time_elements_are_never_late() -> None:
     op.advance_watermark(10**9)
     assert op.process_element("k", 1, 0) == []
     assert op.late_count == 0
+
+
+def test_continuous_processing_time_trigger_fires_every_interval_of_the_clock() -> None:
+    # Flink: the first fire time is now - now % interval + interval, then every interval.
+    clock = ManualClock(500)
+    op = WindowOperator(
+        TumblingEventTimeWindows(10_000),
+        _sum(),
+        trigger=ContinuousProcessingTimeTrigger.of(1_000),
+        clock=clock,
+    )
+    op.process_element("k", 1, 100)
+    assert op.advance_processing_time(999) == []
+    assert _results(op.advance_processing_time(1_000)) == [WindowResult("k", 0, 10_000, 1, 0)]
+    op.process_element("k", 2, 200)
+    assert _results(op.advance_processing_time(1_999)) == []
+    fired = _results(op.advance_processing_time(3_000))
+    assert [(r.value, r.fire_index) for r in fired] == [(3, 1), (3, 2)]  # at 2000 and 3000
+
+
+def test_continuous_processing_time_trigger_ignores_the_watermark() -> None:
+    op = WindowOperator(
+        TumblingEventTimeWindows(10_000),
+        _sum(),
+        trigger=ContinuousProcessingTimeTrigger.of(1_000),
+        clock=ManualClock(0),
+    )
+    op.process_element("k", 1, 100)
+    assert op.advance_watermark(9_999) == []  # cleanup only: no event-time fire
 
 
 # -- sessions ----------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """The window operator equals a brute-force model of Flink's rules, element by element.
 
 The model is written from DESIGN §1 and Flink's ``WindowOperator`` + ``EventTimeTrigger``
-for tumbling windows and in-order processing, independently of the implementation:
+for tumbling and sliding windows and in-order processing, independently of the code:
 
-* an element is late iff ``max_ts + lateness <= watermark``: it goes to the late output;
-* otherwise it joins its window; if ``max_ts <= watermark`` the window fires at once
-  with its full contents (a late-but-allowed re-fire);
+* a window is late iff ``max_ts + lateness <= watermark``; an element late for all its
+  windows goes to the late output;
+* otherwise it joins each window that is not late, and if ``max_ts <= watermark`` that
+  window fires at once with its full contents (a late-but-allowed re-fire);
 * a watermark fires every window whose ``max_ts`` it reaches and that has not yet been
   fired by a watermark, then drops windows whose ``max_ts + lateness`` it reaches;
 * ``fire_index`` counts the firings of a (key, window): 0, 1, 2...
@@ -25,6 +26,7 @@ from lowwater.core.windows import (
     AggregateFunction,
     AggregatingContents,
     LateElement,
+    SlidingEventTimeWindows,
     TumblingEventTimeWindows,
     WindowFired,
     WindowOperator,
@@ -49,7 +51,11 @@ class Collect(AggregateFunction[int, tuple[int, ...], tuple[int, ...]]):
 
 @dataclass
 class Model:
+    """Windows are ``(key, start)``; starts are aligned to ``offset`` modulo ``slide``."""
+
     size: int
+    slide: int
+    offset: int
     lateness: int
     wm: int = MIN_TIMESTAMP
     contents: dict[tuple[str, int], list[int]] = field(default_factory=dict)
@@ -58,8 +64,8 @@ class Model:
     results: list[tuple[str, int, int, tuple[int, ...], int]] = field(default_factory=list)
     late: list[tuple[str, int, int]] = field(default_factory=list)
 
-    def _start(self, ts: int) -> int:
-        return ts - ts % self.size  # Python's % is the floor modulo
+    def _starts(self, ts: int) -> list[int]:
+        return [s for s in range(ts - self.size + 1, ts + 1) if (s - self.offset) % self.slide == 0]
 
     def _fire(self, w: tuple[str, int]) -> None:
         index = self.fires.get(w, 0)
@@ -68,17 +74,17 @@ class Model:
         self.results.append((key, start, start + self.size, tuple(self.contents[w]), index))
 
     def element(self, key: str, ts: int, value: int) -> None:
-        start = self._start(ts)
-        max_ts = start + self.size - 1
-        if max_ts + self.lateness <= self.wm:
+        open_starts = [s for s in self._starts(ts) if s + self.size - 1 + self.lateness > self.wm]
+        if not open_starts:
             self.late.append((key, ts, value))
             return
-        w = (key, start)
-        self.contents.setdefault(w, []).append(value)
-        if max_ts <= self.wm:
-            self._fire(w)
-        else:
-            self.waiting.add(w)
+        for start in open_starts:
+            w = (key, start)
+            self.contents.setdefault(w, []).append(value)
+            if start + self.size - 1 <= self.wm:
+                self._fire(w)
+            else:
+                self.waiting.add(w)
 
     def watermark(self, wm: int) -> None:
         if wm <= self.wm:
@@ -114,15 +120,28 @@ steps = st.lists(
 )
 
 
+@st.composite
+def window_shapes(draw: st.DrawFn) -> tuple[int, int, int]:
+    """(size, slide, offset): tumbling when slide == size, else sliding."""
+    size = draw(st.integers(1, 40))
+    slide = draw(st.one_of(st.just(size), st.integers(1, size)))
+    offset = draw(st.integers(-(slide - 1), slide - 1))
+    return size, slide, offset
+
+
 @settings(max_examples=300)
-@given(st.integers(1, 40), st.integers(0, 40), steps)
+@given(window_shapes(), st.integers(0, 40), steps)
 def test_window_operator_matches_a_brute_force_model_of_flinks_rules(
-    size: int, lateness: int, script: list[Element | Advance]
+    shape: tuple[int, int, int], lateness: int, script: list[Element | Advance]
 ) -> None:
-    op = WindowOperator(
-        TumblingEventTimeWindows(size), AggregatingContents(Collect()), allowed_lateness_ms=lateness
+    size, slide, offset = shape
+    assigner = (
+        TumblingEventTimeWindows(size, offset)
+        if slide == size
+        else SlidingEventTimeWindows(size, slide, offset)
     )
-    model = Model(size, lateness)
+    op = WindowOperator(assigner, AggregatingContents(Collect()), allowed_lateness_ms=lateness)
+    model = Model(size, slide, offset, lateness)
     got_results: list[tuple[Any, ...]] = []
     got_late: list[tuple[Any, ...]] = []
 
