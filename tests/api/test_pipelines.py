@@ -482,6 +482,20 @@ def test_a_failing_map_raises_user_function_error_naming_function_partition_and_
     assert (e.value.partition, e.value.offset) == (1, 2)
 
 
+def test_a_failing_co_map_function_raises_user_function_error_with_its_position() -> None:
+    def second(e: dict[str, Any]) -> Any:
+        return e["missing"]
+
+    env = StreamExecutionEnvironment()
+    a = env.from_source(_source([_ev("a", 1, 1)]), BY_TS)
+    b = env.from_source(_source([_ev("b", 1, 1, p=0), _ev("b", 2, 2, p=1)], partitions=2), BY_TS)
+    a.connect(b).map(lambda e: e, second).collect()
+    with pytest.raises(UserFunctionError) as e:
+        _run(env)
+    assert "second" in str(e.value)
+    assert (e.value.partition, e.value.offset) == (0, 0)
+
+
 def test_a_failing_key_selector_raises_user_function_error() -> None:
     env = StreamExecutionEnvironment()
     stream = env.from_source(_source([{"ts": 1, "value": 1}]), BY_TS)
