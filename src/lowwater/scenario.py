@@ -163,7 +163,13 @@ def window_assigner(win: dict[str, Any]) -> WindowAssigner[Any]:
             return SlidingEventTimeWindows.of(win["size_ms"], win["slide_ms"], offset)
         return EventTimeSessionWindows.with_gap(win["gap_ms"])
     except ConfigurationError as e:
-        raise ScenarioError(f"window.{e.parameter}", str(e).split(": ", 1)[-1]) from None
+        raise ScenarioError(_field("window", win, e.parameter), str(e).split(": ", 1)[-1]) from None
+
+
+def _field(section: str, d: dict[str, Any], parameter: str) -> str:
+    """The scenario field behind an API parameter (``size`` -> ``window.size_ms``)."""
+    name = f"{parameter}_ms" if f"{parameter}_ms" in d else parameter
+    return f"{section}.{name}"
 
 
 def _ts(e: dict[str, Any]) -> int:
@@ -197,7 +203,7 @@ def watermark_strategy(wm: dict[str, Any]) -> WatermarkStrategy[Any]:
             strategy = strategy.with_idleness(wm["idleness_ms"])
         return strategy
     except ConfigurationError as e:
-        raise ScenarioError(f"watermark.{e.parameter}", str(e).split(": ", 1)[-1]) from None
+        raise ScenarioError(_field("watermark", wm, e.parameter), str(e).split(": ", 1)[-1]) from None
 
 
 def build_pipeline(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from fractions import Fraction
 
 from lowwater.core.errors import ConfigurationError
 
@@ -116,8 +117,8 @@ def to_millis(value: DurationLike, *, name: str = "duration") -> int:
                 f"cannot read {value!r} as a duration; write e.g. '200 ms', '10 seconds', "
                 "'5 min', '1 hour' or an integer number of milliseconds",
             )
-        number = float(m.group(1)) * _UNITS_MS[unit or "ms"]
-        if number != int(number):
+        number = Fraction(m.group(1)) * _UNITS_MS[unit or "ms"]
+        if number.denominator != 1:
             raise ConfigurationError(name, f"{value!r} is not a whole number of milliseconds")
         return int(number)
     raise ConfigurationError(

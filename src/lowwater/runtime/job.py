@@ -52,6 +52,7 @@ class CompiledJob:
         self.windows = [n for n in self.nodes if isinstance(n, WindowNode)]
         self.sinks = [n for n in self.nodes if isinstance(n, SinkNode)]
         self.started = False
+        self.ended: set[int] = set()
 
     def start(self) -> None:
         for n in self.nodes:
@@ -64,10 +65,13 @@ class CompiledJob:
             self.start()
         self.clock.set(processing_time_ms)
         rows = 0
-        for s, b in zip(self.sources, batches, strict=True):
+        for i, (s, b) in enumerate(zip(self.sources, batches, strict=True)):
             if b is not None:
                 s.feed(b)
                 rows += s.rows_in_batch
+            elif i not in self.ended:
+                self.ended.add(i)
+                s.end()
         for n in self.nodes:
             n.on_batch_end(batch_id, False)
         return self.metrics(batch_id, rows, False)

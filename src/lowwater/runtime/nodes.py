@@ -101,6 +101,11 @@ class SourceNode(Node):
         self.known.add(p)
         self.emit_lane_event(self.lane(p), LaneEvent("register"))
 
+    def end(self) -> None:
+        """This source is exhausted while others go on: like Flink, it sends MAX on every lane."""
+        for p in sorted(self.known):
+            self._pending.append((p, LaneEvent("watermark", MAX_TIMESTAMP)))
+
     def feed(self, batch: SourceBatch) -> None:
         self.rows_in_batch = 0
         for item in batch.items:
@@ -347,7 +352,14 @@ class WindowNode(_SingleLaneNode):
                 "WatermarkStrategy?",
             )
         ts = MIN_TIMESTAMP if record.timestamp is None else record.timestamp
-        self._handle(self.operator.process_element(key, record.value, ts), record)
+        try:
+            events = self.operator.process_element(key, record.value, ts)
+        except LowwaterError:
+            raise
+        except Exception as e:
+            raise UserFunctionError(f"window function of {self.name}", e,
+                                    partition=record.partition, offset=record.offset) from e
+        self._handle(events, record)
 
     def _handle(self, events: list[Any], record: Record | None = None) -> None:
         for ev in events:
@@ -369,10 +381,15 @@ class WindowNode(_SingleLaneNode):
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
         advanced, idle = self.combine_inputs()
-        if advanced is not None:
-            self._handle(self.operator.advance_watermark(advanced))
-        self.forward_status(advanced, idle)
-        self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
+        try:
+            if advanced is not None:
+                self._handle(self.operator.advance_watermark(advanced))
+            self.forward_status(advanced, idle)
+            self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
+        except LowwaterError:
+            raise
+        except Exception as e:
+            raise UserFunctionError(f"window function of {self.name}", e) from e
 
     def metrics(self) -> dict[str, Any]:
         status = self.exchange.lane_status()
@@ -382,7 +399,7 @@ class WindowNode(_SingleLaneNode):
             "partition_watermarks": {label[k]: v[0] for k, v in status.items()},
             "idle_partitions": sorted(label[k] for k, v in status.items() if v[1]),
             "rows_late": self.operator.late_count,
-            "rows_late_by_partition": dict(self.late_by_partition),
+            "rows_late_by_partition": {str(p): n for p, n in self.late_by_partition.items()},
             "windows_fired": self.operator.fired_count,
             "open_windows": self.operator.open_windows(),
             "state_rows": self.operator.state_size(),

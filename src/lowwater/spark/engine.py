@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -221,9 +223,17 @@ class _BatchDriver:
         self._run(df, batch_id, end_of_input=False)
 
     def finish(self) -> None:
-        """End of bounded input: one more version whose MAX watermark fires everything left."""
-        latest = self.store.latest_version()
-        self._run(None, (latest if latest is not None else -1) + 1, end_of_input=True)
+        """End of bounded input: one more version whose MAX watermark fires everything left.
+
+        It takes the id after the last micro-batch; a restart that finds it recorded redoes
+        it under the same id (replacing, not repeating, its output)."""
+        records = self.store.batch_records()
+        ends = [r["batch_id"] for r in records if r.get("end_of_input")]
+        if ends:
+            batch_id = ends[0]
+        else:
+            batch_id = max((r["batch_id"] for r in records), default=-1) + 1
+        self._run(None, batch_id, end_of_input=True)
 
     def _run(self, df: DataFrame | None, batch_id: int, end_of_input: bool) -> None:
         started = time.monotonic()
@@ -231,22 +241,36 @@ class _BatchDriver:
         if record is None:
             record = {"batch_id": batch_id, "clock_ms": self.now(batch_id), "end_of_input": end_of_input}
             self.store.write_batch_record(batch_id, record)
+        _fault(batch_id, "start")
         state = self._state_after(batch_id - 1)
         self.cached = None  # the processor mutates the state in place
         out = self.processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)
         self.store.commit(batch_id, state, out.delta)
         self.cached = (batch_id, state)
-        for sink, rows in self.sinks_of(out):
+        _fault(batch_id, "after_state")
+        for i, (sink, rows) in enumerate(self.sinks_of(out)):
             if id(sink) not in self.opened:
                 sink.open()
                 self.opened.add(id(sink))
             sink.write_batch(batch_id, rows)
+            if i == 0:
+                _fault(batch_id, "after_first_sink")
+        _fault(batch_id, "after_sinks")
         metrics = dict(out.metrics)
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()
         self.store.write_batch_record(batch_id, {**record, "metrics": metrics})
         self.last_batch = batch_id
         log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
+
+
+def _fault(batch_id: int, point: str) -> None:
+    """Fault injection for crash tests: ``LOWWATER_FAULT=<batch_id>:<point>`` SIGKILLs this
+    process there (points: start, after_state, after_first_sink, after_sinks)."""
+    want = os.environ.get("LOWWATER_FAULT")
+    if want and want == f"{batch_id}:{point}":
+        log.warning("LOWWATER_FAULT: killing the driver at batch %d, %s", batch_id, point)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def run_batches(

@@ -1,0 +1,60 @@
+"""Regressions for bugs found while testing the reference runtime."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectionSource, StreamExecutionEnvironment
+from lowwater.core.clock import ManualClock
+from lowwater.core.errors import UserFunctionError
+from lowwater.core.time import MAX_TIMESTAMP, to_millis
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+
+BY_TS = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+
+
+@pytest.mark.parametrize(("text", "ms"), [("16.1 s", 16_100), ("1.15 h", 4_140_000),
+                                           ("9007199254740993", 9_007_199_254_740_993)])
+def test_decimal_durations_are_exact(text: str, ms: int) -> None:
+    assert to_millis(text) == ms
+
+
+def test_a_finished_source_no_longer_holds_back_a_union() -> None:
+    env = StreamExecutionEnvironment()
+    a = env.from_source(CollectionSource([[{"key": "a", "ts": 1000, "value": 1}]]), BY_TS)
+    b = env.from_source(CollectionSource([
+        [{"key": "a", "ts": 2000, "value": 2}], [{"key": "a", "ts": 15000, "value": 4}],
+        [{"key": "a", "ts": 25000, "value": 8}],
+    ]), BY_TS)
+    sink = a.union(b).key_by("key").window(TumblingEventTimeWindows.of(10000)).sum("value").collect()
+    job = env.execute(clock=ManualClock(0))
+    # Flink: a source that finishes emits MAX, so the union follows the other source alone
+    assert job.combined_watermarks() == [999, 14999, 24999, MAX_TIMESTAMP]
+    assert {b: [(r.window_start, r.value) for r in rows] for b, rows in sink.by_batch.items() if rows} == {
+        1: [(0, 3)], 2: [(10000, 4)], 3: [(20000, 8)],
+    }
+
+
+def test_a_failing_window_function_names_itself_and_the_record() -> None:
+    def boom(key: Any, ctx: Any, elements: Any) -> Any:
+        raise RuntimeError("window fn bug")
+
+    env = StreamExecutionEnvironment()
+    s = env.from_source(CollectionSource([[{"key": "a", "ts": 1, "value": 1}]]), BY_TS)
+    s.key_by("key").window(TumblingEventTimeWindows.of(10)).process(boom).collect()
+    with pytest.raises(UserFunctionError, match="window function") as info:
+        env.execute(clock=ManualClock(0))
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_a_failing_reduce_names_the_partition_and_offset() -> None:
+    env = StreamExecutionEnvironment()
+    s = env.from_source(CollectionSource([[{"key": "a", "ts": 1, "value": 1}, {"key": "a", "ts": 2, "value": 2}]]),
+                        BY_TS)
+    s.key_by("key").window(TumblingEventTimeWindows.of(10)).reduce(lambda x, y: x["nope"]).collect()
+    with pytest.raises(UserFunctionError) as info:
+        env.execute(clock=ManualClock(0))
+    assert info.value.partition == 0 and info.value.offset == 1

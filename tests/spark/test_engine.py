@@ -1,0 +1,259 @@
+"""The Spark engine against Flink's transcripts and the reference runtime, on real local Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectSink, StreamExecutionEnvironment
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.io import PartitionedLogWriter, SyntheticStream
+from lowwater.scenario import run_scenario
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.sinks import read_directory
+from lowwater.spark.sources import PartitionedLogSource
+
+pytestmark = pytest.mark.spark
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "scenarios"
+SCENARIOS = sorted(p for p in SHARED.glob("*.json") if not p.name.endswith(".expected.json"))
+FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+
+
+def _compare(expected: dict[str, Any], actual: dict[str, Any]) -> None:
+    def results(d: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted((r["key"], r["window_start"], r["window_end"], r["value"], r.get("fire_index", 0))
+                      for r in d["results"])
+
+    def late(d: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted((r["key"], r["ts"], r["value"], r.get("partition", 0)) for r in d["late"])
+
+    assert results(actual) == results(expected)
+    assert late(actual) == late(expected)
+    if expected.get("batch_watermarks") is not None:
+        assert actual["batch_watermarks"] == expected["batch_watermarks"]
+    else:
+        forwarded = [w["watermark"] for w in expected["watermarks"] if w.get("forwarded", True)]
+        assert [w["watermark"] for w in actual["watermarks"]] == forwarded
+
+
+def test_the_shared_scenarios_are_present() -> None:
+    assert len(SCENARIOS) >= 9, f"expected Flink's transcripts in {SHARED}"
+
+
+@pytest.mark.parametrize("path", ["native", "general"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
+def test_spark_runtime_reproduces_flink(spark: Any, scenario: Path, path: str, tmp_path: Path) -> None:
+    expected = json.loads(scenario.with_name(scenario.stem + ".expected.json").read_text())
+    actual = run_scenario(scenario, runtime="spark", path=path, spark=spark, workdir=str(tmp_path))
+    assert actual["spark_path"] == path
+    _compare(expected, actual)
+
+
+def _events(*rows: tuple[str, int, int, int]) -> list[dict[str, Any]]:
+    return [{"key": k, "ts": ts, "value": v, "partition": p} for k, ts, v, p in rows]
+
+
+GENERATED = {
+    "session_merging_with_lateness": {
+        "partitions": 2,
+        "batches": [
+            _events(("a", 1000, 1, 0), ("a", 3000, 2, 1), ("b", 2000, 4, 0)),
+            _events(("a", 9000, 8, 0), ("a", 20000, 16, 1)),
+            _events(("a", 5500, 32, 0), ("a", 30000, 64, 1), ("b", 30000, 1, 0)),
+            _events(("a", 2500, 128, 1), ("b", 1000, 256, 0)),
+        ],
+        "watermark": {"kind": "bounded_out_of_orderness", "max_out_of_orderness_ms": 500},
+        "window": {"kind": "session", "gap_ms": 3000},
+        "allowed_lateness_ms": 4000,
+        "aggregate": "sum",
+    },
+    "sliding_with_lateness_refires": {
+        "batches": [
+            _events(("a", 1000, 1, 0), ("a", 7000, 2, 0), ("b", 4000, 3, 0)),
+            _events(("a", 16000, 4, 0), ("a", 6000, 5, 0), ("a", 3000, 6, 0)),
+            _events(("a", 9000, 7, 0), ("a", 1000, 8, 0), ("b", 30000, 9, 0)),
+        ],
+        "watermark": {"kind": "monotonous"},
+        "window": {"kind": "sliding", "size_ms": 10000, "slide_ms": 5000},
+        "allowed_lateness_ms": 5000,
+        "aggregate": "max",
+    },
+    "punctuated_per_event": {
+        "events": [
+            {"key": "a", "ts": 1000, "value": 1, "mark": False},
+            {"key": "a", "ts": 6000, "value": 2, "mark": True},
+            {"key": "a", "ts": 2000, "value": 4, "mark": False},
+            {"key": "b", "ts": 12000, "value": 8, "mark": True},
+        ],
+        "watermark": {"kind": "punctuated", "field": "mark"},
+        "window": {"kind": "tumbling", "size_ms": 5000},
+        "aggregate": "count",
+    },
+    "legacy_bounded_two_partitions": {
+        "partitions": 2,
+        "batches": [
+            _events(("a", 1000, 1, 0), ("b", 500, 2, 1)),
+            _events(("a", 11000, 3, 0), ("a", 4000, 4, 1)),
+            _events(("a", 2000, 5, 0), ("b", 12000, 6, 1)),
+        ],
+        "watermark": {"kind": "legacy_bounded", "max_out_of_orderness_ms": 1000},
+        "window": {"kind": "tumbling", "size_ms": 5000, "offset_ms": 1000},
+        "aggregate": "min",
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(GENERATED))
+def test_spark_runtime_equals_the_reference_runtime(spark: Any, name: str, tmp_path: Path) -> None:
+    scenario = GENERATED[name]
+    reference = run_scenario(dict(scenario), runtime="reference")
+    on_spark = run_scenario(dict(scenario), runtime="spark", spark=spark, workdir=str(tmp_path))
+    _compare(reference, on_spark)
+    assert reference["results"], "the scenario should fire windows"
+
+
+# -- exactly-once across crashes --------------------------------------------------------------
+def _write_log(root: Path) -> None:
+    writer = PartitionedLogWriter(root, "jsonl")
+    stream = SyntheticStream(partitions=3, keys=20, events_per_second=500, disorder_ms=800,
+                             lagging_partition=2, lag_ms=3000, late_fraction=0.02, late_by_ms=4000, seed=7)
+    stream.write_to(writer, batches=6, rows_per_batch=600)
+
+
+def _run_job(log: Path, ckpt: Path, out: Path, fault: str | None) -> int:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env.pop("LOWWATER_FAULT", None)
+    if fault:
+        env["LOWWATER_FAULT"] = fault
+    job = Path(__file__).with_name("crash_job.py")
+    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    return proc.returncode
+
+
+def _contents(out: Path) -> tuple[list[Any], list[Any]]:
+    def rows(kind: str) -> list[Any]:
+        return sorted(json.dumps(r, sort_keys=True) for r in read_directory(out / kind))
+
+    return rows("results"), rows("late")
+
+
+def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    _write_log(log)
+    assert _run_job(log, tmp_path / "ck-clean", tmp_path / "out-clean", None) == 0
+    clean = _contents(tmp_path / "out-clean")
+    assert clean[0] and clean[1], "the job should produce results and late rows"
+
+    # SIGKILL between batches, after a state commit, between two sinks, and in the final step
+    faults = ["2:start", "3:after_state", "4:after_first_sink", f"{_last_batch(tmp_path / 'ck-clean')}:after_state"]
+    for fault in faults:
+        code = _run_job(log, tmp_path / "ck", tmp_path / "out", fault)
+        assert code == -9, f"the driver should have been killed at {fault} (exit {code})"
+    assert _run_job(log, tmp_path / "ck", tmp_path / "out", None) == 0
+    assert _contents(tmp_path / "out") == clean
+
+
+def _last_batch(ckpt: Path) -> int:
+    return max(int(p.stem) for p in (ckpt / "lowwater" / "batches").glob("*.json"))
+
+
+# -- periodic emission with no data ------------------------------------------------------------
+def _wait(predicate: Any, timeout_s: float = 120.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+class _Feeder:
+    """Keeps partition 0 busy (one new segment per call, event time +2 s), while partition 1 is silent."""
+
+    def __init__(self, writer: PartitionedLogWriter) -> None:
+        self.writer = writer
+        self.ts = 1000
+
+    def __call__(self) -> None:
+        self.writer.append(0, [{"key": "a", "ts": self.ts, "value": 1}, {"key": "a", "ts": self.ts + 1000, "value": 1}])
+        self.ts += 2000
+
+
+def _idle_job(spark: Any, tmp_path: Path, idleness: bool) -> tuple[Any, CollectSink, _Feeder]:
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    feeder = _Feeder(writer)
+    feeder()
+    writer.append(1, [{"key": "b", "ts": 1000, "value": 1}])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    if idleness:
+        strategy = strategy.with_idleness(2000)
+    env = StreamExecutionEnvironment()
+    sink = (
+        env.from_source(PartitionedLogSource(log, FIELDS), strategy)
+        .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect()
+    )
+    runtime = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger="300 ms", clock=lambda b: 1000 * b)
+    return runtime.execute(env, f"idle-{idleness}"), sink, feeder
+
+
+def _feeding(feeder: _Feeder, done: Any) -> Any:
+    def check() -> bool:
+        if done():
+            return True
+        if feeder.ts < 40_000:
+            feeder()
+        return False
+
+    return check
+
+
+def test_an_idle_partition_stops_holding_windows_back_with_idleness(spark: Any, tmp_path: Path) -> None:
+    job, sink, feeder = _idle_job(spark, tmp_path, idleness=True)
+    try:
+        ok = _wait(_feeding(feeder, lambda: len(sink.results) >= 3))
+        assert ok, "windows should close once partition 1 is idle"
+    finally:
+        job.stop()
+    fired = {(r.key, r.window_start) for r in sink.results}
+    assert {("a", 0), ("b", 0), ("a", 10_000)} <= fired
+    assert any("1" in b["idle_partitions"] for b in job.watermarks())
+
+
+def test_without_idleness_an_idle_partition_holds_windows_open(spark: Any, tmp_path: Path) -> None:
+    job, sink, feeder = _idle_job(spark, tmp_path, idleness=False)
+    try:
+        assert _wait(_feeding(feeder, lambda: len(job.batches()) >= 10)), "batches should keep coming"
+    finally:
+        job.stop()
+    assert sink.results == []
+    assert all(b["combined_watermark"] <= 999 for b in job.watermarks())
+
+
+def test_time_lag_watermarks_advance_with_no_data(spark: Any, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 500, "value": 7}])
+    env = StreamExecutionEnvironment()
+    sink = (
+        env.from_source(PartitionedLogSource(log, FIELDS),
+                        WatermarkStrategy.for_time_lag(2000).with_timestamp_assigner("ts"))
+        .key_by("key").window(TumblingEventTimeWindows.of(1000)).sum("value").collect()
+    )
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger="300 ms", clock=lambda b: 1000 * b).execute(env)
+    try:
+        assert _wait(lambda: len(sink.results) == 1), "the window should fire on ticks alone"
+    finally:
+        job.stop()
+    marks = [b["combined_watermark"] for b in job.watermarks()]
+    assert marks == sorted(marks) and marks[-1] >= 999
+    assert [(r.key, r.window_start, r.value) for r in sink.results] == [("a", 0, 7)]
