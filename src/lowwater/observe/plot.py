@@ -23,8 +23,9 @@ def series(batches: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"x": [], "partitions": {}, "combined": [], "late": [], "fired": [], "idle": {}, "origin_ms": 0}
     t0 = rows[0]["clock_ms"]
     x = [(b["clock_ms"] - t0) / 1000 for b in rows]
-    finite = [w for b in rows for w in [b["metrics"]["combined_watermark"], *b["metrics"]["partition_watermarks"].values()]
-              if w not in (MIN_TIMESTAMP, MAX_TIMESTAMP)]
+    marks = [w for b in rows
+             for w in (b["metrics"]["combined_watermark"], *b["metrics"]["partition_watermarks"].values())]
+    finite = [w for w in marks if w not in (MIN_TIMESTAMP, MAX_TIMESTAMP)]
     origin = (min(finite) // 1000) * 1000 if finite else 0
 
     def ev(ms: int | None) -> float | None:
