@@ -257,3 +257,13 @@ def test_time_lag_watermarks_advance_with_no_data(spark: Any, tmp_path: Path) ->
     marks = [b["combined_watermark"] for b in job.watermarks()]
     assert marks == sorted(marks) and marks[-1] >= 999
     assert [(r.key, r.window_start, r.value) for r in sink.results] == [("a", 0, 7)]
+
+
+def test_the_quickstart_gives_the_same_answer_on_spark(spark: Any, tmp_path: Path) -> None:
+    from examples.quickstart import main
+
+    from tests.test_quickstart import EXPECTED_TOTALS, totals
+
+    out = main(["--out", str(tmp_path), "--runtime", "spark"])
+    assert totals(out) == EXPECTED_TOTALS
+    assert [(e["user"], e["amount"]) for e in out["late"]] == [("ann", 100)]
