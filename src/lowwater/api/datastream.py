@@ -166,6 +166,8 @@ class SingleOutputStream(DataStream):
 
 @dataclass(frozen=True)
 class KeyedStream:
+    """A stream partitioned by key: ``window``, ``time_window`` or ``count_window`` next."""
+
     stream: DataStream
     key_selector: Callable[[Any], Any]
 
@@ -197,6 +199,9 @@ class KeyedStream:
 
 @dataclass(frozen=True)
 class WindowedStream:
+    """Keyed windows being configured (trigger, allowed lateness, late side output); a
+    window function (``aggregate``, ``reduce``, ``process``, ``sum``...) completes it."""
+
     keyed: KeyedStream
     assigner: WindowAssigner[Any]
     trigger_: Trigger[Any] | None = None

@@ -31,6 +31,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SourceRecord:
+    """One record: the element, its partition and offset, and the source timestamp if any."""
+
     value: Any
     partition: int = 0
     offset: int = 0
@@ -57,6 +59,8 @@ SourceItem = SourceRecord | SourceWatermark | SourceIdle
 
 @dataclass(frozen=True)
 class SourceBatch:
+    """One micro-batch of a source, in arrival order."""
+
     items: tuple[SourceItem, ...] = ()
     processing_time_ms: int | None = None
     """The clock at the end of this batch; ``None`` means the runtime's clock."""
