@@ -1,41 +1,100 @@
 """``lowwater``: the command line.
 
+    lowwater run PIPELINE.py [--checkpoint DIR] [--runtime spark|reference]
+    lowwater status CHECKPOINT [--batches N] [--json]
+    lowwater plot CHECKPOINT -o FILE.png|.svg|.html
     lowwater scenario run FILE.json [--runtime reference|spark]
     lowwater demo
 
-Errors print one line with a hint; ``--verbose`` adds the traceback.
+Errors print one line with a hint; ``--verbose`` adds the traceback (and Spark's logs).
+
+The pipeline file of ``lowwater run`` is plain Python that defines::
+
+    def build(env: StreamExecutionEnvironment) -> None:
+        # sources, transformations and sinks, on env
+        ...
+
+    RUNTIME_OPTIONS = {"trigger": "available_now"}   # optional
+
+``build`` wires sources and sinks on the environment it is given (its return value is
+ignored). ``RUNTIME_OPTIONS`` is optional: keyword arguments for the runtime. For
+``SparkRuntime`` they are ``path``, ``trigger``, ``clock``, ``end_of_input`` and
+``snapshot_every``; for ``ReferenceRuntime`` they are ``clock`` and ``max_batches``.
+``clock`` is a :class:`~lowwater.core.clock.Clock` or a function of the batch id on both.
+Options for the other runtime are ignored, and an unknown option is an error.
+The file's directory is importable while it loads, and relative paths are relative to
+the working directory (use ``Path(__file__).parent`` for paths next to the file).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-from lowwater.core.errors import LowwaterError
+from lowwater.core.errors import ConfigurationError, LowwaterError
 
 __all__ = ["main"]
 
+log = logging.getLogger("lowwater.cli")
+
+SPARK_OPTIONS = ("path", "trigger", "clock", "end_of_input", "snapshot_every")
+REFERENCE_OPTIONS = ("clock", "max_batches")
+
+
+class CliError(LowwaterError):
+    """A command cannot proceed; the message ends with a hint."""
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lowwater", description="Flink's event-time model on Spark.")
-    p.add_argument("--verbose", "-v", action="store_true", help="show tracebacks and debug logs")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(
+        prog="lowwater", description="Flink's event-time model on Spark.",
+        epilog="Start with `lowwater demo`, then `lowwater status out/demo/checkpoints/lowwater`.",
+    )
+    p.add_argument("--verbose", "-v", action="store_true", help="show tracebacks, debug logs and Spark's logs")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a pipeline file that defines build(env), one progress line per batch",
+                         description="Run PIPELINE.py: it defines build(env), which adds sources and sinks to a "
+                         "StreamExecutionEnvironment, and optionally RUNTIME_OPTIONS (keyword arguments for the "
+                         "runtime). Prints one line per micro-batch: combined watermark, its lag behind processing "
+                         "time, idle partitions, rows in, late rows, windows fired and the batch's duration.")
+    run.add_argument("file", metavar="PIPELINE.py", help="the pipeline file")
+    run.add_argument("--checkpoint", metavar="DIR",
+                     help="checkpoint location (default: checkpoints/<file name>); a rerun resumes from it")
+    run.add_argument("--runtime", choices=["spark", "reference"], default="spark",
+                     help="spark (default), or the in-process reference runtime")
+
+    st = sub.add_parser("status", help="watermarks, idle partitions, state and the last batches of a checkpoint")
+    st.add_argument("checkpoint", metavar="CHECKPOINT", help="the job's checkpoint location")
+    st.add_argument("--batches", "-n", type=int, default=10, metavar="N", help="show the last N batches (10)")
+    st.add_argument("--json", action="store_true", help="print the summary and the last N metrics lines as JSON")
+
+    pl = sub.add_parser("plot", help="draw a checkpoint's watermark timeline (.png, .svg or .html)")
+    pl.add_argument("checkpoint", metavar="CHECKPOINT", help="the job's checkpoint location")
+    pl.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.png, FILE.svg or FILE.html")
+    pl.add_argument("--title", default="", help="the picture's title")
 
     sc = sub.add_parser("scenario", help="run scenario transcripts (shared/SCENARIOS.md)")
     sc_sub = sc.add_subparsers(dest="scenario_command", required=True)
-    run = sc_sub.add_parser("run", help="run one scenario and print its output JSON")
-    run.add_argument("file", help="the scenario JSON file")
-    run.add_argument("--runtime", choices=["reference", "spark"], default="reference")
+    srun = sc_sub.add_parser("run", help="run one scenario and print its output JSON")
+    srun.add_argument("file", help="the scenario JSON file")
+    srun.add_argument("--runtime", choices=["reference", "spark"], default="reference")
 
     demo = sub.add_parser("demo", help="a lagging and an idle partition: Spark's watermark vs lowwater")
     demo.add_argument("--out", default="out/demo", help="where the demo writes its files")
     return p
 
 
+# -- scenario, demo ---------------------------------------------------------------------
 def _scenario_run(args: argparse.Namespace) -> int:
     from lowwater.scenario import run_scenario
 
@@ -54,17 +113,243 @@ def _demo(args: argparse.Namespace) -> int:
     return int(run_demo(args.out))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+# -- status, plot -----------------------------------------------------------------------
+def _status(args: argparse.Namespace) -> int:
+    from lowwater.observe.metrics import read_checkpoint
+    from lowwater.observe.status import render_status, summarize
+
+    lines = read_checkpoint(args.checkpoint)
+    if args.json:
+        summary = summarize(lines)
+        summary.pop("state")
+        doc = {"checkpoint": str(args.checkpoint), "summary": summary,
+               "batches": lines[-args.batches:] if args.batches > 0 else []}
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_status(args.checkpoint, lines, args.batches))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from lowwater.observe.metrics import read_checkpoint
+    from lowwater.observe.plot import FORMATS, plot_watermarks
+
+    out = Path(args.output)
+    if out.suffix.lower() not in FORMATS:
+        raise CliError(f"cannot draw {out.name}: the output must end in .png, .svg or .html; "
+                       "hint: lowwater plot CHECKPOINT -o watermarks.png")
+    lines = read_checkpoint(args.checkpoint)
+    if not [x for x in lines if not x.get("end_of_input")]:
+        raise CliError(f"{args.checkpoint} has no finished micro-batch to draw yet; "
+                       "hint: wait for the job's first batch (lowwater status shows it)")
+    if not out.parent.is_dir():
+        raise CliError(f"cannot write {out}: no directory {out.parent}; hint: create it first")
+    data = plot_watermarks(lines, out, args.title or f"lowwater watermarks: {args.checkpoint}")
+    late = sum(n for _, _, n in data["late"])
+    print(f"wrote {out}: {len(data['x'])} batches, {len(data['partitions'])} partitions, "
+          f"{late} late rows, {sum(n for _, n in data['fired'])} window firings")
+    return 0
+
+
+# -- run --------------------------------------------------------------------------------
+def load_pipeline(file: str | Path) -> ModuleType:
+    """Import a pipeline file; it must define ``build(env)``."""
+    path = Path(file)
+    if not path.is_file():
+        raise CliError(f"no such pipeline file: {path}; hint: pass a .py file that defines build(env)")
+    name = "lowwater_pipeline_" + re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot load {path} as Python; hint: pass a .py file that defines build(env)")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        spec.loader.exec_module(module)
+    except LowwaterError:
+        raise
+    except Exception as e:
+        raise CliError(f"{path} failed while loading: {type(e).__name__}: {e}; "
+                       "hint: run it with python to see where (or add --verbose)") from e
+    finally:
+        sys.path.remove(str(path.resolve().parent))
+    if not callable(getattr(module, "build", None)):
+        raise CliError(f"{path} defines no build(env) function; hint: add `def build(env): ...` that adds "
+                       "sources and sinks to env (see `lowwater run --help`)")
+    return module
+
+
+def _runtime_options(module: ModuleType, runtime: str) -> dict[str, Any]:
+    options = getattr(module, "RUNTIME_OPTIONS", None) or {}
+    if not isinstance(options, dict):
+        raise CliError(f"RUNTIME_OPTIONS must be a dict, got {type(options).__name__}; "
+                       "hint: RUNTIME_OPTIONS = {\"trigger\": \"available_now\"}")
+    mine = SPARK_OPTIONS if runtime == "spark" else REFERENCE_OPTIONS
+    unknown = sorted(set(options) - set(SPARK_OPTIONS) - set(REFERENCE_OPTIONS))
+    if unknown:
+        raise CliError(f"RUNTIME_OPTIONS has unknown option(s) {unknown}; hint: the spark runtime takes "
+                       f"{list(SPARK_OPTIONS)}, the reference runtime {list(REFERENCE_OPTIONS)}")
+    ignored = sorted(set(options) - set(mine))
+    if ignored:
+        log.info("RUNTIME_OPTIONS %s do not apply to the %s runtime; ignored", ignored, runtime)
+    return {k: v for k, v in options.items() if k in mine}
+
+
+def _build(module: ModuleType, file: str) -> Any:
+    from lowwater.api import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment()
+    try:
+        module.build(env)
+    except LowwaterError:
+        raise
+    except Exception as e:
+        raise CliError(f"build(env) in {file} raised {type(e).__name__}: {e}; hint: fix build() "
+                       "(--verbose shows the traceback)") from e
+    if not env.sinks:
+        raise CliError(f"build(env) in {file} added no sink; hint: end the pipeline with .add_sink(...), "
+                       ".collect() or .print()")
+    return env
+
+
+def _print_progress(line: dict[str, Any]) -> None:
+    from lowwater.observe.progress import progress_line
+
+    print(progress_line(line), flush=True)
+
+
+def _run(args: argparse.Namespace) -> int:
+    module = load_pipeline(args.file)
+    options = _runtime_options(module, args.runtime)
+    env = _build(module, args.file)
+    name = Path(args.file).stem
+    if args.runtime == "reference":
+        return _run_reference(env, name, options, args.checkpoint)
+    return _run_spark(env, name, options, args.checkpoint or str(Path("checkpoints") / name), args.verbose)
+
+
+class _BatchClock:
+    """A function of the batch id as a Clock: the reference runtime reads it once per batch."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.batch = 0
+
+    def now_ms(self) -> int:
+        now = int(self.fn(self.batch))
+        self.batch += 1
+        return now
+
+
+def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str | None) -> int:
+    """The reference runtime runs in-process; its batches are printed once it has run them."""
+    from lowwater.observe.metrics import CUMULATIVE_GENERAL, MetricsLog, batch_line
+    from lowwater.observe.progress import PROGRESS_HEADER
+    from lowwater.runtime.reference import ReferenceRuntime
+
+    if checkpoint is not None and (Path(checkpoint) / "spark").exists():
+        raise CliError(f"{checkpoint} holds a Spark job's checkpoint; hint: give the reference runtime "
+                       "another --checkpoint directory")
+    clock = options.get("clock")
+    if callable(clock) and not hasattr(clock, "now_ms"):
+        options = {**options, "clock": _BatchClock(clock)}
+    result = ReferenceRuntime(**options).execute(env, name)
+    print(f"lowwater run {name}: reference runtime, {len(result.batches)} batches")
+    print(PROGRESS_HEADER)
+    mlog = MetricsLog(checkpoint) if checkpoint is not None else None
+    if mlog is not None:
+        mlog.path.unlink(missing_ok=True)  # a reference run does not resume: its log starts over
+    previous = None
+    for b in result.batches:
+        windows = list(b.windows.values())
+        record = {"batch_id": b.batch_id, "clock_ms": b.processing_time_ms, "end_of_input": b.end_of_input,
+                  "metrics": {**(windows[0] if windows else {}), "rows_in": b.rows_in}}
+        line = batch_line(record, previous, cumulative=CUMULATIVE_GENERAL, path="reference")
+        previous = record
+        if mlog is not None:
+            mlog.append(line)
+        _print_progress(line)
+    if checkpoint is not None:
+        print(f"metrics: {MetricsLog(checkpoint).path}\nnext: lowwater status {checkpoint}; "
+              f"lowwater plot {checkpoint} -o watermarks.png")
+    return 0
+
+
+def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
+    from lowwater.observe.metrics import MetricsLog
+    from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail
+    from lowwater.spark.engine import SparkRuntime, _query_name
+    from lowwater.spark.listener import LowwaterProgressListener
+    from lowwater.spark.session import get_or_create_session
+
+    done = len(MetricsLog(checkpoint).read()) if MetricsLog(checkpoint).exists() else 0
+    if done:
+        print(f"resuming from {checkpoint} ({done} batches done); pass --checkpoint NEW_DIR to start over")
+    spark = get_or_create_session(app_name=f"lowwater {name}", conf={"spark.ui.showConsoleProgress": "false"})
+    if not verbose:
+        spark.sparkContext.setLogLevel("OFF")  # failures are reported in one line below
+    runtime = SparkRuntime(checkpoint, spark=spark, **options)
+    listener = LowwaterProgressListener(checkpoint, query_name=_query_name(name))
+    spark.streams.addListener(listener)
+    print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}")
+    print(PROGRESS_HEADER, flush=True)
+    job = None
+    try:
+        with MetricsTail(checkpoint, _print_progress) as tail:
+            try:
+                job = runtime.execute(env, name)
+                if job.query is not None and job.query.isActive:
+                    print("running until Ctrl-C", flush=True)
+                    while not job.query.awaitTermination(1):
+                        pass
+                    if job.query.exception() is not None:
+                        raise CliError(f"the streaming query failed: {_first_line(str(job.query.exception()))}; "
+                                       "hint: fix the cause and rerun; the job resumes from its checkpoint")
+            except KeyboardInterrupt:
+                for q in spark.streams.active:
+                    if q.name == _query_name(name):
+                        q.stop()
+                print(f"\ninterrupted: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
+                return 130
+    finally:
+        spark.streams.removeListener(listener)
+    print(f"{tail.seen} batches; metrics: {MetricsLog(checkpoint).path}\n"
+          f"next: lowwater status {checkpoint}; lowwater plot {checkpoint} -o watermarks.png")
+    return 0
+
+
+# -- errors -----------------------------------------------------------------------------
+_LOWWATER_ERROR = re.compile(r"(lowwater\.[\w.]*Error): (.+)")
+
+
+def _first_line(message: str) -> str:
+    """The useful line of a long (JVM, Python worker) message: a lowwater error's own message
+    if one is inside, else the first non-empty line."""
+    found = _LOWWATER_ERROR.findall(message)
+    if found:
+        return str(found[-1][1]).strip()
+    for text in message.splitlines():
+        if text.strip():
+            return text.strip()[:400]
+    return message[:400]
+
+
+def _error(e: BaseException, verbose: bool, hint: str = "") -> int:
+    if verbose:
+        traceback.print_exc()
+    text = _first_line(str(e))
+    if hint and "hint:" not in text:
+        text = f"{text.rstrip('.')}; hint: {hint}"
+    print(f"lowwater: error: {text}", file=sys.stderr)
+    return 2
+
+
+def _legacy(args: argparse.Namespace) -> int:
+    """``scenario run`` and ``demo``, with their error handling unchanged."""
     try:
         if args.command == "scenario":
             return _scenario_run(args)
-        if args.command == "demo":
-            return _demo(args)
+        return _demo(args)
     except LowwaterError as e:
         if args.verbose:
             traceback.print_exc()
@@ -75,7 +360,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"lowwater: error: no such file: {e.filename}", file=sys.stderr)
         return 2
-    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if args.command in ("scenario", "demo"):
+        return _legacy(args)
+    # py4j logs a failing foreachBatch's traceback itself; the error is reported in one line below
+    logging.getLogger("py4j").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    commands = {"status": _status, "plot": _plot, "run": _run}
+    try:
+        return commands[args.command](args)
+    except ConfigurationError as e:
+        return _error(e, args.verbose, f"check {e.parameter}" + (" in build()" if args.command == "run" else ""))
+    except LowwaterError as e:
+        return _error(e, args.verbose, "" if isinstance(e, CliError) else "--verbose shows the traceback")
+    except FileNotFoundError as e:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"lowwater: error: no such file: {e.filename}", file=sys.stderr)
+        return 2
+    except Exception as e:  # Spark, py4j, the JVM: one line unless --verbose
+        return _error(e, args.verbose, f"run with --verbose for the full trace ({type(e).__name__})")
 
 
 if __name__ == "__main__":

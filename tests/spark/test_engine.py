@@ -267,3 +267,27 @@ def test_the_quickstart_gives_the_same_answer_on_spark(spark: Any, tmp_path: Pat
     out = main(["--out", str(tmp_path), "--runtime", "spark"])
     assert totals(out) == EXPECTED_TOTALS
     assert [(e["user"], e["amount"]) for e in out["late"]] == [("ann", 100)]
+
+
+def test_records_that_cannot_be_windowed_go_to_the_dead_letter_sink(spark: Any, tmp_path: Path) -> None:
+    from lowwater.api import CollectSink
+    from lowwater.spark.sources import BatchFilesSource
+
+    batches = [[
+        {"key": "a", "ts": 1000, "value": 1},
+        {"key": None, "ts": 2000, "value": 2},      # no key
+        {"key": "a", "ts": "soon", "value": 4},     # a timestamp that is not a number
+        {"key": "b", "ts": 3000, "value": 8},
+    ]]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    env = StreamExecutionEnvironment()
+    source = BatchFilesSource(tmp_path / "in", [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")], [0])
+    results = (env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
+    dead = CollectSink()
+    job = env.execute(runtime="spark", checkpoint_location=str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead)
+    assert sorted((r.key, r.value) for r in results.results) == [("a", 1), ("b", 8)]
+    assert sorted((d["offset"], d["reason"].split(" (")[0]) for d in dead.results) == [
+        (1, "missing key"), (2, "missing or non-numeric timestamp")]
+    first = job.batches()[0]["metrics"]
+    assert (first["rows_in"], first["rows_dead_lettered"], first["rows_late"]) == (4, 2, 0)

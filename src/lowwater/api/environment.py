@@ -95,7 +95,12 @@ class StreamExecutionEnvironment:
 
             return ReferenceRuntime(clock=clock, **options).execute(self, job_name)
         if runtime == "spark":
-            raise LowwaterError(
-                "the spark runtime is not available yet; use runtime='reference' (the Spark engine is in progress)"
-            )
+            from lowwater.spark.engine import SparkRuntime
+
+            if "checkpoint_location" not in options:
+                raise ConfigurationError(
+                    "checkpoint_location", "the spark runtime needs one: env.execute(runtime='spark', "
+                    "checkpoint_location='checkpoints/my-job')"
+                )
+            return SparkRuntime(options.pop("checkpoint_location"), clock=clock, **options).execute(self, job_name)
         raise ConfigurationError("runtime", f"unknown runtime {runtime!r}; use 'reference' or 'spark'")

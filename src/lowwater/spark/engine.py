@@ -79,6 +79,24 @@ class SparkJob:
             for r in self.batches()
         ]
 
+    def metrics(self) -> list[dict[str, Any]]:
+        """One metrics line per batch, from ``<checkpoint>/lowwater/metrics.jsonl``
+        (see :mod:`lowwater.observe.metrics` for the fields; a replayed batch's last line wins)."""
+        from lowwater.observe.metrics import read_checkpoint
+
+        return read_checkpoint(self.store.root.parent)
+
+    def progress(self) -> list[dict[str, Any]]:
+        """Spark's recent ``StreamingQueryProgress`` per batch, each with lowwater's metrics line
+        for the same batch id: ``{"batch_id", "spark": {...}, "lowwater": {...} | None}``."""
+        from lowwater.spark.listener import progress_fields
+
+        if self.query is None:
+            return []
+        lines = {m["batch_id"]: m for m in self.metrics()}
+        return [{"batch_id": p.batchId, "spark": progress_fields(p), "lowwater": lines.get(p.batchId)}
+                for p in self.query.recentProgress]
+
 
 class SparkRuntime:
     """Runs a pipeline on Spark Structured Streaming.
@@ -97,12 +115,17 @@ class SparkRuntime:
         until stopped, emitting watermarks on every interval even with no data.
     clock:
         Processing time for idleness and time lag; a Clock, or a function of the batch id.
+    end_of_input:
+        With ``available_now``: after the last batch, a MAX watermark fires every window.
+    dead_letter_sink:
+        Receives records that cannot be windowed (no timestamp, key or value), each as
+        ``{"reason", "partition", "offset", "record"}``; they are always counted in the metrics.
     """
 
     def __init__(
         self, checkpoint_location: str, *, spark: SparkSession | None = None, path: PathChoice = "auto",
         trigger: str = "available_now", clock: Clock | Callable[[int], int] | None = None,
-        end_of_input: bool = True, snapshot_every: int = 20,
+        end_of_input: bool = True, snapshot_every: int = 20, dead_letter_sink: Sink | None = None,
     ) -> None:
         self.checkpoint = str(checkpoint_location)
         self.spark = spark
@@ -113,6 +136,7 @@ class SparkRuntime:
         self.clock = clock or SystemClock()
         self.end_of_input = end_of_input
         self.snapshot_every = snapshot_every
+        self.dead_letter_sink = dead_letter_sink
 
     def _now(self, batch_id: int) -> int:
         if callable(self.clock) and not hasattr(self.clock, "now_ms"):
@@ -130,7 +154,7 @@ class SparkRuntime:
         processor: Any
         if plan is not None and self.path != "general":
             processor, path = NativeProcessor(plan), "native"
-            sinks_of = self._native_sinks(plan)
+            sinks_of = self._native_sinks(plan, self.dead_letter_sink)
         else:
             processor, path = GeneralProcessor(env, source), "general"
             sinks_of = self._general_sinks(env)
@@ -164,9 +188,10 @@ class SparkRuntime:
         return job
 
     @staticmethod
-    def _native_sinks(plan: Any) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
+    def _native_sinks(plan: Any, dead: Sink | None) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
         def sinks_of(out: Any) -> list[tuple[Sink, list[Any]]]:
-            return [(s, out.results) for s in plan.result_sinks] + [(s, out.late) for s in plan.late_sinks]
+            pairs = [(s, out.results) for s in plan.result_sinks] + [(s, out.late) for s in plan.late_sinks]
+            return pairs + ([(dead, out.dead)] if dead is not None else [])
 
         return sinks_of
 
@@ -262,6 +287,12 @@ class _BatchDriver:
         self.store.write_batch_record(batch_id, {**record, "metrics": metrics})
         self.last_batch = batch_id
         log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
+        try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)
+            from lowwater.observe.metrics import record_batch
+
+            record_batch(self.store, {**record, "metrics": metrics}, self.job.path)
+        except OSError as e:
+            log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
 
 
 def _fault(batch_id: int, point: str) -> None:

@@ -151,7 +151,7 @@ class NativeProcessor:
             if late_n and plan.late_sinks:
                 late_rows = self._rows(base.filter(F.col("_elate") & ~F.col("_bad")))
             if dead_n:
-                dead_rows = self._rows(base.filter(F.col("_bad")))
+                dead_rows = self._dead_rows(base.filter(F.col("_bad")))
             if int(parts["n_lallow"].sum()):
                 results += self._late_allowed(st, exploded, touched)
             self._merge(st, wins, touched)
@@ -238,6 +238,21 @@ class NativeProcessor:
         fields = self.plan.source.fields()
         order = ["_seq", "_partition", "_offset"]
         return [{f: r[f] for f in fields} for r in df.orderBy(*order).select(*fields).collect()]
+
+    def _dead_rows(self, df: DataFrame) -> list[dict[str, Any]]:
+        """Records that cannot be windowed, with the reason and their source position."""
+        p = self.plan
+        out = []
+        for r in df.orderBy("_seq", "_partition", "_offset").collect():
+            if r["_ts"] is None:
+                reason = f"missing or non-numeric timestamp ({p.timestamp_field or 'source timestamp'})"
+            elif r["_k"] is None:
+                reason = f"missing key ({p.key_field})"
+            else:
+                reason = f"missing value ({p.value_field})"
+            record = {f: r[f] for f in p.source.fields()}
+            out.append({"reason": reason, "partition": r["_partition"], "offset": r["_offset"], "record": record})
+        return out
 
     # -- driver-side window state ----------------------------------------------------------
     def _merge(self, st: NativeState, wins: pd.DataFrame, touched: set[int]) -> None:

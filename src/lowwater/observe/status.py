@@ -1,0 +1,128 @@
+"""``lowwater status``: a checkpoint's watermarks, idle partitions, state and last batches as text."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark
+from lowwater.observe.metrics import read_checkpoint
+
+__all__ = ["batch_row", "lag_ms", "render_status", "status", "summarize"]
+
+BATCH_HEADER = ("batch", "processing time", "combined watermark", "lag", "idle", "rows in", "late", "fired",
+                "duration")
+
+
+def lag_ms(line: dict[str, Any]) -> int | None:
+    """How far the combined watermark is behind processing time (``processing_time - watermark``)."""
+    w, now = line.get("combined_watermark"), line.get("processing_time_ms")
+    if w is None or now is None or w in (MIN_TIMESTAMP, MAX_TIMESTAMP):
+        return None
+    return int(now) - int(w)
+
+
+def batch_row(line: dict[str, Any]) -> tuple[str, ...]:
+    """One batch as the cells of :data:`BATCH_HEADER`."""
+    idle = ",".join(line.get("idle_partitions") or []) or "-"
+    return (
+        str(line["batch_id"]) + (" (end)" if line.get("end_of_input") else ""),
+        fmt_time(line.get("processing_time_ms")),
+        fmt_watermark(line.get("combined_watermark")),
+        fmt_duration(lag_ms(line)),
+        idle,
+        str(line.get("rows_in", 0)),
+        str(line.get("rows_late", 0)),
+        str(line.get("windows_fired", 0)),
+        fmt_duration(line.get("duration_ms")),
+    )
+
+
+def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over all batches and the watermarks after the last batch that read data."""
+    data = [x for x in lines if not x.get("end_of_input")]
+    current = data[-1] if data else (lines[-1] if lines else None)
+    late_by_partition: dict[str, int] = {}
+    for x in lines:
+        for p, n in (x.get("rows_late_by_partition") or {}).items():
+            late_by_partition[p] = late_by_partition.get(p, 0) + int(n)
+    return {
+        "batches": len(lines),
+        "first_batch": lines[0]["batch_id"] if lines else None,
+        "last_batch": lines[-1]["batch_id"] if lines else None,
+        "end_of_input": bool(lines and lines[-1].get("end_of_input")),
+        "path": next((x.get("path") for x in reversed(lines) if x.get("path")), None),
+        "current": current,
+        "rows_in": sum(int(x.get("rows_in") or 0) for x in lines),
+        "rows_late": sum(int(x.get("rows_late") or 0) for x in lines),
+        "rows_late_by_partition": late_by_partition,
+        "rows_dead_lettered": sum(int(x.get("rows_dead_lettered") or 0) for x in lines),
+        "windows_fired": sum(int(x.get("windows_fired") or 0) for x in lines),
+        "final_windows_fired": lines[-1].get("windows_fired", 0) if lines and lines[-1].get("end_of_input") else 0,
+        "state": lines[-1] if lines else None,
+    }
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = (),
+           indent: str = "  ") -> list[str]:
+    """Columns padded to their widest cell; the ``right`` columns (numbers) right-aligned."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
+    out = []
+    for row in (header, *rows):
+        cells = [str(c).rjust(w) if i in right else str(c).ljust(w)
+                 for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        out.append(indent + "  ".join(cells).rstrip())
+    return out
+
+
+def _n(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, Any]], last: int = 10) -> str:
+    s = summarize(lines)
+    out = [f"checkpoint {checkpoint}" + (f" ({s['path']} path)" if s["path"] else "")]
+    if not lines:
+        out.append("no batches yet: the job has not finished a micro-batch")
+        return "\n".join(out) + "\n"
+    end = "reached (a MAX watermark fired every remaining window)" if s["end_of_input"] else "not reached"
+    out.append(f"{s['batches']} batches ({s['first_batch']}..{s['last_batch']}), end of input {end}")
+    out.append(f"totals: {s['rows_in']} rows in, {s['rows_late']} late, {s['rows_dead_lettered']} dead-lettered, "
+               f"{s['windows_fired']} window firings")
+    cur = s["current"]
+    out.append("")
+    out.append(f"watermarks after batch {cur['batch_id']} (processing time {fmt_time(cur['processing_time_ms'])}):")
+    idle = set(cur.get("idle_partitions") or [])
+    parts = cur.get("partition_watermarks") or {}
+    rows = [(p, fmt_watermark(w), "idle" if p in idle else "active", str(s["rows_late_by_partition"].get(p, 0)))
+            for p, w in sorted(parts.items(), key=lambda kv: (len(kv[0]), kv[0]))]
+    note = "min over active partitions" if parts else "no window operator"
+    if parts and len(idle) == len(parts):
+        note = "every partition is idle: no watermark is emitted"
+    rows.append(("combined", fmt_watermark(cur.get("combined_watermark")), note, str(s["rows_late"])))
+    out += _table(("partition", "watermark", "status", "late rows (all batches)"), rows, right=(3,))
+    lag = lag_ms(cur)
+    if lag is not None and lag >= 0:
+        out.append(f"  the combined watermark is {fmt_duration(lag)} behind processing time")
+    elif lag is not None:
+        out.append(f"  the combined watermark is {fmt_duration(-lag)} ahead of processing time "
+                   "(event time runs ahead of the job's clock)")
+    state = s["state"]
+    out.append("")
+    size = state.get("state_bytes")
+    out.append(f"state after batch {state['batch_id']}: {_n(state.get('open_windows'))} open windows, "
+               f"{_n(state.get('state_rows'))} state rows"
+               + (f", {fmt_bytes(size)} on disk" if size is not None else " (not stored on disk)"))
+    shown = list(lines)[-last:] if last > 0 else []
+    if shown:
+        out.append("")
+        out.append(f"last {len(shown)} of {len(lines)} batches:")
+        out += _table(BATCH_HEADER, [batch_row(x) for x in shown], right=(3, 5, 6, 7, 8))
+    return "\n".join(out) + "\n"
+
+
+def status(checkpoint: str | os.PathLike[str], last: int = 10) -> str:
+    """The text ``lowwater status CHECKPOINT`` prints."""
+    return render_status(checkpoint, read_checkpoint(checkpoint), last)

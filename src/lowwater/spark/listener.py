@@ -1,0 +1,98 @@
+"""lowwater's metrics next to Spark's ``StreamingQueryProgress``.
+
+Spark's progress events know rows and durations, but nothing of lowwater's watermarks:
+the engine runs inside ``foreachBatch``, where ``df.observe`` metrics do not reach the
+query's progress. :class:`LowwaterProgressListener` joins the two by batch id. For each
+``QueryProgressEvent`` of a lowwater query it reads that batch's line from the
+checkpoint's metrics log (written before Spark reports the batch's progress). It logs
+them together on the ``lowwater.progress`` logger and hands them to an optional callback::
+
+    listener = LowwaterProgressListener("/chk/clicks", on_progress=print)
+    spark.streams.addListener(listener)
+    SparkRuntime("/chk/clicks", spark=spark).execute(env, "clicks")
+    spark.streams.removeListener(listener)
+
+``SparkJob.progress()`` gives the same join for a query's ``recentProgress``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql.streaming.listener import StreamingQueryListener
+
+from lowwater.observe.metrics import MetricsLog
+
+__all__ = ["LowwaterProgressListener", "progress_fields"]
+
+log = logging.getLogger("lowwater.progress")
+
+#: Fields of Spark's StreamingQueryProgress kept next to lowwater's line.
+_SPARK_FIELDS = ("name", "batchId", "timestamp", "numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+
+
+def progress_fields(progress: Any) -> dict[str, Any]:
+    """The parts of a ``StreamingQueryProgress`` worth showing next to lowwater's metrics."""
+    out = {f: getattr(progress, f, None) for f in _SPARK_FIELDS}
+    out["durationMs"] = dict(getattr(progress, "durationMs", None) or {})
+    return out
+
+
+class LowwaterProgressListener(StreamingQueryListener):
+    """Joins each progress event of a query with lowwater's metrics line for that batch.
+
+    Parameters
+    ----------
+    checkpoint:
+        The job's checkpoint location (the one given to ``SparkRuntime``).
+    query_name:
+        Only events of this query (``None``: every query whose batch has a line).
+    on_progress:
+        Called with ``{"batch_id", "spark": {...}, "lowwater": {...} | None}`` per event.
+    """
+
+    def __init__(self, checkpoint: str | os.PathLike[str], query_name: str | None = None,
+                 on_progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.follower = MetricsLog(checkpoint).follow()
+        self.query_name = query_name
+        self.on_progress = on_progress
+        self.lines: dict[int, dict[str, Any]] = {}
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def _line(self, batch_id: int) -> dict[str, Any] | None:
+        for line in self.follower.poll():
+            self.lines[int(line["batch_id"])] = line
+        return self.lines.get(batch_id)
+
+    def onQueryStarted(self, event: Any) -> None:
+        log.debug("query %s started (id %s)", event.name, event.id)
+
+    def onQueryProgress(self, event: Any) -> None:
+        p = event.progress
+        if self.query_name is not None and p.name != self.query_name:
+            return
+        with self._lock:
+            line = self._line(int(p.batchId))
+            joined = {"batch_id": int(p.batchId), "spark": progress_fields(p), "lowwater": line}
+            self.events.append(joined)
+        if line is None:
+            log.info("query %s batch %d: %d input rows (no lowwater metrics line)", p.name, p.batchId, p.numInputRows)
+        else:
+            log.info("query %s batch %d: %d input rows, %.0f rows/s; combined watermark %s, idle %s, late %d, "
+                     "windows fired %d", p.name, p.batchId, p.numInputRows, p.processedRowsPerSecond or 0.0,
+                     line.get("combined_watermark"), line.get("idle_partitions"), line.get("rows_late", 0),
+                     line.get("windows_fired", 0))
+        if self.on_progress is not None:
+            self.on_progress(joined)
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        if event.exception:
+            log.info("query %s ended with an error: %s", event.id, str(event.exception).splitlines()[0])
