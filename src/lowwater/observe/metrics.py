@@ -202,10 +202,11 @@ def record_batch(store: Any, record: Mapping[str, Any], path: str) -> dict[str, 
     """Append the metrics line of a finished batch; called by the Spark engine per batch.
 
     ``store`` is the job's :class:`~lowwater.spark.state.StateStore`; ``path`` the engine
-    path (``native`` or ``general``), which says how its raw counters are kept.
+    path, which says how its raw counters are kept: running totals on the ``general`` path
+    (the reference runtime's operators), per batch on the native paths.
     """
     previous = store.batch_record(int(record["batch_id"]) - 1)
-    cumulative = CUMULATIVE_NATIVE if path == "native" else CUMULATIVE_GENERAL
+    cumulative = CUMULATIVE_GENERAL if path in ("general", "reference") else CUMULATIVE_NATIVE
     line = batch_line(record, previous, cumulative=cumulative, path=path)
     MetricsLog(store.root.parent).append(line)
     return line

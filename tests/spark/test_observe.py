@@ -1,0 +1,114 @@
+"""Observability end to end on real Spark: the metrics log, Spark's progress joined with it,
+``lowwater status`` and ``lowwater plot`` on the checkpoint of a job that just ran."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
+from lowwater.cli import main
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.io import PartitionedLogWriter
+from lowwater.observe import plot_watermarks
+from lowwater.observe.metrics import MetricsLog, read_checkpoint
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.listener import LowwaterProgressListener
+
+pytestmark = pytest.mark.spark
+
+FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+T0 = 1_700_000_000_000
+
+
+def _write_log(root: Path) -> int:
+    """Three micro-batches of two partitions; partition 1 runs 8 s behind, and batch 2 brings
+    one element of partition 0 that is late (its window closed after batch 1)."""
+    writer = PartitionedLogWriter(root, "jsonl")
+    batches = [
+        {0: [("a", 1_000), ("b", 4_000), ("a", 12_000)], 1: [("a", 2_000)]},
+        {0: [("a", 21_000), ("b", 25_000)], 1: [("b", 9_000), ("a", 14_000)]},
+        {0: [("b", 3_000), ("a", 33_000)], 1: [("a", 24_000)]},
+    ]
+    n = 0
+    for batch in batches:
+        for p, events in batch.items():
+            writer.append(p, [{"key": k, "ts": T0 + ts, "value": 1} for k, ts in events])
+            n += len(events)
+    segments = sorted(root.glob("partition=*/segment-*.jsonl"),
+                      key=lambda f: (int(f.stem.split("-")[1]), int(f.parent.name.split("=")[1])))
+    for i, f in enumerate(segments):  # Spark reads new files oldest first: micro-batch i = batch i
+        os.utime(f, (1_000_000 + i, 1_000_000 + i))
+    return n
+
+
+def test_a_spark_job_logs_one_metrics_line_per_batch_that_status_progress_and_plot_show(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lowwater.spark.sources import PartitionedLogSource
+
+    events = _write_log(tmp_path / "log")
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    counts = (
+        env.from_source(PartitionedLogSource(tmp_path / "log", FIELDS, max_files_per_trigger=2),
+                        WatermarkStrategy.for_bounded_out_of_orderness(1_000).with_timestamp_assigner("ts"))
+        .key_by("key").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).count()
+    )
+    results, lates = counts.collect(), CollectSink()
+    counts.get_side_output(late).add_sink(lates)
+    ck = tmp_path / "ck"
+    progress: list[dict[str, Any]] = []
+    listener = LowwaterProgressListener(ck, query_name="observe", on_progress=progress.append)
+    spark.streams.addListener(listener)
+    try:
+        job = SparkRuntime(str(ck), spark=spark, clock=lambda b: T0 + 5_000 * b).execute(env, "observe")
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()  # progress events are delivered async
+    finally:
+        spark.streams.removeListener(listener)
+
+    # the log: one line per batch (3 micro-batches and the end of input), consistent with the sinks
+    lines = read_checkpoint(ck)
+    assert job.metrics() == lines
+    assert [x["batch_id"] for x in MetricsLog(ck).raw_lines()] == [0, 1, 2, 3]
+    assert [x["batch_id"] for x in lines] == [r["batch_id"] for r in job.batches()] == [0, 1, 2, 3]
+    assert [x["end_of_input"] for x in lines] == [False, False, False, True]
+    assert sum(x["rows_in"] for x in lines) == events
+    assert sum(x["rows_late"] for x in lines) == len(lates.results) == 1
+    assert lines[2]["rows_late_by_partition"] == {"0": 1}
+    assert sum(x["windows_fired"] for x in lines) == len(results.results)
+    assert [x["combined_watermark"] for x in lines] == [T0 + 999, T0 + 12_999, T0 + 22_999, 2**63 - 1]
+    assert lines[1]["partition_watermarks"] == {"0": T0 + 23_999, "1": T0 + 12_999}
+    assert [x["watermark_before"] for x in lines[1:3]] == [lines[0]["combined_watermark"],
+                                                           lines[1]["combined_watermark"]]
+    assert all(x["state_bytes"] > 0 and x["duration_ms"] >= 0 for x in lines)
+
+    # Spark's progress per micro-batch, joined with lowwater's line for the same batch
+    assert [e["batch_id"] for e in progress] == [0, 1, 2]
+    assert all(e["lowwater"] == lines[e["batch_id"]] for e in progress)
+    # Spark counts source rows once per action on the batch; a batch with late rows reads its input
+    # again to collect them, so Spark's numInputRows can exceed the rows lowwater received
+    spark_rows = [e["spark"]["numInputRows"] for e in progress]
+    assert spark_rows[:2] == [x["rows_in"] for x in lines[:2]] == [4, 4]
+    assert spark_rows[2] >= lines[2]["rows_in"] == 3
+    assert [p["lowwater"] for p in job.progress()] == lines[:3]
+
+    # lowwater status and lowwater plot on the checkpoint
+    capsys.readouterr()
+    assert main(["status", str(ck), "--batches", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "4 batches (0..3), end of input reached" in out
+    assert f"totals: {events} rows in, 1 late" in out
+    assert "watermarks after batch 2" in out
+    assert "  combined   2023-11-14 22:13:42.999" in out
+    picture = tmp_path / "watermarks.png"
+    assert main(["plot", str(ck), "-o", str(picture)]) == 0
+    assert "3 batches, 2 partitions, 1 late rows" in capsys.readouterr().out
+    assert picture.read_bytes()[:4] == b"\x89PNG" and picture.stat().st_size > 10_000
+    data = plot_watermarks(lines, tmp_path / "again.png")
+    assert data["combined"] == [(x["combined_watermark"] - data["origin_ms"]) / 1000 for x in lines[:3]]
+    assert data["late"] == [(10.0, (lines[1]["combined_watermark"] - data["origin_ms"]) / 1000, 1)]

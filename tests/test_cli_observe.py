@@ -1,0 +1,347 @@
+"""The metrics log, ``lowwater status``, ``lowwater plot`` and ``lowwater run --runtime reference``,
+without Spark: checkpoints here are written by the engine's own writers (``StateStore`` for the
+batch records, ``record_batch`` for the metrics log), with the raw metrics each path reports."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.cli import main
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.observe import plot_watermarks
+from lowwater.observe.metrics import MetricsLog, read_checkpoint, record_batch
+from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, progress_line
+from lowwater.spark.state import StateStore
+
+T0 = 1_700_000_000_000
+
+
+def _native_raw(combined: int, parts: dict[str, int], idle: list[str], rows_in: int, late: int,
+                late_cum: dict[str, int], fired: int, open_windows: int) -> dict[str, Any]:
+    """Raw metrics as the native path reports them (counts per batch, late by partition as a running total)."""
+    return {"combined_watermark": combined, "partition_watermarks": parts, "idle_partitions": idle,
+            "rows_in": rows_in, "rows_late": late, "rows_dead_lettered": 0, "rows_late_by_partition": late_cum,
+            "windows_fired": fired, "open_windows": open_windows, "duration_ms": 700 + rows_in // 10,
+            "state_bytes": 1000 * open_windows}
+
+
+#: batch id -> (raw metrics); partition 1 lags, partition 2 goes idle at batch 3
+NATIVE = [
+    _native_raw(T0 - 1, {"0": T0 + 4_999, "1": T0 - 1, "2": T0 + 3_999}, [], 300, 0, {}, 0, 12),
+    _native_raw(T0 + 1_999, {"0": T0 + 9_999, "1": T0 + 1_999, "2": T0 + 8_999}, [], 300, 2, {"0": 2}, 3, 15),
+    _native_raw(T0 + 6_999, {"0": T0 + 14_999, "1": T0 + 6_999, "2": T0 + 8_999}, [], 200, 1, {"0": 2, "1": 1}, 4,
+                13),
+    _native_raw(T0 + 11_999, {"0": T0 + 19_999, "1": T0 + 11_999, "2": T0 + 8_999}, ["2"], 200, 5,
+                {"0": 2, "1": 1, "2": 5}, 6, 10),
+]
+END = _native_raw(MAX_TIMESTAMP, {"0": MAX_TIMESTAMP, "1": MAX_TIMESTAMP, "2": MAX_TIMESTAMP}, [], 0, 0,
+                  {"0": 2, "1": 1, "2": 5}, 10, 0)
+
+
+def _write_batch(store: StateStore, batch_id: int, metrics: dict[str, Any], path: str = "native",
+                 end: bool = False) -> dict[str, Any]:
+    """What the engine's batch driver does per batch: the record (clock first, then metrics), then the line."""
+    record = {"batch_id": batch_id, "clock_ms": T0 + 5_000 * batch_id, "end_of_input": end}
+    store.write_batch_record(batch_id, record)
+    record = {**record, "metrics": metrics}
+    store.write_batch_record(batch_id, record)
+    return record_batch(store, record, path)
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> Path:
+    """Four micro-batches, a replay of batch 2 (after a crash), then the end of input."""
+    ck = tmp_path / "ck"
+    store = StateStore(ck)
+    for i, m in enumerate(NATIVE[:3]):
+        _write_batch(store, i, m)
+    _write_batch(store, 2, {**NATIVE[2], "duration_ms": 999})  # Spark replays batch 2
+    _write_batch(store, 3, NATIVE[3])
+    _write_batch(store, 4, END, end=True)
+    return ck
+
+
+# -- the metrics log -------------------------------------------------------------------------
+def test_every_batch_appends_one_line_and_readers_keep_a_replays_last_line(checkpoint: Path) -> None:
+    mlog = MetricsLog(checkpoint)
+    assert [x["batch_id"] for x in mlog.raw_lines()] == [0, 1, 2, 2, 3, 4]
+    lines = read_checkpoint(checkpoint)
+    assert [x["batch_id"] for x in lines] == [0, 1, 2, 3, 4]
+    assert lines[2]["duration_ms"] == 999
+    mlog.compact()
+    assert [x["batch_id"] for x in mlog.raw_lines()] == [0, 1, 2, 3, 4]
+    assert read_checkpoint(checkpoint) == lines
+
+
+def test_a_line_holds_the_batchs_watermarks_idleness_counts_and_state(checkpoint: Path) -> None:
+    line = read_checkpoint(checkpoint)[3]
+    assert line == {
+        "batch_id": 3, "processing_time_ms": T0 + 15_000, "end_of_input": False, "path": "native",
+        "watermark_before": T0 + 6_999, "combined_watermark": T0 + 11_999,
+        "partition_watermarks": {"0": T0 + 19_999, "1": T0 + 11_999, "2": T0 + 8_999},
+        "idle_partitions": ["2"], "rows_in": 200, "rows_late": 5, "rows_late_by_partition": {"2": 5},
+        "rows_dead_lettered": 0, "windows_fired": 6, "open_windows": 10, "state_rows": 10, "state_bytes": 10_000,
+        "duration_ms": 720,
+    }
+
+
+@pytest.mark.parametrize("path", ["general", "native", "executor"])
+def test_counters_are_per_batch_whichever_way_the_path_keeps_them(tmp_path: Path, path: str) -> None:
+    """The general path keeps running totals; the native paths count per batch (late rows by
+    partition excepted); every line counts this batch alone."""
+    store = StateStore(tmp_path / "ck")
+    base = {"combined_watermark": 5, "partition_watermarks": {"0": 5}, "idle_partitions": [], "open_windows": 1}
+    general = path == "general"
+    _write_batch(store, 0, {**base, "rows_in": 3, "rows_late": 1, "rows_late_by_partition": {"0": 1},
+                            "windows_fired": 2, "state_rows": 4}, path=path)
+    _write_batch(store, 1, {**base, "rows_in": 2, "rows_late": 4 if general else 3, "rows_late_by_partition": {"0": 4},
+                            "windows_fired": 2 if general else 0, "state_rows": 6}, path=path)
+    lines = read_checkpoint(tmp_path / "ck")
+    assert [(x["rows_in"], x["rows_late"], x["rows_late_by_partition"], x["windows_fired"], x["state_rows"])
+            for x in lines] == [(3, 1, {"0": 1}, 2, 4), (2, 3, {"0": 3}, 0, 6)]
+    assert [x["path"] for x in lines] == [path, path]
+
+
+def test_a_line_torn_by_a_crash_is_skipped_and_the_next_append_starts_a_fresh_line(checkpoint: Path) -> None:
+    mlog = MetricsLog(checkpoint)
+    with open(mlog.path, "a") as f:
+        f.write('{"batch_id": 5, "combined_wat')
+    mlog.append({"batch_id": 5, "combined_watermark": 1})
+    assert [x["batch_id"] for x in mlog.read()] == [0, 1, 2, 3, 4, 5]
+
+
+def test_an_older_checkpoint_without_a_metrics_log_is_read_from_its_batch_records(checkpoint: Path) -> None:
+    lines = read_checkpoint(checkpoint)
+    MetricsLog(checkpoint).path.unlink()
+    assert read_checkpoint(checkpoint) == lines
+
+
+def test_the_tail_calls_back_once_per_line_appended_after_it_started(checkpoint: Path) -> None:
+    seen: list[int] = []
+    with MetricsTail(checkpoint, lambda x: seen.append(x["batch_id"]), interval_s=0.01):
+        MetricsLog(checkpoint).append({"batch_id": 5})
+        MetricsLog(checkpoint).append({"batch_id": 6})
+    assert seen == [5, 6]
+
+
+def test_a_progress_line_shows_watermark_lag_idle_late_fired_and_duration(checkpoint: Path) -> None:
+    line = progress_line(read_checkpoint(checkpoint)[3])
+    assert line.split() == ["3", "2023-11-14", "22:13:31.999", "3.0", "s", "2", "200", "5", "6", "720", "ms"]
+    assert PROGRESS_HEADER.split()[:3] == ["batch", "combined", "watermark"]
+
+
+# -- lowwater status -------------------------------------------------------------------------
+def test_status_shows_watermarks_idle_flags_state_and_the_last_batches(
+    checkpoint: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", str(checkpoint), "--batches", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"checkpoint {checkpoint} (native path)" in out
+    assert "5 batches (0..4), end of input reached" in out
+    assert "totals: 1000 rows in, 8 late, 0 dead-lettered, 23 window firings" in out
+    assert "watermarks after batch 3 (processing time 2023-11-14 22:13:35)" in out
+    table = {row.split()[0]: row.split() for row in out.splitlines() if row.startswith("  ") and row.split()}
+    assert table["0"][1:] == ["2023-11-14", "22:13:39.999", "active", "2"]
+    assert table["1"][1:] == ["2023-11-14", "22:13:31.999", "active", "1"]
+    assert table["2"][1:] == ["2023-11-14", "22:13:28.999", "idle", "5"]
+    assert table["combined"][1:3] == ["2023-11-14", "22:13:31.999"]
+    assert "behind processing time" in out and "3.0 s" in out
+    assert "state after batch 4: 0 open windows, 0 state rows, 0 B on disk" in out
+    assert "last 2 of 5 batches:" in out
+    assert table["3"] == ["3", "2023-11-14", "22:13:35", "2023-11-14", "22:13:31.999", "3.0", "s", "2", "200", "5",
+                          "6", "720", "ms"]
+    assert any(r.split()[:2] == ["4", "(end)"] and "MAX" in r for r in out.splitlines())
+
+
+def test_status_as_json_has_the_summary_and_the_last_lines(
+    checkpoint: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", str(checkpoint), "--json", "-n", "3"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [b["batch_id"] for b in doc["batches"]] == [2, 3, 4]
+    assert doc["summary"]["rows_late_by_partition"] == {"0": 2, "1": 1, "2": 5}
+    assert doc["summary"]["current"]["idle_partitions"] == ["2"]
+
+
+def test_status_of_a_checkpoint_with_no_batch_yet_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    StateStore(tmp_path / "ck")
+    assert main(["status", str(tmp_path / "ck")]) == 0
+    assert "no batches yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["status", "plot"])
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda p: p / "missing", ["no such directory", "hint:"]),
+    (lambda p: p, ["is not a lowwater checkpoint", "hint:"]),
+    (lambda p: (p / "file.txt").write_text("x") and p / "file.txt", ["is a file", "hint:"]),
+], ids=["missing", "not-a-checkpoint", "a-file"])
+def test_status_and_plot_of_something_not_a_checkpoint_fail_in_one_line_with_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, make: Any, words: list[str]
+) -> None:
+    target = make(tmp_path)
+    argv = [command, str(target)] + (["-o", str(tmp_path / "w.png")] if command == "plot" else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("lowwater: error: ")
+    assert all(w in err for w in words) and "Traceback" not in err
+
+
+def test_status_of_the_lowwater_subdirectory_suggests_the_checkpoint(
+    checkpoint: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", str(checkpoint / "lowwater")]) == 2
+    assert f"did you mean {checkpoint}?" in capsys.readouterr().err
+
+
+# -- lowwater plot ---------------------------------------------------------------------------
+def test_the_plot_is_a_png_whose_drawn_series_equal_the_metrics_log(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "w.png"
+    assert main(["plot", str(checkpoint), "-o", str(out)]) == 0
+    assert f"wrote {out}: 4 batches, 3 partitions, 8 late rows, 23 window firings" in capsys.readouterr().out
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+    lines = read_checkpoint(checkpoint)
+    data = plot_watermarks(lines, tmp_path / "again.png")
+    run = [x for x in lines if not x["end_of_input"]]
+    origin = data["origin_ms"]
+    xs = [(x["processing_time_ms"] - T0) / 1000 for x in run]
+    assert xs == data["x"] == [0.0, 5.0, 10.0, 15.0]
+
+    def y(ms: int) -> float:
+        return float("nan") if ms in (MIN_TIMESTAMP, MAX_TIMESTAMP) else (ms - origin) / 1000
+
+    def same(points: list[tuple[float, float]], expected: list[float]) -> bool:
+        return [p[0] for p in points] == xs and all(
+            (a != a and b != b) or a == b for (_, a), b in zip(points, expected, strict=True))
+
+    drawn = data["drawn"]
+    for p in ("0", "1", "2"):
+        assert same(drawn[f"partition {p}"], [y(x["partition_watermarks"][p]) for x in run])
+    assert same(drawn["combined watermark (min over non-idle partitions)"], [y(x["combined_watermark"]) for x in run])
+    late = drawn["late elements (count), at the watermark they were judged against"]
+    assert late == [(xs[i], y(run[i]["watermark_before"])) for i in range(len(run)) if run[i]["rows_late"]]
+    assert [n for _, _, n in data["late"]] == [2, 1, 5]
+    assert data["fired"] == [(5.0, 3), (10.0, 4), (15.0, 6), (20.0, 10)]
+    assert data["idle"]["2"] == [False, False, False, True]
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".html"])
+def test_the_plot_can_be_svg_or_a_web_page_with_the_svg_inline(checkpoint: Path, tmp_path: Path,
+                                                                 suffix: str) -> None:
+    out = tmp_path / f"w{suffix}"
+    assert main(["plot", str(checkpoint), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "<svg" in text
+    if suffix == ".html":
+        assert text.startswith("<!doctype html>") and "<table>" in text and "MAX (end of input)" in text
+
+
+def test_the_plot_accepts_the_batch_records_the_demo_passes(checkpoint: Path, tmp_path: Path) -> None:
+    from_records = plot_watermarks(StateStore(checkpoint).batch_records(), tmp_path / "r.png")
+    from_log = plot_watermarks(read_checkpoint(checkpoint), tmp_path / "l.png")
+    assert from_records["x"] == from_log["x"] and from_records["late"] == from_log["late"]
+
+
+def test_plot_errors_are_one_line_with_a_hint(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plot", str(checkpoint), "-o", str(tmp_path / "w.jpg")]) == 2
+    assert ".png, .svg or .html" in capsys.readouterr().err
+    assert main(["plot", str(checkpoint), "-o", str(tmp_path / "nodir" / "w.png")]) == 2
+    assert "no directory" in capsys.readouterr().err
+    StateStore(tmp_path / "empty")
+    assert main(["plot", str(tmp_path / "empty"), "-o", str(tmp_path / "w.png")]) == 2
+    assert "no finished micro-batch" in capsys.readouterr().err
+
+
+# -- lowwater run ----------------------------------------------------------------------------
+PIPELINE = """
+from lowwater.api import CollectionSource
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+
+RUNTIME_OPTIONS = {"trigger": "available_now"}  # a Spark option: ignored by the reference runtime
+
+
+def build(env):
+    source = CollectionSource(
+        [[{"k": "a", "ts": 1000, "p": 0}, {"k": "a", "ts": 12000, "p": 1}],
+         [{"k": "a", "ts": 14000, "p": 0}, {"k": "a", "ts": 25000, "p": 1}],
+         [{"k": "a", "ts": 2000, "p": 0}, {"k": "a", "ts": 26000, "p": 1}]],
+        partitions=2, partition_of="p", processing_times_ms=[100000, 105000, 110000])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(1000).with_timestamp_assigner(lambda e, _: e["ts"])
+    env.from_source(source, strategy).key_by(lambda e: e["k"]).window(TumblingEventTimeWindows.of(10000)).count() \\
+        .collect()
+"""
+
+
+def _pipeline(tmp_path: Path, text: str, name: str = "pipeline.py") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_run_on_the_reference_runtime_prints_a_line_per_batch_and_keeps_metrics_for_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ck = tmp_path / "ck"
+    assert main(["run", _pipeline(tmp_path, PIPELINE), "--runtime", "reference", "--checkpoint", str(ck)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "lowwater run pipeline: reference runtime, 4 batches"
+    assert out[1] == PROGRESS_HEADER
+    rows = [r.split() for r in out[2:6]]
+    # batch, watermark, lag, idle, rows in, late, fired (the reference runtime does not time batches)
+    assert rows == [
+        ["0", "-1", "100.0", "s", "-", "2", "0", "0", "-"],
+        ["1", "12999", "92.0", "s", "-", "2", "0", "1", "-"],  # fires [0, 10000)
+        ["2", "12999", "97.0", "s", "-", "2", "1", "0", "-"],  # ts 2000 is late
+        ["3*", "MAX", "(end", "of", "input)", "-", "-", "0", "0", "2", "-"],
+    ]
+    lines = read_checkpoint(ck)
+    assert [x["batch_id"] for x in lines] == [0, 1, 2, 3]
+    assert lines[2]["rows_late_by_partition"] == {"0": 1} and lines[2]["watermark_before"] == 12_999
+    assert main(["status", str(ck)]) == 0
+    assert "(reference path)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("x = 1\n", ["defines no build(env)", "hint:"]),
+    ("def build(env):\n    raise ValueError('no input configured')\n", ["ValueError: no input configured", "hint:"]),
+    ("import nonexistent_module_xyz\n", ["failed while loading", "ModuleNotFoundError", "hint:"]),
+    ("def build(env):\n    pass\n", ["added no sink", "hint:"]),
+    ("RUNTIME_OPTIONS = {'speed': 'fast'}\ndef build(env):\n    pass\n", ["unknown option(s) ['speed']", "hint:"]),
+], ids=["no-build", "build-raises", "import-error", "no-sink", "unknown-option"])
+def test_run_errors_are_one_line_with_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, words: list[str]
+) -> None:
+    assert main(["run", _pipeline(tmp_path, text), "--runtime", "reference"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert all(w in err for w in words), err
+
+
+def test_run_of_a_missing_file_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path / "nope.py")]) == 2
+    assert "nope.py" in capsys.readouterr().err
+
+
+def test_verbose_adds_the_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _pipeline(tmp_path, "def build(env):\n    raise ValueError('boom')\n")
+    assert main(["--verbose", "run", path, "--runtime", "reference"]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("run", "status", "plot", "scenario", "demo"):
+        assert f"    {command} " in out
