@@ -19,6 +19,7 @@ master URL and a checkpoint location on shared storage.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["SparkJob", "SparkRuntime"]
 
 log = logging.getLogger("lowwater.spark")
-PathChoice = Literal["auto", "native", "general"]
+PathChoice = Literal["auto", "native", "executor", "general"]
 
 
 @dataclass
@@ -108,7 +109,8 @@ class SparkRuntime:
     spark:
         The session; :func:`lowwater.spark.session.get_or_create_session` by default.
     path:
-        ``auto`` picks the native path when the pipeline allows it (see :mod:`.plan`).
+        ``auto`` picks the native path when the pipeline allows it (see :mod:`.plan`);
+        ``executor`` forces timestamps and watermarks through Python on the executors.
     trigger:
         ``"available_now"`` processes what the source holds, then ends (with a MAX
         watermark when ``end_of_input`` is set); an interval such as ``"1 second"`` runs
@@ -129,8 +131,8 @@ class SparkRuntime:
     ) -> None:
         self.checkpoint = str(checkpoint_location)
         self.spark = spark
-        if path not in ("auto", "native", "general"):
-            raise ConfigurationError("path", f"must be auto, native or general, got {path!r}")
+        if path not in ("auto", "native", "executor", "general"):
+            raise ConfigurationError("path", f"must be auto, native, executor or general, got {path!r}")
         self.path = path
         self.trigger = trigger
         self.clock = clock or SystemClock()
@@ -149,11 +151,13 @@ class SparkRuntime:
         spark = self.spark or get_or_create_session()
         source = find_source(env)
         plan, reason = native_plan(env)
-        if self.path == "native" and plan is None:
+        if self.path in ("native", "executor") and plan is None:
             raise PipelineError(f"this pipeline cannot take the native path: {reason}")
+        if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
+            plan, reason = dataclasses.replace(plan, executor_watermarks=True), "native, watermarks on the executors"
         processor: Any
         if plan is not None and self.path != "general":
-            processor, path = NativeProcessor(plan), "native"
+            processor, path = NativeProcessor(plan), "executor" if plan.executor_watermarks else "native"
             sinks_of = self._native_sinks(plan, self.dead_letter_sink)
         else:
             processor, path = GeneralProcessor(env, source), "general"

@@ -37,6 +37,13 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
 from lowwater.runtime.exchange import Exchange
+from lowwater.spark.executor_watermarks import (
+    PartitionState,
+    decode,
+    encode_states,
+    new_partition,
+    with_executor_timestamps,
+)
 from lowwater.spark.plan import NativePlan
 
 if TYPE_CHECKING:
@@ -61,6 +68,8 @@ class NativeState:
     late_by_partition: dict[int, int] = field(default_factory=dict)
     windows_fired: int = 0
     started: bool = False
+    executor_states: dict[int, PartitionState] = field(default_factory=dict)
+    """With watermarks on the executors: each partition's clock, assigner and generator."""
 
     @property
     def watermark(self) -> int:
@@ -74,6 +83,16 @@ class BatchOutput:
     dead: list[dict[str, Any]]
     metrics: dict[str, Any]
     delta: dict[str, Any]
+
+
+def _apply(events: list[tuple[str, int]], out: Any) -> None:
+    for kind, ts in events:
+        if kind == "watermark":
+            out.emit_watermark(Watermark(ts))
+        elif kind == "idle":
+            out.mark_idle()
+        else:
+            out.mark_active()
 
 
 def _empty_frame() -> pd.DataFrame:
@@ -104,6 +123,12 @@ class NativeProcessor:
         st.started = True
 
     def _partition(self, st: NativeState, p: int) -> PartitionWatermarking[Any]:
+        if self.plan.executor_watermarks:
+            if p not in st.executor_states:
+                st.executor_states[p] = new_partition(self.plan.strategy, p)
+            if p not in st.exchange.mux:
+                st.exchange.mux.register_new_output(p)
+            return st.executor_states[p][1]
         pw = st.partitions.get(p)
         if pw is None:
             ctx = WatermarkGeneratorContext(partition=p, clock=st.clock)
@@ -129,6 +154,9 @@ class NativeProcessor:
         rows_in = late_n = dead_n = 0
 
         if df is not None and not end_of_input:
+            if plan.executor_watermarks:
+                df = with_executor_timestamps(df, plan.source.fields(), plan.strategy,
+                                              encode_states(st.executor_states), clock_ms)
             exploded, base = self._classify(df, w_prev)
             view = f"lowwater_batch_{next(_view_ids)}"
             exploded.createOrReplaceTempView(view)
@@ -140,11 +168,17 @@ class NativeProcessor:
             late_n = int(parts["n_late"].sum())
             dead_n = int(parts["n_bad"].sum())
             # generators see every valid element (one call with the partition's max suffices)
-            for p_, n, max_ts, n_late in zip(parts["_partition"].tolist(), parts["n"].tolist(),
-                                             parts["max_ts"].tolist(), parts["n_late"].tolist(), strict=True):
+            emitted: set[int] = set()
+            for p_, n, max_ts, n_late, ctl in zip(parts["_partition"].tolist(), parts["n"].tolist(),
+                                                  parts["max_ts"].tolist(), parts["n_late"].tolist(),
+                                                  parts["ctl"].tolist(), strict=True):
                 p = int(p_)
                 pw = self._partition(st, p)
-                if n > 0:
+                if isinstance(ctl, str):  # the partition's state and events, from its executor
+                    st.executor_states[p], events = decode(ctl)
+                    _apply(events, st.exchange.mux.get_deferred_output(p))
+                    emitted.add(p)
+                elif n > 0 and not plan.executor_watermarks:
                     pw.generator.on_event(None, int(max_ts), st.exchange.mux.get_deferred_output(p))
                 if n_late:
                     st.late_by_partition[p] = st.late_by_partition.get(p, 0) + int(n_late)
@@ -155,14 +189,12 @@ class NativeProcessor:
             if int(parts["n_lallow"].sum()):
                 results += self._late_allowed(st, exploded, touched)
             self._merge(st, wins, touched)
-            for p, pw in st.partitions.items():
-                pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+            self._periodic_emit(st, clock_ms, skip=emitted)
         elif end_of_input:
-            for p in st.partitions:
+            for p in [*st.partitions, *st.executor_states]:
                 st.exchange.mux.get_deferred_output(p).emit_watermark(Watermark(MAX_TIMESTAMP))
         else:  # a tick with no data: periodic emission only
-            for p, pw in st.partitions.items():
-                pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+            self._periodic_emit(st, clock_ms, skip=set())
 
         combined = st.exchange.combine()
         w_new = st.watermark
@@ -179,14 +211,28 @@ class NativeProcessor:
         metrics = self._metrics(st, rows_in, late_n, dead_n, len(results))
         return BatchOutput(results, late_rows, dead_rows, metrics, delta)
 
+    def _periodic_emit(self, st: NativeState, clock_ms: int, skip: set[int]) -> None:
+        """Periodic emission of every partition (those done on an executor this batch excepted)."""
+        for p, pw in st.partitions.items():
+            pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+        for p, (clock, pw) in st.executor_states.items():
+            if p not in skip:
+                clock.set(clock_ms)
+                pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+
     def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, DataFrame]:
         from pyspark.sql import functions as F
 
         p = self.plan
-        ts = F.col(p.timestamp_field) if p.timestamp_field else F.col("_source_ts")
+        if p.executor_watermarks:
+            ts = F.col("_ts")
+        else:
+            ts = F.col(p.timestamp_field) if p.timestamp_field else F.col("_source_ts")
+            df = df.withColumn("_ctl", F.lit(None).cast("string"))
         value = F.col(p.value_field) if p.value_field else F.lit(1)
         base = df.withColumn("_ts", ts.cast("long")).withColumn("_k", F.col(p.key_field)).withColumn("_v", value)
-        bad = F.col("_ts").isNull() | F.col("_k").isNull() | F.col("_v").isNull()
+        data = F.col("_ctl").isNull()
+        bad = data & (F.col("_ts").isNull() | F.col("_k").isNull() | F.col("_v").isNull())
         last_start = F.col("_ts") - F.pmod(F.col("_ts") - F.lit(p.offset_ms), F.lit(p.slide_ms))
         base = base.withColumn("_bad", bad).withColumn("_last", F.when(~bad, last_start))
         never = w == MIN_TIMESTAMP
@@ -208,7 +254,8 @@ class NativeProcessor:
         else:
             ontime = ~F.col("_bad") & (wmax > F.lit(w))
             lallow = ~F.col("_bad") & (wmax <= F.lit(w)) & (wmax + F.lit(p.allowed_lateness_ms) > F.lit(w))
-        ex = ex.withColumn("_ontime", ontime).withColumn("_lallow", lallow).withColumn("_first", F.col("_i") == 0)
+        ex = (ex.withColumn("_ontime", ontime & data).withColumn("_lallow", lallow & data)
+              .withColumn("_first", (F.col("_i") == 0) & data))
         return ex, base
 
     def _aggregate_sql(self, view: str) -> str:
@@ -228,7 +275,8 @@ class NativeProcessor:
                    count(CASE WHEN _first AND _elate AND NOT _bad THEN 1 END) AS n_late,
                    count(CASE WHEN _lallow THEN 1 END) AS n_lallow,
                    {acc} AS acc,
-                   count(CASE WHEN _ontime THEN 1 END) AS cnt
+                   count(CASE WHEN _ontime THEN 1 END) AS cnt,
+                   max(_ctl) AS ctl
             FROM {view}
             GROUP BY GROUPING SETS ((_partition), (_k, _ws))
             HAVING grouping_id(_partition, _k, _ws) = 3 OR count(CASE WHEN _ontime THEN 1 END) > 0
@@ -332,6 +380,7 @@ class NativeProcessor:
         for ws in dropped:
             del st.windows[ws]
         return dropped
+
 
     def _metrics(self, st: NativeState, rows_in: int, late: int, dead: int, fired: int) -> dict[str, Any]:
         status = st.exchange.lane_status()

@@ -62,6 +62,8 @@ class NativePlan:
     late_sinks: tuple[Sink, ...]
     window_name: str
     late_tag: OutputTag | None
+    executor_watermarks: bool = False
+    """Timestamps and watermarks need Python per row: run them on the executors per partition."""
 
 
 def _walk(env: StreamExecutionEnvironment) -> list[Transformation]:
@@ -117,16 +119,17 @@ def native_plan(env: StreamExecutionEnvironment) -> tuple[NativePlan | None, str
     strategy = strategy or up.strategy
     if strategy is None:
         return None, "no watermark strategy"
-    if strategy.builtin not in ("bounded_out_of_orderness", "time_lag", "no_watermarks"):
-        return None, f"strategy {strategy!r} runs as Python"
-    ts_field: str | None
+    executor = strategy.builtin not in ("bounded_out_of_orderness", "time_lag", "no_watermarks")
+    ts_field: str | None = None
     proto = strategy.assigner_prototype
-    if strategy.assigner_factory is None or isinstance(proto, RecordTimestampAssigner):
+    if strategy.legacy_assigner is not None and strategy.assigner_factory is None:
+        executor = True
+    elif strategy.assigner_factory is None or isinstance(proto, RecordTimestampAssigner):
         ts_field = None
     elif isinstance(proto, FieldTimestampAssigner):
         ts_field = proto.field
     else:
-        return None, "timestamp assigner is a Python function"
+        executor = True
     key_field = getattr(w.key_selector, "field_name", None)
     if key_field is None:
         return None, "key selector is a Python function"
@@ -148,5 +151,5 @@ def native_plan(env: StreamExecutionEnvironment) -> tuple[NativePlan | None, str
         return None, "aggregate of a Python function"
     return NativePlan(
         find_source(env), strategy, ts_field, key_field, size, slide, offset, w.allowed_lateness_ms,
-        agg.name, agg.field, tuple(result_sinks), tuple(late_sinks), w.name, w.late_tag,
-    ), "native"
+        agg.name, agg.field, tuple(result_sinks), tuple(late_sinks), w.name, w.late_tag, executor,
+    ), "native, watermarks on the executors" if executor else "native"

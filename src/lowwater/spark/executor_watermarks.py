@@ -1,0 +1,109 @@
+"""Timestamps and watermarks computed in Python on the executors, per partition.
+
+For strategies that are not simple aggregates (user generators, punctuated checks,
+classic extractors, Python timestamp assigners), the native path runs each partition's
+assigner and generator where its rows are: one ``applyInPandas`` grouped by
+``_partition``, rows in offset (arrival) order. Each partition's state after the batch
+travels back as a *control row* (``_ctl``: the pickled assigner, generator and the
+watermark events it emitted), which the batch's one aggregation collects with the
+partition counts. The driver keeps the state between batches and runs the periodic
+emission of partitions that had no rows.
+
+The batch's clock goes with the state, so an executor's idleness and time-lag decisions
+are the driver's, and a replay makes the same ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+from typing import TYPE_CHECKING, Any
+
+from lowwater.core.clock import ManualClock
+from lowwater.core.errors import LowwaterError, UserFunctionError
+from lowwater.core.time import MIN_TIMESTAMP
+from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext, WatermarkStrategy
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["PartitionState", "decode", "with_executor_timestamps"]
+
+PartitionState = tuple[ManualClock, PartitionWatermarking[Any]]
+"""A partition's own clock (set to the batch's time) with its assigner and generator."""
+
+
+class _Events:
+    """A WatermarkOutput that records what a generator emitted, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        self.events.append(("watermark", watermark.timestamp))
+
+    def mark_idle(self) -> None:
+        self.events.append(("idle", 0))
+
+    def mark_active(self) -> None:
+        self.events.append(("active", 0))
+
+
+def new_partition(strategy: WatermarkStrategy[Any], partition: int) -> PartitionState:
+    clock = ManualClock(0)
+    return clock, strategy.create_partition(WatermarkGeneratorContext(partition=partition, clock=clock))
+
+
+def decode(ctl: str) -> tuple[PartitionState, list[tuple[str, int]]]:
+    state, events = pickle.loads(base64.b64decode(ctl))
+    return state, events
+
+
+def with_executor_timestamps(
+    df: DataFrame, fields: list[str], strategy: WatermarkStrategy[Any], states: dict[int, bytes], clock_ms: int
+) -> DataFrame:
+    """``df`` with ``_ts`` (assigned on the executors) and one control row per partition."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType([*df.schema.fields, StructField("_ts", LongType()), StructField("_ctl", StringType())])
+    columns = [f.name for f in schema.fields]
+
+    def per_partition(pdf: Any) -> Any:
+        import pandas as pd
+
+        pdf = pdf.sort_values(["_offset"], kind="stable")
+        p = int(pdf["_partition"].iloc[0])
+        clock, pw = pickle.loads(states[p]) if p in states else new_partition(strategy, p)
+        clock.set(clock_ms)
+        out = _Events()
+        stamps = []
+        records = pdf[fields].to_dict("records")
+        sources = pdf["_source_ts"].tolist()
+        offsets = pdf["_offset"].tolist()
+        for element, source_ts, offset in zip(records, sources, offsets, strict=True):
+            prev = MIN_TIMESTAMP if source_ts is None or source_ts != source_ts else int(source_ts)
+            try:
+                ts = int(pw.assigner.extract_timestamp(element, prev))
+                pw.generator.on_event(element, ts, out)
+            except LowwaterError:
+                raise
+            except Exception as e:
+                raise UserFunctionError(f"timestamp/watermark assignment ({strategy!r})", e,
+                                        partition=p, offset=int(offset)) from e
+            stamps.append(ts)
+        pw.generator.on_periodic_emit(out)
+        pdf = pdf.assign(_ts=stamps, _ctl=None)
+        from pyspark import cloudpickle
+
+        blob = cloudpickle.dumps(((clock, pw), out.events), protocol=5)  # type: ignore[no-untyped-call]
+        ctl = base64.b64encode(blob).decode()
+        control = pd.DataFrame([{c: None for c in columns} | {"_partition": p, "_ctl": ctl}])
+        return pd.concat([pdf[columns], control[columns]], ignore_index=True)
+
+    return df.groupBy("_partition").applyInPandas(per_partition, schema)
+
+
+def encode_states(states: dict[int, PartitionState]) -> dict[int, bytes]:
+    from pyspark import cloudpickle
+
+    return {p: cloudpickle.dumps(s, protocol=5) for p, s in states.items()}  # type: ignore[no-untyped-call]
