@@ -291,3 +291,25 @@ def test_records_that_cannot_be_windowed_go_to_the_dead_letter_sink(spark: Any, 
         (1, "missing key"), (2, "missing or non-numeric timestamp")]
     first = job.batches()[0]["metrics"]
     assert (first["rows_in"], first["rows_dead_lettered"], first["rows_late"]) == (4, 2, 0)
+
+
+def test_a_checkpoint_of_another_pipeline_is_refused_before_any_data_is_read(spark: Any, tmp_path: Path) -> None:
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.spark.sources import BatchFilesSource
+
+    BatchFilesSource.write(tmp_path / "in", [[{"key": "a", "ts": 1, "value": 1}]])
+    fields = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+
+    def pipeline(size_ms: int) -> StreamExecutionEnvironment:
+        env = StreamExecutionEnvironment()
+        (env.from_source(BatchFilesSource(tmp_path / "in", fields, [0]),
+                         WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+         .key_by("key").window(TumblingEventTimeWindows.of(size_ms)).sum("value").collect())
+        return env
+
+    SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(pipeline(1000))
+    SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(pipeline(1000))  # the same pipeline resumes
+    batches_before = len(list((tmp_path / "ck" / "lowwater" / "batches").iterdir()))
+    with pytest.raises(ConfigurationError, match="belongs to a different pipeline"):
+        SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(pipeline(2000))
+    assert len(list((tmp_path / "ck" / "lowwater" / "batches").iterdir())) == batches_before

@@ -36,7 +36,7 @@ from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.spark.general import GeneralProcessor
 from lowwater.spark.native import NativeProcessor
-from lowwater.spark.plan import find_source, native_plan
+from lowwater.spark.plan import find_source, fingerprint, native_plan
 from lowwater.spark.state import StateStore
 
 if TYPE_CHECKING:
@@ -163,7 +163,8 @@ class SparkRuntime:
             processor, path = GeneralProcessor(env, source), "general"
             sinks_of = self._general_sinks(env)
             reason = reason if plan is None else "general path requested"
-        store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path == "native" else 1)
+        store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1)
+        store.claim({"path": path, **fingerprint(env)})
         job = SparkJob(None, store, path, reason)
         driver = _BatchDriver(processor, store, sinks_of, self._now, job)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)

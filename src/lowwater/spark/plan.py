@@ -25,6 +25,7 @@ from lowwater.api.transformations import (
     AssignTransformation,
     OutputTag,
     SideOutputTransformation,
+    SinkTransformation,
     SourceTransformation,
     Transformation,
     WindowTransformation,
@@ -42,7 +43,7 @@ from lowwater.core.windows import (
 )
 from lowwater.spark.sources import SparkSource
 
-__all__ = ["NativePlan", "find_source", "native_plan"]
+__all__ = ["NativePlan", "find_source", "fingerprint", "native_plan"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,40 @@ def _walk(env: StreamExecutionEnvironment) -> list[Transformation]:
     for s in env.sinks:
         visit(s)
     return list(seen.values())
+
+
+def fingerprint(env: StreamExecutionEnvironment) -> dict[str, Any]:
+    """What makes a pipeline's state meaningful: its operators, in order, and their settings.
+
+    A checkpoint is bound to it; state made by one pipeline is refused by another.
+    """
+    parts: dict[str, Any] = {"time_characteristic": env.time_characteristic.value}
+    for i, t in enumerate(sorted(_walk(env), key=lambda t: t.id)):
+        desc: list[str] = [type(t).__name__]
+        if isinstance(t, SourceTransformation):
+            desc += [type(t.source).__name__, repr(t.strategy)]
+            fields = getattr(t.source, "fields", None)
+            if callable(fields):
+                desc.append(",".join(fields()))
+        elif isinstance(t, AssignTransformation):
+            desc.append(repr(t.strategy))
+        elif isinstance(t, WindowTransformation):
+            desc += [repr(t.assigner), _describe(t.trigger), str(t.allowed_lateness_ms),
+                     getattr(t.key_selector, "field_name", "function"),
+                     _describe(getattr(t.contents, "function", t.contents)), _describe(t.window_function)]
+        elif isinstance(t, SinkTransformation):
+            desc.append(type(t.sink).__name__)
+        parts[f"{i:03d}"] = " | ".join(desc)
+    return parts
+
+
+def _describe(x: Any) -> str:
+    """A description that is the same in every process (no memory addresses)."""
+    if x is None:
+        return "None"
+    if (type(x).__repr__ is not object.__repr__ and not callable(x)) or hasattr(type(x), "__dataclass_fields__"):
+        return repr(x)
+    return str(getattr(x, "__qualname__", None) or type(x).__qualname__)
 
 
 def find_source(env: StreamExecutionEnvironment) -> SparkSource:

@@ -53,6 +53,24 @@ class StateStore:
         self.snapshot_every = snapshot_every
         self.keep_snapshots = keep_snapshots
 
+    # -- which pipeline this checkpoint belongs to -------------------------------------
+    def claim(self, fingerprint: dict[str, Any]) -> None:
+        """Record the pipeline on first use; refuse a checkpoint made by a different one."""
+        from lowwater.core.errors import ConfigurationError
+
+        path = self.root / "pipeline.json"
+        if path.exists():
+            recorded = json.loads(path.read_text())
+            if recorded != fingerprint:
+                changed = sorted(k for k in set(recorded) | set(fingerprint) if recorded.get(k) != fingerprint.get(k))
+                raise ConfigurationError(
+                    "checkpoint_location",
+                    f"{self.root.parent} belongs to a different pipeline (changed: {', '.join(changed)}). "
+                    "Use a new checkpoint location, or run the pipeline that made this one",
+                )
+            return
+        _atomic_write(path, json.dumps(fingerprint, sort_keys=True, indent=1).encode())
+
     # -- the batch log ----------------------------------------------------------------
     def batch_record(self, batch_id: int) -> dict[str, Any] | None:
         p = self.batches / f"{batch_id}.json"
