@@ -110,7 +110,8 @@ def _describe(x: Any) -> str:
     """A description that is the same in every process (no memory addresses)."""
     if x is None:
         return "None"
-    if (type(x).__repr__ is not object.__repr__ and not callable(x)) or hasattr(type(x), "__dataclass_fields__"):
+    own_repr = any("__repr__" in vars(c) for c in type(x).__mro__[:-1])
+    if (own_repr and not callable(x)) or hasattr(type(x), "__dataclass_fields__"):
         return repr(x)
     return str(getattr(x, "__qualname__", None) or type(x).__qualname__)
 
