@@ -54,6 +54,32 @@ class CliError(LowwaterError):
     """A command cannot proceed; the message ends with a hint."""
 
 
+_RUN_HELP = """\
+Run PIPELINE.py and print one line per micro-batch: the combined watermark, its lag
+behind processing time, idle partitions, rows in, late rows, windows fired and the
+batch's duration. Then `lowwater status DIR` and `lowwater plot DIR -o FILE.png`.
+
+PIPELINE.py defines build(env), which adds sources, transformations and sinks to the
+StreamExecutionEnvironment it is given, and optionally RUNTIME_OPTIONS:
+
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.sources import PartitionedLogSource
+
+    RUNTIME_OPTIONS = {"trigger": "1 second"}  # optional; see below
+
+    def build(env):
+        source = PartitionedLogSource("clicks-log", [("user", "STRING"), ("ts", "BIGINT")])
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness("5 s").with_timestamp_assigner("ts")
+        (env.from_source(source, strategy).key_by("user")
+            .window(TumblingEventTimeWindows.of("1 min")).count().print())
+
+RUNTIME_OPTIONS are keyword arguments for the runtime: path, trigger, clock, end_of_input,
+snapshot_every (spark); clock, max_batches (reference). clock is a Clock or a function of
+the batch id. An interval trigger runs until Ctrl-C; rerunning resumes from the checkpoint.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="lowwater", description="Flink's event-time model on Spark.",
@@ -63,10 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a pipeline file that defines build(env), one progress line per batch",
-                         description="Run PIPELINE.py: it defines build(env), which adds sources and sinks to a "
-                         "StreamExecutionEnvironment, and optionally RUNTIME_OPTIONS (keyword arguments for the "
-                         "runtime). Prints one line per micro-batch: combined watermark, its lag behind processing "
-                         "time, idle partitions, rows in, late rows, windows fired and the batch's duration.")
+                         formatter_class=argparse.RawDescriptionHelpFormatter, description=_RUN_HELP)
     run.add_argument("file", metavar="PIPELINE.py", help="the pipeline file")
     run.add_argument("--checkpoint", metavar="DIR",
                      help="checkpoint location (default: checkpoints/<file name>); a rerun resumes from it")

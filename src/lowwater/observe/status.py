@@ -100,7 +100,7 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
             for p, w in sorted(parts.items(), key=lambda kv: (len(kv[0]), kv[0]))]
     note = "min over active partitions" if parts else "no window operator"
     if parts and len(idle) == len(parts):
-        note = "every partition is idle: no watermark is emitted"
+        note = "every partition is idle: the last watermark holds"
     rows.append(("combined", fmt_watermark(cur.get("combined_watermark")), note, str(s["rows_late"])))
     out += _table(("partition", "watermark", "status", "late rows (all batches)"), rows, right=(3,))
     lag = lag_ms(cur)
