@@ -398,6 +398,7 @@ class WindowNode(_SingleLaneNode):
             "combined_watermark": self.exchange.watermark_or_min(),
             "partition_watermarks": {label[k]: v[0] for k, v in status.items()},
             "idle_partitions": sorted(label[k] for k, v in status.items() if v[1]),
+            "rows_windowed": self.rows_in - self.operator.late_count - self.operator.unassigned_count,
             "rows_late": self.operator.late_count,
             "rows_late_by_partition": {str(p): n for p, n in self.late_by_partition.items()},
             "windows_fired": self.operator.fired_count,

@@ -389,6 +389,7 @@ class NativeProcessor:
             "partition_watermarks": {str(k): v[0] for k, v in status.items()},
             "idle_partitions": sorted(str(k) for k, v in status.items() if v[1]),
             "rows_in": rows_in,
+            "rows_windowed": rows_in - late - dead,
             "rows_late": late,
             "rows_dead_lettered": dead,
             "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
