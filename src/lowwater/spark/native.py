@@ -267,6 +267,9 @@ class NativeProcessor:
             "min": "min(CASE WHEN _ontime THEN _v END)",
             "max": "max(CASE WHEN _ontime THEN _v END)",
         }[kind]
+        # max() over a string forces a SortAggregate (no hash map for variable-width buffers):
+        # three times slower, so the control column is aggregated only when executors send one
+        ctl = "max(_ctl)" if self.plan.executor_watermarks else "CAST(NULL AS STRING)"
         return f"""
             SELECT CAST(grouping_id(_partition, _k, _ws) AS INT) AS gid, _partition, _k, _ws,
                    max(CASE WHEN _first AND NOT _bad THEN _ts END) AS max_ts,
@@ -276,7 +279,7 @@ class NativeProcessor:
                    count(CASE WHEN _lallow THEN 1 END) AS n_lallow,
                    {acc} AS acc,
                    count(CASE WHEN _ontime THEN 1 END) AS cnt,
-                   max(_ctl) AS ctl
+                   {ctl} AS ctl
             FROM {view}
             GROUP BY GROUPING SETS ((_partition), (_k, _ws))
             HAVING grouping_id(_partition, _k, _ws) = 3 OR count(CASE WHEN _ontime THEN 1 END) > 0
