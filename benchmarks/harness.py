@@ -1,0 +1,240 @@
+"""Shared pieces of the benchmarks: the log, the two engines, timing from Spark's progress.
+
+Both engines read the SAME partitioned log the SAME way: ``PartitionedLogSource.spark_stream``
+(Parquet segments, ``value`` parsed with ``from_json``), ``maxFilesPerTrigger`` = partitions
+and segment mtimes in write order, so micro-batch ``i`` is batch ``i`` of every partition.
+Batch times come from Spark's own streaming progress (``durationMs.triggerExecution``), the
+same clock for both engines: listing files, planning, the batch itself and Spark's commits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lowwater.api import StreamExecutionEnvironment
+from lowwater.api.sinks import Sink
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.io import PartitionedLogReader, PartitionedLogWriter, SyntheticStream
+
+FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+START_MS = 1_700_000_000_000
+MTIME_BASE_S = 1_000_000
+
+
+# -- the log ------------------------------------------------------------------------------------
+def write_log(root: Path, stream: SyntheticStream, batches: int, rows: int) -> int:
+    """Write ``batches`` batches of ``rows`` slots as Parquet segments (one per partition per batch).
+
+    The files are exactly what ``stream.write_to(PartitionedLogWriter(root, "parquet"), ...)``
+    writes (same columns, types, JSON text and segment names; :func:`check_same_as_writer`
+    verifies it), but built column-wise with NumPy/Arrow: the pure-Python writer needs about
+    10 s per million rows. Segment mtimes are set in write order (batch, then partition).
+    Returns the number of records.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    writer = PartitionedLogWriter(root, "parquet", fsync=False)
+    for p in range(stream.partitions):
+        writer.create_partition(p)
+    next_offset = dict.fromkeys(range(stream.partitions), 0)
+    written = 0
+    stamp = 0
+    for i in range(batches):
+        cols = stream.batch_columns(i, rows)
+        order = np.argsort(cols["partition"], kind="stable")
+        parts = cols["partition"][order]
+        bounds = np.searchsorted(parts, np.arange(stream.partitions + 1))
+        key = pa.array(cols["key"][order])
+        ts = pa.array(cols["ts"][order])
+        value = pa.array(cols["value"][order])
+        text = pc.binary_join_element_wise(
+            '{"key":"', key, '","ts":', pc.cast(ts, pa.string()), ',"value":', pc.cast(value, pa.string()), "}", "",
+        )
+        offsets = cols["offset"][order]
+        stamps = cols["timestamp"][order]
+        for p in range(stream.partitions):
+            lo, hi = int(bounds[p]), int(bounds[p + 1])
+            if hi == lo:
+                continue
+            first = int(offsets[lo])
+            assert first == next_offset[p], (p, first, next_offset[p])
+            next_offset[p] = first + (hi - lo)
+            table = pa.table({
+                "partition": pa.array(np.full(hi - lo, p, dtype=np.int32), type=pa.int32()),
+                "offset": pa.array(offsets[lo:hi], type=pa.int64()),
+                "timestamp": pa.array(stamps[lo:hi], type=pa.int64()),
+                "value": text.slice(lo, hi - lo),
+            })
+            directory = root / f"partition={p}"
+            tmp = directory / f".tmp-segment-{first:020d}"
+            pq.write_table(table, tmp)
+            final = directory / f"segment-{first:020d}.parquet"
+            os.replace(tmp, final)
+            os.utime(final, (MTIME_BASE_S + stamp, MTIME_BASE_S + stamp))
+            stamp += 1
+            written += hi - lo
+    return written
+
+
+def stamp_in_write_order(root: Path, partitions: int) -> None:
+    """Distinct mtimes in write order for a log written by ``PartitionedLogWriter`` (batch, then partition)."""
+    segments = sorted(root.glob("partition=*/segment-*"),
+                      key=lambda f: (int(f.stem.split("-")[1]), int(f.parent.name.split("=")[1])))
+    for i, f in enumerate(segments):
+        os.utime(f, (MTIME_BASE_S + i, MTIME_BASE_S + i))
+
+
+def check_same_as_writer(tmp: Path, stream: SyntheticStream, batches: int, rows: int) -> None:
+    """The fast writer and lowwater's own writer produce the same log (records, offsets, segments)."""
+    a, b = tmp / "fast", tmp / "slow"
+    write_log(a, stream, batches, rows)
+    stream.write_to(PartitionedLogWriter(b, "parquet", fsync=False), batches, rows)
+    ra, rb = PartitionedLogReader(a), PartitionedLogReader(b)
+    start = dict.fromkeys(ra.partitions(), 0)
+    assert ra.end_offsets() == rb.end_offsets()
+    assert ra.read(start) == rb.read(start), "fast log writer differs from PartitionedLogWriter"
+    names = sorted(str(p.relative_to(a)) for p in a.rglob("segment-*"))
+    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("segment-*"))
+    shutil.rmtree(a)
+    shutil.rmtree(b)
+
+
+# -- the engines ----------------------------------------------------------------------------------
+class CountingSink(Sink):
+    """Discards rows, counting them (lowwater's equivalent of Spark's ``noop`` sink)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
+        self.rows += len(rows)
+
+
+def progress_times(progress: list[Any], sampler: Any = None) -> list[dict[str, Any]]:
+    """Per micro-batch that read input: rows, Spark's trigger time (ms) and, with a
+    :class:`cpu.CpuSampler`, the CPU milliseconds (JVM + driver) spent during it."""
+    out = []
+    for p in progress:
+        p = p if isinstance(p, dict) else json.loads(p.json)
+        n = int(p.get("numInputRows", 0))
+        if n:
+            d = p.get("durationMs", {})
+            row = {"batch_id": p["batchId"], "rows": n, "ms": int(d.get("triggerExecution", 0)),
+                   "add_batch_ms": int(d.get("addBatch", 0))}
+            if sampler is not None:
+                row["cpu_ms"] = sampler.batch_cpu_ms(p)
+            out.append(row)
+    return out
+
+
+def spark_native(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: int, bound_ms: int,
+                 aggregate: str = "sum", sink: str = "noop") -> tuple[Any, list[dict[str, Any]], float]:
+    """Spark's own ``withWatermark(...).groupBy(window(...), key).agg(...)``, append mode."""
+    from pyspark.sql import functions as F
+
+    from lowwater.spark.sources import PartitionedLogSource
+
+    src = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions)
+    df = src.spark_stream(spark).withColumn("event_time", F.timestamp_millis("ts"))
+    agg_col = F.sum("value") if aggregate == "sum" else F.count("*")
+    agg = (
+        df.withWatermark("event_time", f"{bound_ms} milliseconds")
+        .groupBy(F.window("event_time", f"{window_ms} milliseconds"), "key").agg(agg_col.alias("value"))
+    )
+    writer = agg.writeStream.outputMode("append").option("checkpointLocation", str(ckpt))
+    if sink == "memory":
+        name = f"native_{int(time.time() * 1000)}"
+        writer = writer.format("memory").queryName(name)
+    else:
+        name = None
+        writer = writer.format("noop")
+    started = time.monotonic()
+    q = writer.trigger(availableNow=True).start()
+    q.awaitTermination()
+    wall = time.monotonic() - started
+    if q.exception() is not None:
+        raise RuntimeError(f"spark native query failed: {q.exception()}")
+    return (q, name), list(q.recentProgress), wall
+
+
+def lowwater_env(log: Path, partitions: int, window_ms: int, bound_ms: int, aggregate: str = "sum",
+                 late_tag: Any = None) -> tuple[StreamExecutionEnvironment, list[Sink]]:
+    from lowwater.api import CollectSink
+    from lowwater.spark.sources import PartitionedLogSource
+
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(bound_ms).with_timestamp_assigner("ts")
+    src = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions)
+    windowed = env.from_source(src, strategy).key_by("key").window(TumblingEventTimeWindows.of(window_ms))
+    if late_tag is not None:
+        windowed = windowed.side_output_late_data(late_tag)
+    result = windowed.sum("value") if aggregate == "sum" else windowed.count()
+    sinks: list[Sink] = []
+    if late_tag is None:
+        sink: Sink = CountingSink()
+        result.add_sink(sink)
+        sinks.append(sink)
+    else:
+        results, late = CollectSink(), CollectSink()
+        result.add_sink(results)
+        result.get_side_output(late_tag).add_sink(late)
+        sinks += [results, late]
+    return env, sinks
+
+
+def lowwater(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: int, bound_ms: int,
+             aggregate: str = "sum", end_of_input: bool = False,
+             late_tag: Any = None) -> tuple[Any, list[Sink], list[dict[str, Any]], float]:
+    from lowwater.spark.engine import SparkRuntime
+
+    env, sinks = lowwater_env(log, partitions, window_ms, bound_ms, aggregate, late_tag)
+    started = time.monotonic()
+    job = SparkRuntime(str(ckpt), spark=spark, path="native", trigger="available_now",
+                       end_of_input=end_of_input, clock=lambda b: START_MS + 1000 * b).execute(env, "bench")
+    wall = time.monotonic() - started
+    return job, sinks, list(job.query.recentProgress), wall
+
+
+def summarize(times: list[dict[str, Any]], skip: int = 1) -> dict[str, Any]:
+    """Steady state: drop the first ``skip`` batches; median and mean batch time, rows/s."""
+    steady = times[skip:] if len(times) > skip else times
+    ms = [t["ms"] for t in steady]
+    rows = [t["rows"] for t in steady]
+    med = statistics.median(ms)
+    cpu = [t["cpu_ms"] for t in steady if t.get("cpu_ms") is not None]
+    extra: dict[str, Any] = {}
+    if cpu:
+        extra = {"median_batch_cpu_ms": statistics.median(cpu),
+                 "rows_per_cpu_s": round(statistics.median(rows) / (statistics.median(cpu) / 1000.0)),
+                 "batch_cpu_ms": [t.get("cpu_ms") for t in times]}
+    return {
+        "batches_measured": len(steady),
+        "rows_per_batch": int(statistics.median(rows)),
+        "median_batch_ms": med,
+        "mean_batch_ms": round(statistics.fmean(ms), 1),
+        "min_batch_ms": min(ms),
+        "max_batch_ms": max(ms),
+        "rows_per_s": round(statistics.median(rows) / (med / 1000.0)) if med else None,
+        "rows_per_s_mean": round(sum(rows) / (sum(ms) / 1000.0)) if sum(ms) else None,
+        "batch_ms": [t["ms"] for t in times],
+        **extra,
+    }
+
+
+def stream_for(partitions: int, keys: int, rows: int, span_ms: int, disorder_ms: int, seed: int = 1,
+               **kw: Any) -> SyntheticStream:
+    """A stream whose every batch of ``rows`` covers ``span_ms`` of event time."""
+    eps = max(1, rows * 1000 // span_ms)
+    return SyntheticStream(partitions=partitions, keys=keys, events_per_second=eps, disorder_ms=disorder_ms,
+                           seed=seed, start_ms=START_MS, **kw)

@@ -1,0 +1,147 @@
+"""Where lowwater's native path spends a micro-batch: wall-clock phases per batch.
+
+    .venv/bin/python benchmarks/profile_native.py [--keys 100000] [--partitions 4] [--rows 1000000] [--batches 6]
+
+Wraps (without changing) the phases of ``NativeProcessor.run`` and the engine's batch driver:
+
+* ``spark_job``: the grouping-sets aggregation run and collected to the driver as Arrow batches;
+  ``arrow_to_pandas``: the rest of ``toPandas`` (Arrow to a pandas frame);
+* ``merge``, ``fire``, ``cleanup``: the driver-side window state (pandas/NumPy);
+* ``late_rows`` / ``late_allowed``: the extra Spark jobs for late rows (0 when there are none);
+* ``state_commit``: pickling and writing the state delta or snapshot (fsync included);
+* ``sinks``: handing results to the sinks; ``batch_record``: the batch log and ``state_bytes``;
+* ``foreach_batch``: the whole ``foreachBatch`` call; ``trigger``: Spark's whole micro-batch.
+
+Prints JSON: per-phase medians over the steady-state batches (the first is left out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("PYSPARK_PYTHON", str(Path(sys.executable)))
+
+import harness as H  # noqa: E402
+
+PHASES: dict[str, float] = defaultdict(float)
+PER_BATCH: list[dict[str, float]] = []
+
+
+@contextlib.contextmanager
+def _timed(name: str) -> Iterator[None]:
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        PHASES[name] += time.perf_counter() - t
+
+
+def _wrap(owner: Any, attr: str, phase: str) -> Callable[[], None]:
+    original = getattr(owner, attr)
+
+    def wrapped(*a: Any, **kw: Any) -> Any:
+        with _timed(phase):
+            return original(*a, **kw)
+
+    setattr(owner, attr, wrapped)
+    return lambda: setattr(owner, attr, original)
+
+
+def install() -> list[Callable[[], None]]:
+    from pyspark.sql.classic.dataframe import DataFrame
+    from pyspark.sql.pandas.conversion import PandasConversionMixin
+
+    from lowwater.spark import engine, native, state
+
+    undo = [
+        _wrap(DataFrame, "toPandas", "to_pandas"),
+        _wrap(PandasConversionMixin, "_collect_as_arrow", "spark_job"),
+        _wrap(native.NativeProcessor, "_merge", "merge"),
+        _wrap(native.NativeProcessor, "_fire", "fire"),
+        _wrap(native.NativeProcessor, "_cleanup", "cleanup"),
+        _wrap(native.NativeProcessor, "_late_allowed", "late_allowed"),
+        _wrap(native.NativeProcessor, "_rows", "late_rows"),
+        _wrap(native.NativeProcessor, "run", "processor_run"),
+        _wrap(state.StateStore, "commit", "state_commit"),
+        _wrap(state.StateStore, "size_bytes", "state_size_bytes"),
+        _wrap(state.StateStore, "write_batch_record", "batch_record"),
+    ]
+    original = engine._BatchDriver.on_batch
+
+    def on_batch(self: Any, df: Any, batch_id: int) -> None:
+        PHASES.clear()
+        t = time.perf_counter()
+        original(self, df, batch_id)
+        PHASES["foreach_batch"] = time.perf_counter() - t
+        PER_BATCH.append({k: round(v * 1000, 1) for k, v in PHASES.items()})
+
+    engine._BatchDriver.on_batch = on_batch
+    undo.append(lambda: setattr(engine._BatchDriver, "on_batch", original))
+    return undo
+
+
+def profile(spark: Any, keys: int, partitions: int, rows: int, batches: int, workdir: Path,
+            window_ms: int = 10_000, span_ms: int = 10_000, bound_ms: int = 2_000) -> dict[str, Any]:
+    PER_BATCH.clear()
+    stream = H.stream_for(partitions, keys, rows, span_ms, bound_ms)
+    log = workdir / "log"
+    H.write_log(log, stream, batches, rows)
+    undo = install()
+    try:
+        job, _, progress, wall = H.lowwater(spark, log, workdir / "ck", partitions, window_ms, bound_ms)
+        times = H.progress_times(progress)
+    finally:
+        for u in reversed(undo):
+            u()
+    for pb, t in zip(PER_BATCH, times, strict=False):
+        pb["trigger"] = t["ms"]
+        pb["arrow_to_pandas"] = round(pb.get("to_pandas", 0) - pb.get("spark_job", 0), 1)
+        derived = pb.get("processor_run", 0) - pb.get("to_pandas", 0) - pb.get("merge", 0) - pb.get("fire", 0) \
+            - pb.get("cleanup", 0) - pb.get("late_allowed", 0) - pb.get("late_rows", 0)
+        pb["processor_other"] = round(derived, 1)
+        pb["spark_outside_foreach_batch"] = round(t["ms"] - pb["foreach_batch"], 1)
+    steady = PER_BATCH[1:] or PER_BATCH
+    names = sorted({k for pb in steady for k in pb})
+    return {
+        "config": {"keys": keys, "partitions": partitions, "rows_per_batch": rows, "batches": batches},
+        "median_ms": {k: statistics.median(pb.get(k, 0.0) for pb in steady) for k in names},
+        "per_batch_ms": PER_BATCH,
+        "wall_s": round(wall, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keys", type=int, default=100_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--batches", type=int, default=6)
+    args = ap.parse_args(argv)
+    from lowwater.spark.session import get_or_create_session
+
+    spark = get_or_create_session(master="local[2]", app_name="lowwater-profile",
+                                  conf={"spark.ui.showConsoleProgress": "false"})
+    workdir = Path(tempfile.mkdtemp(prefix="lowwater-profile-"))
+    try:
+        out = profile(spark, args.keys, args.partitions, args.rows, args.batches, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
