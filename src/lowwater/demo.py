@@ -151,7 +151,11 @@ def run_demo(out: str | Path = "out/demo") -> int:
           f"emitted instead of {len(lw['windows'])}, as in Flink.")
 
     picture = out / "watermarks.png"
-    plot_watermarks(job.store.batch_records(), picture, "lowwater demo: per-partition and combined watermarks")
+    from lowwater.observe.metrics import read_checkpoint
+
+    drawn = plot_watermarks(read_checkpoint(out / "checkpoints" / "lowwater"), picture,
+                            "lowwater demo: per-partition and combined watermarks")
+    (out / "watermarks.json").write_text(json.dumps(drawn, default=str, indent=1))
     summary = {
         "events": total, "spark_events_lost": spark_lost, "spark_rows_dropped_metric": native["dropped"],
         "lowwater_late": len(lw["late"]), "spark_windows": len(native["windows"]),

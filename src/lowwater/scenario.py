@@ -275,21 +275,29 @@ def _run_on_spark(s: Scenario, path: str = "auto", spark: Any = None, workdir: s
         try:
             job = runtime.execute(env, "scenario")
         except LowwaterError as e:
-            doc = _document_parts(results_sink.results, late_sink.results, [])
+            from lowwater.spark.state import StateStore
+
+            done = [b for b in StateStore(runtime.checkpoint).batch_records() if "metrics" in b]
+            doc = _document_parts(results_sink.results, late_sink.results, _history(done))
             doc["error"] = {"type": type(e).__name__, "message": str(e)}
             return doc
         batches = job.batches()
         per_batch = [b["metrics"]["combined_watermark"] for b in batches if not b.get("end_of_input")]
-        history: list[int] = []
-        for b in batches:
-            w = b["metrics"]["combined_watermark"]
-            if (not history and w != MIN_TIMESTAMP) or (history and w > history[-1]):
-                history.append(w)
-        doc = _document_parts(results_sink.results, late_sink.results, history)
+        doc = _document_parts(results_sink.results, late_sink.results, _history(batches))
         if not s.per_event:
             doc["batch_watermarks"] = per_batch
         doc["spark_path"] = job.path
         return doc
+
+
+def _history(batches: list[dict[str, Any]]) -> list[int]:
+    """The combined watermarks forwarded, in order (one combine per batch: at most one each)."""
+    history: list[int] = []
+    for b in batches:
+        w = b["metrics"]["combined_watermark"]
+        if (not history and w != MIN_TIMESTAMP) or (history and w > history[-1]):
+            history.append(w)
+    return history
 
 
 def _failed_document(runtime: Any, error: LowwaterError) -> dict[str, Any]:

@@ -313,3 +313,19 @@ def test_a_checkpoint_of_another_pipeline_is_refused_before_any_data_is_read(spa
     with pytest.raises(ConfigurationError, match="belongs to a different pipeline"):
         SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(pipeline(2000))
     assert len(list((tmp_path / "ck" / "lowwater" / "batches").iterdir())) == batches_before
+
+
+def test_a_failing_monotony_handler_fails_the_job_like_the_reference_runtime(spark: Any, tmp_path: Path) -> None:
+    scenario = {
+        "batches": [[{"key": "a", "ts": 1000, "value": 1}, {"key": "a", "ts": 12000, "value": 2}],
+                    [{"key": "a", "ts": 5000, "value": 4}, {"key": "a", "ts": 13000, "value": 8}]],
+        "watermark": {"kind": "legacy_ascending", "violation_handler": "fail"},
+        "window": {"kind": "tumbling", "size_ms": 10000}, "aggregate": "sum",
+    }
+    reference = run_scenario(dict(scenario))
+    on_spark = run_scenario(dict(scenario), runtime="spark", spark=spark, workdir=str(tmp_path))
+    assert "MonotonyViolationError" in on_spark["error"]["message"]
+    assert "5000 is smaller than last timestamp 12000" in on_spark["error"]["message"]
+    assert on_spark["results"] == reference["results"] == [
+        {"key": "a", "window_start": 0, "window_end": 10000, "value": 1, "fire_index": 0}]
+    assert on_spark["watermarks"] == reference["watermarks"]

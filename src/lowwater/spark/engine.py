@@ -23,6 +23,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -180,9 +181,10 @@ class SparkRuntime:
             writer = writer.trigger(availableNow=True)
             query = writer.start()
             job.query = query
-            query.awaitTermination()
-            if query.exception() is not None:
-                raise PipelineError(f"the streaming query failed: {query.exception()}")
+            try:
+                query.awaitTermination()
+            except Exception as e:  # StreamingQueryException: say what failed, not the JVM's trace
+                raise PipelineError(f"the streaming query failed: {_root_cause(e)}") from e
             if self.end_of_input:
                 driver.finish()
         else:
@@ -220,6 +222,20 @@ def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
     cols = [F.lit(None).cast(f.dataType).alias(f.name) for f in stream.schema.fields]
     ticks = ticks.select(*cols, F.lit(True).alias("_tick"))
     return stream.withColumn("_tick", F.lit(False)).unionByName(ticks)
+
+
+_LOWWATER_ERROR = re.compile(
+    r"(UserFunctionError|MonotonyViolationError|ConfigurationError|PipelineError|LowwaterError)[^:\n]*: ([^\n]+)"
+)
+
+
+def _root_cause(e: BaseException) -> str:
+    """The lowwater error inside a failed query (raised in a task or in foreachBatch), else its first line."""
+    text = str(e)
+    m = _LOWWATER_ERROR.search(text)
+    if m:
+        return f"{m.group(1)}: {m.group(2).strip()}"
+    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
 
 
 def _query_name(job_name: str) -> str:
