@@ -294,7 +294,12 @@ class NativeProcessor:
         """Records that cannot be windowed, with the reason and their source position."""
         p = self.plan
         out = []
+        corrupt = "_corrupt" in df.columns
         for r in df.orderBy("_seq", "_partition", "_offset").collect():
+            if corrupt and r["_corrupt"] is not None:
+                out.append({"reason": f"record does not parse: {r['_corrupt'][:200]!r}", "partition": r["_partition"],
+                            "offset": r["_offset"], "file": r["_file"], "record": None})
+                continue
             if r["_ts"] is None:
                 reason = f"missing or non-numeric timestamp ({p.timestamp_field or 'source timestamp'})"
             elif r["_k"] is None:

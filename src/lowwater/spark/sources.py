@@ -255,7 +255,9 @@ class PartitionedLogSource(SparkSource):
             ).option("columnNameOfCorruptRecord", "_corrupt_record").json(str(self.root))
             value = F.col("value")
         from_path = F.regexp_extract(F.col("_metadata.file_path"), r"partition=(\d+)", 1).cast("int")
+        corrupt = F.col("_corrupt_record") if fmt != "parquet" else F.lit(None).cast("string")
         return df.select(
             F.coalesce(F.col("partition"), from_path).alias("_partition"), F.col("offset").alias("_offset"),
             F.col("timestamp").alias("_source_ts"), F.lit(None).cast("long").alias("_seq"), value.alias("_value"),
-        ).select("_partition", "_offset", "_source_ts", "_seq", "_value.*")
+            corrupt.alias("_corrupt"), F.col("_metadata.file_name").alias("_file"),
+        ).select("_partition", "_offset", "_source_ts", "_seq", "_value.*", "_corrupt", "_file")
