@@ -129,13 +129,13 @@ def _write_log(root: Path) -> None:
     stream.write_to(writer, batches=6, rows_per_batch=600)
 
 
-def _run_job(log: Path, ckpt: Path, out: Path, fault: str | None) -> int:
+def _run_job(log: Path, ckpt: Path, out: Path, fault: str | None, path: str = "native") -> int:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     env.pop("LOWWATER_FAULT", None)
     if fault:
         env["LOWWATER_FAULT"] = fault
     job = Path(__file__).with_name("crash_job.py")
-    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out)], env=env,
+    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out), path], env=env,
                           capture_output=True, text=True, timeout=300)
     return proc.returncode
 
@@ -147,19 +147,20 @@ def _contents(out: Path) -> tuple[list[Any], list[Any]]:
     return rows("results"), rows("late")
 
 
-def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["native", "general"])
+def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(tmp_path: Path, path: str) -> None:
     log = tmp_path / "log"
     _write_log(log)
-    assert _run_job(log, tmp_path / "ck-clean", tmp_path / "out-clean", None) == 0
+    assert _run_job(log, tmp_path / "ck-clean", tmp_path / "out-clean", None, path) == 0
     clean = _contents(tmp_path / "out-clean")
     assert clean[0] and clean[1], "the job should produce results and late rows"
 
     # SIGKILL between batches, after a state commit, between two sinks, and in the final step
     faults = ["2:start", "3:after_state", "4:after_first_sink", f"{_last_batch(tmp_path / 'ck-clean')}:after_state"]
     for fault in faults:
-        code = _run_job(log, tmp_path / "ck", tmp_path / "out", fault)
+        code = _run_job(log, tmp_path / "ck", tmp_path / "out", fault, path)
         assert code == -9, f"the driver should have been killed at {fault} (exit {code})"
-    assert _run_job(log, tmp_path / "ck", tmp_path / "out", None) == 0
+    assert _run_job(log, tmp_path / "ck", tmp_path / "out", None, path) == 0
     assert _contents(tmp_path / "out") == clean
 
 

@@ -94,6 +94,22 @@ class CompiledJob:
     def watermark_history(self) -> dict[str, list[int]]:
         return {self.name(w): list(w.exchange.history) for w in self.windows}
 
+    def restore_from(self, old: CompiledJob) -> None:
+        """Take the state of ``old`` (unpickled from a checkpoint) into this job's operators,
+        which were built from the current pipeline: a fixed function takes effect."""
+        if [type(n) for n in old.nodes] != [type(n) for n in self.nodes]:
+            from lowwater.core.errors import ConfigurationError
+
+            raise ConfigurationError(
+                "checkpoint_location", "the checkpoint's operators do not match this pipeline's; "
+                "use a new checkpoint location, or run the pipeline that made it",
+            )
+        for new, was in zip(self.nodes, old.nodes, strict=True):
+            new.restore(was)
+        self.clock.set(old.clock.now_ms())
+        self.started = old.started
+        self.ended = set(old.ended)
+
     # -- snapshots (sinks hold external resources and are not part of state) --------------
     def detach_sinks(self) -> list[Any]:
         sinks = [n.sink for n in self.sinks]
@@ -111,6 +127,8 @@ def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:
     order: list[Node] = []
 
     def add(node: Node) -> Node:
+        if hasattr(node, "out_lane"):  # an operator's lane: by position, the same in every process
+            node.out_lane = ("op", len(order))
         order.append(node)
         return node
 
@@ -123,7 +141,7 @@ def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:
         ins = [build(i) for i in t.inputs]
         node: Node
         if isinstance(t, SourceTransformation):
-            node = add(SourceNode(t.id, t.name, t.source))
+            node = add(SourceNode(t.id, t.name, t.source, index=sum(isinstance(n, SourceNode) for n in order)))
             strategy = t.strategy
             if strategy is None and env.time_characteristic is TimeCharacteristic.INGESTION_TIME:
                 strategy = WatermarkStrategy.for_ingestion_time()

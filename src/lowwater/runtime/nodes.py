@@ -28,6 +28,7 @@ from lowwater.core.watermarks import (
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.runtime.exchange import Exchange
 from lowwater.runtime.records import Lane, LaneEvent, Record
+from lowwater.runtime.restore import transfer_state
 
 __all__ = [
     "AssignerNode", "CoNode", "Node", "SideOutputNode", "SinkNode", "SourceNode",
@@ -80,18 +81,30 @@ class Node:
     def metrics(self) -> dict[str, Any]:
         return {}
 
+    STATE: tuple[str, ...] = ()
+    """The attributes that are data (restored after a restart); everything else is code or wiring."""
+
+    def restore(self, old: Node) -> None:
+        """Take ``old``'s state (from a checkpoint) into this node, built from the current code."""
+        for name in self.STATE:
+            setattr(self, name, getattr(old, name))
+
 
 class SourceNode(Node):
-    def __init__(self, node_id: int, name: str, source: Source) -> None:
+    def __init__(self, node_id: int, name: str, source: Source, index: int = 0) -> None:
         super().__init__(node_id, name)
         self.source = source
+        self.index = index
+        """The source's position among the job's sources: lanes are ``(index, partition)``,
+        the same in every process, so restored state finds its lanes."""
+        self.STATE = ("known", "_pending", "rows_in")
         self.known: set[int] = set()
         self._pending: list[tuple[int, LaneEvent]] = []
         self.rows_in = 0
         self.rows_in_batch = 0
 
     def lane(self, partition: int) -> Lane:
-        return (self.node_id, partition)
+        return (self.index, partition)
 
     def on_start(self) -> None:
         for p in self.source.partitions():
@@ -185,6 +198,14 @@ class AssignerNode(Node):
         self.clock = clock
         self.lanes: dict[Lane, _LaneWatermarking] = {}
 
+    def restore(self, old: Node) -> None:
+        assert isinstance(old, AssignerNode)
+        for lane, lw in old.lanes.items():
+            fresh = self._lane(lane)  # the current strategy's assigner and generator
+            transfer_state(lw.partition.assigner, fresh.partition.assigner)
+            transfer_state(lw.partition.generator, fresh.partition.generator)
+            fresh.output.events = list(lw.output.events)
+
     def _lane(self, lane: Lane) -> _LaneWatermarking:
         lw = self.lanes.get(lane)
         if lw is None:
@@ -249,12 +270,13 @@ class _SingleLaneNode(Node):
     def __init__(self, node_id: int, name: str, inputs: int = 1) -> None:
         super().__init__(node_id, name)
         self.exchanges = [Exchange() for _ in range(inputs)]
-        self.out_lane: Lane = (node_id, 0)
+        self.out_lane: Lane = ("op", node_id)  # replaced by the compiler with the node's position
         self.valve = CombinedWatermarkStatus()
         self.partials = [PartialWatermark() for _ in range(inputs)]
         for p in self.partials:
             self.valve.add(p)
         self.idle = False
+        self.STATE = ("exchanges", "valve", "partials", "idle")
 
     def on_start(self) -> None:
         self.emit_lane_event(self.out_lane, LaneEvent("register"))
@@ -329,9 +351,20 @@ class WindowNode(_SingleLaneNode):
             window_function=t.window_function, clock=clock,
         )
         self.late_by_partition: dict[Hashable, int] = {}
-        self.fired: list[WindowFired] = []
-        self.late: list[tuple[LateElement, Record]] = []
         self.rows_in = 0
+        self.STATE = (*self.STATE, "late_by_partition", "rows_in")
+
+    _OPERATOR_STATE = ("window_state", "trigger_state", "fire_counts", "event_timers", "processing_timers",
+                       "current_watermark", "late_count", "unassigned_count", "fired_count")
+
+    def restore(self, old: Node) -> None:
+        assert isinstance(old, WindowNode)
+        super().restore(old)
+        for name in self._OPERATOR_STATE:
+            setattr(self.operator, name, getattr(old.operator, name))
+        for key, mset in old.operator.merging_sets.items():  # the mappings, with the current assigner
+            fresh = type(mset)(self.operator.assigner, mset.mapping)  # type: ignore[arg-type]
+            self.operator.merging_sets[key] = fresh
 
     @property
     def exchange(self) -> Exchange:
@@ -364,13 +397,11 @@ class WindowNode(_SingleLaneNode):
     def _handle(self, events: list[Any], record: Record | None = None) -> None:
         for ev in events:
             if isinstance(ev, WindowFired):
-                self.fired.append(ev)
                 ts = ev.window.max_timestamp()
                 for out in ev.outputs:
                     self.emit(Record(out, ts, self.out_lane))
             elif isinstance(ev, LateElement):
                 assert record is not None
-                self.late.append((ev, record))
                 p = record.partition
                 self.late_by_partition[p] = self.late_by_partition.get(p, 0) + 1
                 if self.t.late_tag is not None:

@@ -225,17 +225,23 @@ def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
 
 
 _LOWWATER_ERROR = re.compile(
-    r"(UserFunctionError|MonotonyViolationError|ConfigurationError|PipelineError|LowwaterError)[^:\n]*: ([^\n]+)"
+    r"lowwater\.core\.errors\.(UserFunctionError|MonotonyViolationError|ConfigurationError|PipelineError"
+    r"|LowwaterError): ([^\n]+)"
 )
 
 
 def _root_cause(e: BaseException) -> str:
     """The lowwater error inside a failed query (raised in a task or in foreachBatch), else its first line."""
-    text = str(e)
-    m = _LOWWATER_ERROR.search(text)
-    if m:
-        return f"{m.group(1)}: {m.group(2).strip()}"
-    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+    texts = [str(e)]
+    cause = e.__cause__ or e.__context__
+    if cause is not None:
+        texts.append(str(cause))
+    for text in texts:
+        m = _LOWWATER_ERROR.search(text)
+        if m:
+            return f"{m.group(1)}: {m.group(2).strip()}"
+    first = texts[0].strip()
+    return first.splitlines()[0] if first else type(e).__name__
 
 
 def _query_name(job_name: str) -> str:
@@ -261,7 +267,8 @@ class _BatchDriver:
             return self.cached[1]
         if version < 0:
             return self.processor.empty_state()
-        return self.store.load(version, self.processor.empty_state, self.processor.apply_delta)
+        state = self.store.load(version, self.processor.empty_state, self.processor.apply_delta)
+        return self.processor.rebind(state)  # the checkpoint's data, the current code
 
     def on_batch(self, df: DataFrame, batch_id: int) -> None:
         if "_tick" in df.columns:

@@ -65,7 +65,9 @@ def with_executor_timestamps(
     """``df`` with ``_ts`` (assigned on the executors) and one control row per partition."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    schema = StructType([*df.schema.fields, StructField("_ts", LongType()), StructField("_ctl", StringType())])
+    # every column nullable: a control row carries only its partition and its state
+    fields_ = [StructField(f.name, f.dataType, True) for f in df.schema.fields]
+    schema = StructType([*fields_, StructField("_ts", LongType()), StructField("_ctl", StringType())])
     columns = [f.name for f in schema.fields]
 
     def per_partition(pdf: Any) -> Any:

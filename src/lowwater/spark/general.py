@@ -50,6 +50,12 @@ class GeneralProcessor:
         job.detach_sinks()
         return job
 
+    def rebind(self, loaded: CompiledJob) -> CompiledJob:
+        """The loaded state in operators built from the current pipeline (a fixed function takes effect)."""
+        job = self.empty_state()
+        job.restore_from(loaded)
+        return job
+
     @staticmethod
     def apply_delta(state: CompiledJob, delta: CompiledJob) -> None:
         state.__dict__.update(delta.__dict__)

@@ -37,6 +37,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
 from lowwater.runtime.exchange import Exchange
+from lowwater.runtime.restore import transfer_state
 from lowwater.spark.executor_watermarks import (
     PartitionState,
     decode,
@@ -116,6 +117,23 @@ class NativeProcessor:
         for ws in delta["dropped"]:
             state.windows.pop(ws, None)
         state.windows.update(delta["touched"])
+
+    def rebind(self, st: NativeState) -> NativeState:
+        """Loaded state, with assigners and generators rebuilt from the current strategy and
+        their data (max timestamps, idleness timers, clocks) carried over."""
+        strategy = self.plan.strategy
+        for p, old in list(st.partitions.items()):
+            fresh = strategy.create_partition(WatermarkGeneratorContext(partition=p, clock=st.clock))
+            transfer_state(old.assigner, fresh.assigner)
+            transfer_state(old.generator, fresh.generator)
+            st.partitions[p] = fresh
+        for p, (old_clock, old_pw) in list(st.executor_states.items()):
+            clock, pw = new_partition(strategy, p)
+            clock.set(old_clock.now_ms())
+            transfer_state(old_pw.assigner, pw.assigner)
+            transfer_state(old_pw.generator, pw.generator)
+            st.executor_states[p] = (clock, pw)
+        return st
 
     def _start(self, st: NativeState) -> None:
         for p in self.plan.source.partitions():
