@@ -32,19 +32,69 @@ def _interval(interval: DurationLike) -> int:
     return ms
 
 
-class ContinuousEventTimeTrigger(Trigger[Window]):
-    """Fires at every ``interval`` of event time, and at the window's end.
-
-    Fire times are ``ts - (ts % interval) + k * interval``, capped at ``max_timestamp``.
-    """
+class _Continuous(Trigger[Window]):
+    """What both continuous triggers share: a next fire time per window, kept as the minimum
+    of a reducing state, re-registered after each firing, capped at ``max_timestamp``."""
 
     def __init__(self, interval_ms: int) -> None:
         self.interval_ms = _interval(interval_ms)
         self.state = ReducingStateDescriptor[int]("fire-time", min)
 
+    def _register_timer(self, ctx: TriggerContext, time: int) -> None:
+        raise NotImplementedError
+
+    def _delete_timer(self, ctx: TriggerContext, time: int) -> None:
+        raise NotImplementedError
+
+    def _register_next(self, time: int, window: Window, ctx: TriggerContext, fire: ReducingState[int]) -> None:
+        nxt = min(time + self.interval_ms, window.max_timestamp())
+        fire.add(nxt)
+        self._register_timer(ctx, nxt)
+
+    def _fire_if_due(self, time: int, window: Window, ctx: TriggerContext) -> TriggerResult:
+        fire = ctx.get_partitioned_state(self.state)
+        if fire.get() == time:
+            fire.clear()
+            self._register_next(time, window, ctx, fire)
+            return TriggerResult.FIRE
+        return TriggerResult.CONTINUE
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: Window, ctx: OnMergeContext) -> None:
+        ctx.merge_partitioned_state(self.state)
+        nxt = ctx.get_partitioned_state(self.state).get()
+        if nxt is not None:
+            self._register_timer(ctx, nxt)
+
+    def clear(self, window: Window, ctx: TriggerContext) -> None:
+        fire = ctx.get_partitioned_state(self.state)
+        ts = fire.get()
+        if ts is not None:
+            self._delete_timer(ctx, ts)
+            fire.clear()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.interval_ms} ms)"
+
+
+class ContinuousEventTimeTrigger(_Continuous):
+    """Fires at every ``interval`` of event time, and at the window's end.
+
+    Fire times are ``ts - (ts % interval) + k * interval`` (Java's remainder), capped at
+    ``max_timestamp``.
+    """
+
     @staticmethod
     def of(interval: DurationLike) -> ContinuousEventTimeTrigger:
         return ContinuousEventTimeTrigger(_interval(interval))
+
+    def _register_timer(self, ctx: TriggerContext, time: int) -> None:
+        ctx.register_event_time_timer(time)
+
+    def _delete_timer(self, ctx: TriggerContext, time: int) -> None:
+        ctx.delete_event_time_timer(time)
 
     def on_element(self, element: Any, timestamp: int, window: Window, ctx: TriggerContext) -> TriggerResult:
         if window.max_timestamp() <= ctx.current_watermark():
@@ -58,51 +108,24 @@ class ContinuousEventTimeTrigger(Trigger[Window]):
     def on_event_time(self, time: int, window: Window, ctx: TriggerContext) -> TriggerResult:
         if time == window.max_timestamp():
             return TriggerResult.FIRE
-        fire = ctx.get_partitioned_state(self.state)
-        if fire.get() == time:
-            fire.clear()
-            self._register_next(time, window, ctx, fire)
-            return TriggerResult.FIRE
-        return TriggerResult.CONTINUE
+        return self._fire_if_due(time, window, ctx)
 
     def on_processing_time(self, time: int, window: Window, ctx: TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def can_merge(self) -> bool:
-        return True
 
-    def on_merge(self, window: Window, ctx: OnMergeContext) -> None:
-        ctx.merge_partitioned_state(self.state)
-        nxt = ctx.get_partitioned_state(self.state).get()
-        if nxt is not None:
-            ctx.register_event_time_timer(nxt)
-
-    def clear(self, window: Window, ctx: TriggerContext) -> None:
-        fire = ctx.get_partitioned_state(self.state)
-        ts = fire.get()
-        if ts is not None:
-            ctx.delete_event_time_timer(ts)
-            fire.clear()
-
-    def _register_next(self, time: int, window: Window, ctx: TriggerContext, fire: ReducingState[int]) -> None:
-        nxt = min(time + self.interval_ms, window.max_timestamp())
-        fire.add(nxt)
-        ctx.register_event_time_timer(nxt)
-
-    def __repr__(self) -> str:
-        return f"ContinuousEventTimeTrigger({self.interval_ms} ms)"
-
-
-class ContinuousProcessingTimeTrigger(Trigger[Window]):
+class ContinuousProcessingTimeTrigger(_Continuous):
     """Fires at every ``interval`` of processing time (the window's end caps the last)."""
-
-    def __init__(self, interval_ms: int) -> None:
-        self.interval_ms = _interval(interval_ms)
-        self.state = ReducingStateDescriptor[int]("fire-time", min)
 
     @staticmethod
     def of(interval: DurationLike) -> ContinuousProcessingTimeTrigger:
         return ContinuousProcessingTimeTrigger(_interval(interval))
+
+    def _register_timer(self, ctx: TriggerContext, time: int) -> None:
+        ctx.register_processing_time_timer(time)
+
+    def _delete_timer(self, ctx: TriggerContext, time: int) -> None:
+        ctx.delete_processing_time_timer(time)
 
     def on_element(self, element: Any, timestamp: int, window: Window, ctx: TriggerContext) -> TriggerResult:
         fire = ctx.get_partitioned_state(self.state)
@@ -115,33 +138,4 @@ class ContinuousProcessingTimeTrigger(Trigger[Window]):
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time: int, window: Window, ctx: TriggerContext) -> TriggerResult:
-        fire = ctx.get_partitioned_state(self.state)
-        if fire.get() == time:
-            fire.clear()
-            self._register_next(time, window, ctx, fire)
-            return TriggerResult.FIRE
-        return TriggerResult.CONTINUE
-
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window: Window, ctx: OnMergeContext) -> None:
-        ctx.merge_partitioned_state(self.state)
-        nxt = ctx.get_partitioned_state(self.state).get()
-        if nxt is not None:
-            ctx.register_processing_time_timer(nxt)
-
-    def clear(self, window: Window, ctx: TriggerContext) -> None:
-        fire = ctx.get_partitioned_state(self.state)
-        ts = fire.get()
-        if ts is not None:
-            ctx.delete_processing_time_timer(ts)
-            fire.clear()
-
-    def _register_next(self, time: int, window: Window, ctx: TriggerContext, fire: ReducingState[int]) -> None:
-        nxt = min(time + self.interval_ms, window.max_timestamp())
-        fire.add(nxt)
-        ctx.register_processing_time_timer(nxt)
-
-    def __repr__(self) -> str:
-        return f"ContinuousProcessingTimeTrigger({self.interval_ms} ms)"
+        return self._fire_if_due(time, window, ctx)
