@@ -25,7 +25,6 @@ touched (:mod:`lowwater.spark.state`).
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,7 +51,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NativeProcessor", "NativeState"]
 
-_view_ids = itertools.count()
 _AGG = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "avg": "sum"}
 
 
@@ -176,10 +174,7 @@ class NativeProcessor:
                 df = with_executor_timestamps(df, plan.source.fields(), plan.strategy,
                                               encode_states(st.executor_states), clock_ms)
             exploded, base = self._classify(df, w_prev)
-            view = f"lowwater_batch_{next(_view_ids)}"
-            exploded.createOrReplaceTempView(view)
-            agg: pd.DataFrame = df.sparkSession.sql(self._aggregate_sql(view)).toPandas()
-            df.sparkSession.catalog.dropTempView(view)
+            agg: pd.DataFrame = self._aggregate(exploded).toPandas()
             parts = agg[agg["gid"] == 3]
             wins = agg[agg["gid"] == 4]
             rows_in = int(parts["n"].sum()) + int(parts["n_bad"].sum())
@@ -239,69 +234,83 @@ class NativeProcessor:
                 pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
 
     def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, DataFrame]:
+        """``base`` (one row per element) and ``exploded`` (one row per element and window).
+
+        Built with as few DataFrame calls as possible: every call on a classic DataFrame
+        analyses the whole plan again, and a chain of ``withColumn`` cost more driver time
+        per micro-batch than the aggregation of 100k rows."""
         from pyspark.sql import functions as F
 
         p = self.plan
+        new: dict[str, Any] = {}
         if p.executor_watermarks:
             ts = F.col("_ts")
+            data = F.col("_ctl").isNull()
         else:
             ts = F.col(p.timestamp_field) if p.timestamp_field else F.col("_source_ts")
-            df = df.withColumn("_ctl", F.lit(None).cast("string"))
+            new["_ctl"] = F.lit(None).cast("string")
+            data = F.lit(True)  # _ctl is null
+        ts = ts.cast("long")
+        key = F.col(p.key_field)
         value = F.col(p.value_field) if p.value_field else F.lit(1)
-        base = df.withColumn("_ts", ts.cast("long")).withColumn("_k", F.col(p.key_field)).withColumn("_v", value)
-        data = F.col("_ctl").isNull()
-        bad = data & (F.col("_ts").isNull() | F.col("_k").isNull() | F.col("_v").isNull())
-        last_start = F.col("_ts") - F.pmod(F.col("_ts") - F.lit(p.offset_ms), F.lit(p.slide_ms))
-        base = base.withColumn("_bad", bad).withColumn("_last", F.when(~bad, last_start))
+        bad = data & (ts.isNull() | key.isNull() | value.isNull())
+        last = F.when(~bad, ts - F.pmod(ts - F.lit(p.offset_ms), F.lit(p.slide_ms)))
         never = w == MIN_TIMESTAMP
-        elate = F.lit(False) if never else (
-            F.col("_last") + F.lit(p.size_ms - 1 + p.allowed_lateness_ms) <= F.lit(w)
-        )
-        base = base.withColumn("_elate", F.coalesce(elate, F.lit(False)))
+        elate = F.lit(False) if never else (last + F.lit(p.size_ms - 1 + p.allowed_lateness_ms) <= F.lit(w))
+        new.update({"_ts": ts, "_k": key, "_v": value, "_bad": bad, "_last": last,
+                    "_elate": F.coalesce(elate, F.lit(False))})
+        base = df.withColumns(new)
         n = math.ceil(p.size_ms / p.slide_ms)
         if n == 1:
-            ex = base.withColumn("_i", F.lit(0))
+            ex = base
+            ws = F.col("_last")
+            cols: dict[str, Any] = {"_i": F.lit(0), "_ws": ws}
         else:
             ex = base.withColumn("_i", F.explode(F.sequence(F.lit(0), F.lit(n - 1))))
-        ex = ex.withColumn("_ws", F.col("_last") - F.col("_i") * F.lit(p.slide_ms))
-        if n > 1:
+            ex = ex.withColumn("_ws", F.col("_last") - F.col("_i") * F.lit(p.slide_ms))
             ex = ex.filter(F.col("_bad") | (F.col("_i") == 0) | (F.col("_ws") > F.col("_ts") - F.lit(p.size_ms)))
-        wmax = F.col("_ws") + F.lit(p.size_ms - 1)
+            ws = F.col("_ws")
+            cols = {}
+        wmax = ws + F.lit(p.size_ms - 1)
         if never:
             ontime, lallow = ~F.col("_bad"), F.lit(False)
         else:
             ontime = ~F.col("_bad") & (wmax > F.lit(w))
             lallow = ~F.col("_bad") & (wmax <= F.lit(w)) & (wmax + F.lit(p.allowed_lateness_ms) > F.lit(w))
-        ex = (ex.withColumn("_ontime", ontime & data).withColumn("_lallow", lallow & data)
-              .withColumn("_first", (F.col("_i") == 0) & data))
-        return ex, base
+        first = data if n == 1 else (F.col("_i") == 0) & data
+        cols.update({"_ontime": ontime & data, "_lallow": lallow & data, "_first": first})
+        return ex.withColumns(cols), base
 
-    def _aggregate_sql(self, view: str) -> str:
-        kind = self.plan.aggregate
+    def _aggregate(self, ex: DataFrame) -> DataFrame:
+        """ONE aggregation: per partition (``gid`` 3) the generators' inputs, per (key, window
+        start) (``gid`` 4) the on-time partial aggregate."""
+        from pyspark.sql import functions as F
+
+        c, one = F.col, F.lit(1)
+        ontime = c("_ontime")
         acc = {
-            "sum": "sum(CASE WHEN _ontime THEN _v END)",
-            "avg": "sum(CASE WHEN _ontime THEN _v END)",
-            "count": "count(CASE WHEN _ontime THEN 1 END)",
-            "min": "min(CASE WHEN _ontime THEN _v END)",
-            "max": "max(CASE WHEN _ontime THEN _v END)",
-        }[kind]
+            "sum": F.sum(F.when(ontime, c("_v"))),
+            "avg": F.sum(F.when(ontime, c("_v"))),
+            "count": F.count(F.when(ontime, one)),
+            "min": F.min(F.when(ontime, c("_v"))),
+            "max": F.max(F.when(ontime, c("_v"))),
+        }[self.plan.aggregate]
+        valid = c("_first") & ~c("_bad")
         # max() over a string forces a SortAggregate (no hash map for variable-width buffers):
         # three times slower, so the control column is aggregated only when executors send one
-        ctl = "max(_ctl)" if self.plan.executor_watermarks else "CAST(NULL AS STRING)"
-        return f"""
-            SELECT CAST(grouping_id(_partition, _k, _ws) AS INT) AS gid, _partition, _k, _ws,
-                   max(CASE WHEN _first AND NOT _bad THEN _ts END) AS max_ts,
-                   count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n,
-                   count(CASE WHEN _first AND _bad THEN 1 END) AS n_bad,
-                   count(CASE WHEN _first AND _elate AND NOT _bad THEN 1 END) AS n_late,
-                   count(CASE WHEN _lallow THEN 1 END) AS n_lallow,
-                   {acc} AS acc,
-                   count(CASE WHEN _ontime THEN 1 END) AS cnt,
-                   {ctl} AS ctl
-            FROM {view}
-            GROUP BY GROUPING SETS ((_partition), (_k, _ws))
-            HAVING grouping_id(_partition, _k, _ws) = 3 OR count(CASE WHEN _ontime THEN 1 END) > 0
-        """
+        ctl = F.max("_ctl") if self.plan.executor_watermarks else F.lit(None).cast("string")
+        agg = ex.groupingSets([["_partition"], ["_k", "_ws"]], "_partition", "_k", "_ws").agg(
+            F.grouping_id().cast("int").alias("gid"),
+            F.max(F.when(valid, c("_ts"))).alias("max_ts"),
+            F.count(F.when(valid, one)).alias("n"),
+            F.count(F.when(c("_first") & c("_bad"), one)).alias("n_bad"),
+            F.count(F.when(valid & c("_elate"), one)).alias("n_late"),
+            F.count(F.when(c("_lallow"), one)).alias("n_lallow"),
+            acc.alias("acc"),
+            F.count(F.when(ontime, one)).alias("cnt"),
+            ctl.alias("ctl"),
+        )
+        return agg.filter((c("gid") == 3) | (c("cnt") > 0))
 
     def _rows(self, df: DataFrame) -> list[dict[str, Any]]:
         fields = self.plan.source.fields()
