@@ -94,6 +94,11 @@ def _apply(events: list[tuple[str, int]], out: Any) -> None:
             out.mark_active()
 
 
+def _quote(name: str) -> str:
+    """A column name as a SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _empty_frame() -> pd.DataFrame:
     return pd.DataFrame({"acc": pd.Series(dtype="float64"), "cnt": pd.Series(dtype="int64"),
                          "fires": pd.Series(dtype="int64")})
@@ -236,81 +241,79 @@ class NativeProcessor:
     def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, DataFrame]:
         """``base`` (one row per element) and ``exploded`` (one row per element and window).
 
-        Built with as few DataFrame calls as possible: every call on a classic DataFrame
-        analyses the whole plan again, and a chain of ``withColumn`` cost more driver time
-        per micro-batch than the aggregation of 100k rows."""
+        Built from SQL expression text in as few DataFrame calls as possible: in PySpark 4
+        every ``Column`` operation is a JVM round trip that also records its Python call
+        site (about 1.5 ms each here), and every DataFrame call analyses the whole plan
+        again; a chain of ``withColumn`` and ``Column`` arithmetic cost more driver time per
+        micro-batch than the aggregation of 100k rows."""
         from pyspark.sql import functions as F
 
         p = self.plan
-        new: dict[str, Any] = {}
+        new: dict[str, str] = {}
         if p.executor_watermarks:
-            ts = F.col("_ts")
-            data = F.col("_ctl").isNull()
+            ts_col, data = "_ts", "(_ctl IS NULL)"
         else:
-            ts = F.col(p.timestamp_field) if p.timestamp_field else F.col("_source_ts")
-            new["_ctl"] = F.lit(None).cast("string")
-            data = F.lit(True)  # _ctl is null
-        ts = ts.cast("long")
-        key = F.col(p.key_field)
-        value = F.col(p.value_field) if p.value_field else F.lit(1)
-        bad = data & (ts.isNull() | key.isNull() | value.isNull())
-        last = F.when(~bad, ts - F.pmod(ts - F.lit(p.offset_ms), F.lit(p.slide_ms)))
+            ts_col = _quote(p.timestamp_field) if p.timestamp_field else "_source_ts"
+            new["_ctl"] = "CAST(NULL AS STRING)"
+            data = "true"  # _ctl is null
+        ts = f"CAST({ts_col} AS BIGINT)"
+        key = _quote(p.key_field)
+        value = _quote(p.value_field) if p.value_field else "1"
+        bad = f"({data} AND ({ts} IS NULL OR {key} IS NULL OR {value} IS NULL))"
+        last = f"CASE WHEN NOT {bad} THEN {ts} - pmod({ts} - {p.offset_ms}, {p.slide_ms}) END"
         never = w == MIN_TIMESTAMP
-        elate = F.lit(False) if never else (last + F.lit(p.size_ms - 1 + p.allowed_lateness_ms) <= F.lit(w))
-        new.update({"_ts": ts, "_k": key, "_v": value, "_bad": bad, "_last": last,
-                    "_elate": F.coalesce(elate, F.lit(False))})
-        base = df.withColumns(new)
+        elate = "false" if never else f"coalesce(({last}) + {p.size_ms - 1 + p.allowed_lateness_ms} <= {w}, false)"
+        new.update({"_ts": ts, "_k": key, "_v": value, "_bad": bad, "_last": last, "_elate": elate})
+        base = df.withColumns({name: F.expr(text) for name, text in new.items()})
         n = math.ceil(p.size_ms / p.slide_ms)
+        cols: dict[str, str] = {}
         if n == 1:
-            ex = base
-            ws = F.col("_last")
-            cols: dict[str, Any] = {"_i": F.lit(0), "_ws": ws}
+            ex, ws = base, "_last"
+            cols.update({"_i": "0", "_ws": ws})
         else:
-            ex = base.withColumn("_i", F.explode(F.sequence(F.lit(0), F.lit(n - 1))))
-            ex = ex.withColumn("_ws", F.col("_last") - F.col("_i") * F.lit(p.slide_ms))
-            ex = ex.filter(F.col("_bad") | (F.col("_i") == 0) | (F.col("_ws") > F.col("_ts") - F.lit(p.size_ms)))
-            ws = F.col("_ws")
-            cols = {}
-        wmax = ws + F.lit(p.size_ms - 1)
+            ex = base.withColumn("_i", F.expr(f"explode(sequence(0, {n - 1}))"))
+            ex = ex.withColumn("_ws", F.expr(f"_last - _i * {p.slide_ms}"))
+            ex = ex.filter(f"_bad OR _i = 0 OR _ws > _ts - {p.size_ms}")
+            ws = "_ws"
+        wmax = f"({ws} + {p.size_ms - 1})"
         if never:
-            ontime, lallow = ~F.col("_bad"), F.lit(False)
+            ontime, lallow = "NOT _bad", "false"
         else:
-            ontime = ~F.col("_bad") & (wmax > F.lit(w))
-            lallow = ~F.col("_bad") & (wmax <= F.lit(w)) & (wmax + F.lit(p.allowed_lateness_ms) > F.lit(w))
-        first = data if n == 1 else (F.col("_i") == 0) & data
-        cols.update({"_ontime": ontime & data, "_lallow": lallow & data, "_first": first})
-        return ex.withColumns(cols), base
+            ontime = f"(NOT _bad AND {wmax} > {w})"
+            lallow = f"(NOT _bad AND {wmax} <= {w} AND {wmax} + {p.allowed_lateness_ms} > {w})"
+        first = data if n == 1 else f"(_i = 0 AND {data})"
+        cols.update({"_ontime": f"({ontime} AND {data})", "_lallow": f"({lallow} AND {data})", "_first": first})
+        return ex.withColumns({name: F.expr(text) for name, text in cols.items()}), base
 
     def _aggregate(self, ex: DataFrame) -> DataFrame:
         """ONE aggregation: per partition (``gid`` 3) the generators' inputs, per (key, window
         start) (``gid`` 4) the on-time partial aggregate."""
         from pyspark.sql import functions as F
 
-        c, one = F.col, F.lit(1)
-        ontime = c("_ontime")
         acc = {
-            "sum": F.sum(F.when(ontime, c("_v"))),
-            "avg": F.sum(F.when(ontime, c("_v"))),
-            "count": F.count(F.when(ontime, one)),
-            "min": F.min(F.when(ontime, c("_v"))),
-            "max": F.max(F.when(ontime, c("_v"))),
+            "sum": "sum(CASE WHEN _ontime THEN _v END)",
+            "avg": "sum(CASE WHEN _ontime THEN _v END)",
+            "count": "count(CASE WHEN _ontime THEN 1 END)",
+            "min": "min(CASE WHEN _ontime THEN _v END)",
+            "max": "max(CASE WHEN _ontime THEN _v END)",
         }[self.plan.aggregate]
-        valid = c("_first") & ~c("_bad")
         # max() over a string forces a SortAggregate (no hash map for variable-width buffers):
         # three times slower, so the control column is aggregated only when executors send one
-        ctl = F.max("_ctl") if self.plan.executor_watermarks else F.lit(None).cast("string")
+        ctl = "max(_ctl)" if self.plan.executor_watermarks else "CAST(NULL AS STRING)"
+        aggregates = [
+            "CAST(grouping_id(_partition, _k, _ws) AS INT) AS gid",
+            "max(CASE WHEN _first AND NOT _bad THEN _ts END) AS max_ts",
+            "count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n",
+            "count(CASE WHEN _first AND _bad THEN 1 END) AS n_bad",
+            "count(CASE WHEN _first AND _elate AND NOT _bad THEN 1 END) AS n_late",
+            "count(CASE WHEN _lallow THEN 1 END) AS n_lallow",
+            f"{acc} AS acc",
+            "count(CASE WHEN _ontime THEN 1 END) AS cnt",
+            f"{ctl} AS ctl",
+        ]
         agg = ex.groupingSets([["_partition"], ["_k", "_ws"]], "_partition", "_k", "_ws").agg(
-            F.grouping_id().cast("int").alias("gid"),
-            F.max(F.when(valid, c("_ts"))).alias("max_ts"),
-            F.count(F.when(valid, one)).alias("n"),
-            F.count(F.when(c("_first") & c("_bad"), one)).alias("n_bad"),
-            F.count(F.when(valid & c("_elate"), one)).alias("n_late"),
-            F.count(F.when(c("_lallow"), one)).alias("n_lallow"),
-            acc.alias("acc"),
-            F.count(F.when(ontime, one)).alias("cnt"),
-            ctl.alias("ctl"),
-        )
-        return agg.filter((c("gid") == 3) | (c("cnt") > 0))
+            *[F.expr(a) for a in aggregates])
+        return agg.filter("gid = 3 OR cnt > 0")
 
     def _rows(self, df: DataFrame) -> list[dict[str, Any]]:
         fields = self.plan.source.fields()
