@@ -308,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a tiny grid, for a smoke test (< 2 min)")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip: grid,state,lagging,profile")
     ap.add_argument("--out", default=str(HERE / "results"), help="directory for the JSON result")
+    ap.add_argument("--keys", help="override the grid's keys, e.g. 1000,100000")
+    ap.add_argument("--partitions", help="override the grid's partitions, e.g. 4,64")
+    ap.add_argument("--rows", help="override the grid's rows per micro-batch, e.g. 100000,1000000")
     args = ap.parse_args(argv)
     skip = {s for s in args.skip.split(",") if s}
     from lowwater.spark.session import get_or_create_session
@@ -317,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
                                   conf={"spark.ui.showConsoleProgress": "false"})
     workdir = Path(tempfile.mkdtemp(prefix="lowwater-bench-"))
     result: dict[str, Any] = {
-        "command": "benchmarks/run.py" + (" --quick" if args.quick else "") + (f" --skip {args.skip}" if skip else ""),
+        "command": " ".join(["benchmarks/run.py", *(argv if argv is not None else sys.argv[1:])]),
         "started_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine(spark),
         "workload": {"window": f"tumbling {WINDOW_MS} ms", "aggregate": "sum(value) per key",
@@ -332,7 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         log("warm-up (JVM, both engines)")
         run_cell(spark, 100, 2, 20_000, 3, workdir, lowwater_first=False)
         if "grid" not in skip:
-            result["grid"] = run_grid(spark, QUICK_GRID if args.quick else FULL_GRID, workdir, args.quick)
+            grid = dict(QUICK_GRID if args.quick else FULL_GRID)
+            for name in ("keys", "partitions", "rows"):
+                if getattr(args, name):
+                    grid[name] = [int(x) for x in getattr(args, name).split(",")]
+            result["grid"] = run_grid(spark, grid, workdir, args.quick)
         if "state" not in skip:
             log("state size")
             result["state_size"] = (run_state(spark, workdir, 12, 1_000, 4, 20_000) if args.quick
