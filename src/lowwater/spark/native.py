@@ -26,6 +26,7 @@ touched (:mod:`lowwater.spark.state`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -178,7 +179,7 @@ class NativeProcessor:
             if plan.executor_watermarks:
                 df = with_executor_timestamps(df, plan.source.fields(), plan.strategy,
                                               encode_states(st.executor_states), clock_ms)
-            exploded, base = self._classify(df, w_prev)
+            exploded, base_of = self._classify(df, w_prev)
             agg: pd.DataFrame = self._aggregate(exploded).toPandas()
             parts = agg[agg["gid"] == 3]
             wins = agg[agg["gid"] == 4]
@@ -201,9 +202,9 @@ class NativeProcessor:
                 if n_late:
                     st.late_by_partition[p] = st.late_by_partition.get(p, 0) + int(n_late)
             if late_n and plan.late_sinks:
-                late_rows = self._rows(base.filter(F.col("_elate") & ~F.col("_bad")))
+                late_rows = self._rows(base_of().filter(F.col("_elate") & ~F.col("_bad")))
             if dead_n:
-                dead_rows = self._dead_rows(base.filter(F.col("_bad")))
+                dead_rows = self._dead_rows(base_of().filter(F.col("_bad")))
             if int(parts["n_lallow"].sum()):
                 results += self._late_allowed(st, exploded, touched)
             self._merge(st, wins, touched)
@@ -238,8 +239,9 @@ class NativeProcessor:
                 clock.set(clock_ms)
                 pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
 
-    def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, DataFrame]:
-        """``base`` (one row per element) and ``exploded`` (one row per element and window).
+    def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, Callable[[], DataFrame]]:
+        """``exploded`` (one row per element and window), and how to build ``base`` (one row per
+        element; only late and dead-lettered rows need it).
 
         Built from SQL expression text in as few DataFrame calls as possible: in PySpark 4
         every ``Column`` operation is a JVM round trip that also records its Python call
@@ -264,26 +266,29 @@ class NativeProcessor:
         never = w == MIN_TIMESTAMP
         elate = "false" if never else f"coalesce(({last}) + {p.size_ms - 1 + p.allowed_lateness_ms} <= {w}, false)"
         new.update({"_ts": ts, "_k": key, "_v": value, "_bad": bad, "_last": last, "_elate": elate})
-        base = df.withColumns({name: F.expr(text) for name, text in new.items()})
         n = math.ceil(p.size_ms / p.slide_ms)
+
+        def base_of() -> DataFrame:
+            return df.withColumns({name: F.expr(text) for name, text in new.items()})
+
         cols: dict[str, str] = {}
-        if n == 1:
-            ex, ws = base, "_last"
-            cols.update({"_i": "0", "_ws": ws})
+        if n == 1:  # one window per element: a single projection, the element's columns inlined
+            ex, bad_ref, ws = df, bad, f"({last})"
+            cols.update({**new, "_i": "0", "_ws": last})
         else:
-            ex = base.withColumn("_i", F.expr(f"explode(sequence(0, {n - 1}))"))
+            ex = base_of().withColumn("_i", F.expr(f"explode(sequence(0, {n - 1}))"))
             ex = ex.withColumn("_ws", F.expr(f"_last - _i * {p.slide_ms}"))
             ex = ex.filter(f"_bad OR _i = 0 OR _ws > _ts - {p.size_ms}")
-            ws = "_ws"
+            bad_ref, ws = "_bad", "_ws"
         wmax = f"({ws} + {p.size_ms - 1})"
         if never:
-            ontime, lallow = "NOT _bad", "false"
+            ontime, lallow = f"NOT {bad_ref}", "false"
         else:
-            ontime = f"(NOT _bad AND {wmax} > {w})"
-            lallow = f"(NOT _bad AND {wmax} <= {w} AND {wmax} + {p.allowed_lateness_ms} > {w})"
+            ontime = f"(NOT {bad_ref} AND {wmax} > {w})"
+            lallow = f"(NOT {bad_ref} AND {wmax} <= {w} AND {wmax} + {p.allowed_lateness_ms} > {w})"
         first = data if n == 1 else f"(_i = 0 AND {data})"
         cols.update({"_ontime": f"({ontime} AND {data})", "_lallow": f"({lallow} AND {data})", "_first": first})
-        return ex.withColumns({name: F.expr(text) for name, text in cols.items()}), base
+        return ex.withColumns({name: F.expr(text) for name, text in cols.items()}), base_of
 
     def _aggregate(self, ex: DataFrame) -> DataFrame:
         """ONE aggregation: per partition (``gid`` 3) the generators' inputs, per (key, window
