@@ -25,6 +25,7 @@ touched (:mod:`lowwater.spark.state`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,6 +99,14 @@ def _apply(events: list[tuple[str, int]], out: Any) -> None:
 def _quote(name: str) -> str:
     """A column name as a SQL identifier."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def _ints(col: pd.Series) -> list[int]:
+    """A column as Python ints."""
+    values: list[int] = col.tolist()
+    if col.dtype.kind in "iu":
+        return values
+    return [int(x) for x in values]
 
 
 def _empty_frame() -> pd.DataFrame:
@@ -361,6 +370,19 @@ class NativeProcessor:
             st.windows[ws] = merged
             touched.add(ws)
 
+    def _values(self, frame: pd.DataFrame) -> list[Any]:
+        """``_value`` of every row of a window frame, column at a time (same Python values)."""
+        kind = self.plan.aggregate
+        if kind == "count":
+            return _ints(frame["cnt"])
+        if kind == "avg":
+            return [self._value(a, c) for a, c in zip(frame["acc"].tolist(), frame["cnt"].tolist(), strict=True)]
+        acc = frame["acc"]
+        if acc.dtype == object:  # may hold NumPy scalars
+            return [a.item() if hasattr(a, "item") else a for a in acc.tolist()]
+        values: list[Any] = acc.tolist()  # Python ints or floats already
+        return values
+
     def _value(self, acc: Any, cnt: Any) -> Any:
         kind = self.plan.aggregate
         if kind == "count":
@@ -410,9 +432,9 @@ class NativeProcessor:
             wmax = ws + size - 1
             if w_prev < wmax <= w_new:
                 frame = st.windows[ws]
-                for key, acc, cnt, fires in zip(frame.index.tolist(), frame["acc"].tolist(),
-                                                frame["cnt"].tolist(), frame["fires"].tolist(), strict=True):
-                    out.append(WindowResult(key, ws, ws + size, self._value(acc, cnt), int(fires)))
+                n = len(frame)
+                out.extend(map(WindowResult, frame.index.tolist(), itertools.repeat(ws, n),
+                               itertools.repeat(ws + size, n), self._values(frame), _ints(frame["fires"])))
                 frame["fires"] = frame["fires"] + 1
                 touched.add(ws)
         return out
