@@ -141,7 +141,7 @@ def run_grid(spark: Any, grid: dict[str, list[int]], workdir: Path, quick: bool)
                 if quick:
                     batches = 4
                 else:
-                    batches = 7 if rows >= 1_000_000 else 11
+                    batches = 9 if rows >= 1_000_000 else 16
                 cells.append(run_cell(spark, keys, partitions, rows, batches, workdir, lowwater_first=i % 2 == 1))
                 c = cells[-1]
                 log(f"  -> spark {c['spark']['rows_per_s']} rows/s, lowwater {c['lowwater']['rows_per_s']} rows/s, "
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         H.check_same_as_writer(workdir / "check", H.stream_for(3, 10, 3000, SPAN_MS, BOUND_MS), 3, 3000)
         log("warm-up (JVM, both engines)")
-        run_cell(spark, 100, 2, 20_000, 3, workdir, lowwater_first=False)
+        run_cell(spark, 1_000, 4, 100_000, 3 if args.quick else 8, workdir, lowwater_first=False)
         if "grid" not in skip:
             grid = dict(QUICK_GRID if args.quick else FULL_GRID)
             for name in ("keys", "partitions", "rows"):
