@@ -34,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("PYSPARK_PYTHON", str(Path(sys.executable)))
 
-import harness as H  # noqa: E402
+import harness as H
 
 PHASES: dict[str, float] = defaultdict(float)
 PER_BATCH: list[dict[str, float]] = []
@@ -101,7 +101,7 @@ def profile(spark: Any, keys: int, partitions: int, rows: int, batches: int, wor
     H.write_log(log, stream, batches, rows)
     undo = install()
     try:
-        job, _, progress, wall = H.lowwater(spark, log, workdir / "ck", partitions, window_ms, bound_ms)
+        _job, _, progress, wall = H.lowwater(spark, log, workdir / "ck", partitions, window_ms, bound_ms)
         times = H.progress_times(progress)
     finally:
         for u in reversed(undo):

@@ -155,7 +155,7 @@ def run_state(spark: Any, workdir: Path, batches: int, keys: int, partitions: in
     d = workdir / "state"
     stream = H.stream_for(partitions, keys, rows, SPAN_MS, BOUND_MS)
     H.write_log(d / "log", stream, batches, rows)
-    job, _, progress, _ = H.lowwater(spark, d / "log", d / "ck", partitions, WINDOW_MS, BOUND_MS)
+    job, _, _progress, _ = H.lowwater(spark, d / "log", d / "ck", partitions, WINDOW_MS, BOUND_MS)
     recs = job.batches()
     series = [{"batch_id": r["batch_id"], "state_bytes": r["metrics"]["state_bytes"],
                "open_windows": r["metrics"]["open_windows"], "duration_ms": r["metrics"]["duration_ms"]}
@@ -221,7 +221,6 @@ def run_lagging(spark: Any, workdir: Path, quick: bool) -> dict[str, Any]:
     from lowwater.api import OutputTag
     from lowwater.io import PartitionedLogWriter, SyntheticStream
     from lowwater.runtime import ReferenceRuntime
-    from lowwater.spark.sources import PartitionedLogSource
 
     partitions, keys, rows = 4, 50, 4_000
     batches = 10 if quick else 16
@@ -251,7 +250,7 @@ def run_lagging(spark: Any, workdir: Path, quick: bool) -> dict[str, Any]:
 
     # lowwater, end of input fires every window
     late_tag = OutputTag("late")
-    job, (results, late), _, _ = H.lowwater(spark, d / "log", d / "ck-lowwater", partitions, window_ms, bound_ms,
+    _job, (results, late), _, _ = H.lowwater(spark, d / "log", d / "ck-lowwater", partitions, window_ms, bound_ms,
                                             aggregate="count", end_of_input=True, late_tag=late_tag)
     lw_counts = {(r.key, r.window_start): int(r.value) for r in results.results}
     lw_lost = sum(c - lw_counts.get(w, 0) for w, c in truth["counts"].items())

@@ -24,4 +24,5 @@ def table(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    print(table(json.load(open(sys.argv[1]))))
+    with open(sys.argv[1]) as f:
+        print(table(json.load(f)))
