@@ -14,6 +14,7 @@ import pytest
 from lowwater.cli import main
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.observe import plot_watermarks
+from lowwater.observe.accounting import from_lines
 from lowwater.observe.metrics import MetricsLog, read_checkpoint, record_batch
 from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, progress_line
 from lowwater.spark.state import StateStore
@@ -25,7 +26,8 @@ def _native_raw(combined: int, parts: dict[str, int], idle: list[str], rows_in: 
                 late_cum: dict[str, int], fired: int, open_windows: int) -> dict[str, Any]:
     """Raw metrics as the native path reports them (counts per batch, late by partition as a running total)."""
     return {"combined_watermark": combined, "partition_watermarks": parts, "idle_partitions": idle,
-            "rows_in": rows_in, "rows_late": late, "rows_dead_lettered": 0, "rows_late_by_partition": late_cum,
+            "rows_in": rows_in, "rows_windowed": rows_in - late, "rows_late": late, "rows_dead_lettered": 0,
+            "rows_late_by_partition": late_cum,
             "windows_fired": fired, "open_windows": open_windows, "duration_ms": 700 + rows_in // 10,
             "state_bytes": 1000 * open_windows}
 
@@ -85,9 +87,12 @@ def test_a_line_holds_the_batchs_watermarks_idleness_counts_and_state(checkpoint
         "watermark_before": T0 + 6_999, "combined_watermark": T0 + 11_999,
         "partition_watermarks": {"0": T0 + 19_999, "1": T0 + 11_999, "2": T0 + 8_999},
         "idle_partitions": ["2"], "rows_in": 200, "rows_late": 5, "rows_late_by_partition": {"2": 5},
-        "rows_dead_lettered": 0, "windows_fired": 6, "open_windows": 10, "state_rows": 10, "state_bytes": 10_000,
-        "duration_ms": 720,
+        "rows_dead_lettered": 0, "rows_windowed": 195, "rows_unassigned": 0, "direct": True, "operator_rows_in": 0,
+        "operator_rows_dead_lettered": 0, "windows_fired": 6, "open_windows": 10, "state_rows": 10,
+        "state_bytes": 10_000, "duration_ms": 720,
     }
+    accounting = from_lines(read_checkpoint(checkpoint)).check()
+    assert str(accounting) == "1000 rows in = 992 windowed + 8 late + 0 dead-lettered"
 
 
 @pytest.mark.parametrize("path", ["general", "native", "executor"])
@@ -98,12 +103,14 @@ def test_counters_are_per_batch_whichever_way_the_path_keeps_them(tmp_path: Path
     base = {"combined_watermark": 5, "partition_watermarks": {"0": 5}, "idle_partitions": [], "open_windows": 1}
     general = path == "general"
     _write_batch(store, 0, {**base, "rows_in": 3, "rows_late": 1, "rows_late_by_partition": {"0": 1},
-                            "windows_fired": 2, "state_rows": 4}, path=path)
-    _write_batch(store, 1, {**base, "rows_in": 2, "rows_late": 4 if general else 3, "rows_late_by_partition": {"0": 4},
-                            "windows_fired": 2 if general else 0, "state_rows": 6}, path=path)
+                            "rows_windowed": 2, "windows_fired": 2, "state_rows": 4}, path=path)
+    _write_batch(store, 1, {**base, "rows_in": 5, "rows_late": 4 if general else 3, "rows_late_by_partition": {"0": 4},
+                            "rows_windowed": 4 if general else 2, "windows_fired": 2 if general else 0,
+                            "state_rows": 6}, path=path)
     lines = read_checkpoint(tmp_path / "ck")
     assert [(x["rows_in"], x["rows_late"], x["rows_late_by_partition"], x["windows_fired"], x["state_rows"])
-            for x in lines] == [(3, 1, {"0": 1}, 2, 4), (2, 3, {"0": 3}, 0, 6)]
+            for x in lines] == [(3, 1, {"0": 1}, 2, 4), (5, 3, {"0": 3}, 0, 6)]
+    assert from_lines(lines).balanced, from_lines(lines)
     assert [x["path"] for x in lines] == [path, path]
 
 

@@ -284,9 +284,8 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
         mlog.path.unlink(missing_ok=True)  # a reference run does not resume: its log starts over
     previous = None
     for b in result.batches:
-        windows = list(b.windows.values())
         record = {"batch_id": b.batch_id, "clock_ms": b.processing_time_ms, "end_of_input": b.end_of_input,
-                  "metrics": {**(windows[0] if windows else {}), "rows_in": b.rows_in}}
+                  "metrics": b.flat(result.direct)}
         line = batch_line(record, previous, cumulative=CUMULATIVE_GENERAL, path="reference")
         previous = record
         if mlog is not None:

@@ -499,10 +499,10 @@ def test_a_failing_co_map_function_raises_user_function_error_with_its_position(
 def test_a_failing_key_selector_raises_user_function_error() -> None:
     env = StreamExecutionEnvironment()
     stream = env.from_source(_source([{"ts": 1, "value": 1}]), BY_TS)
-    stream.key_by("key").window(TumblingEventTimeWindows.of(10)).sum("value").collect()
+    stream.key_by(lambda e: e["key"]).window(TumblingEventTimeWindows.of(10)).sum("value").collect()
     with pytest.raises(UserFunctionError) as e:
         _run(env)
-    assert "key" in str(e.value)
+    assert "key_by" in str(e.value) and "KeyError" in str(e.value)
     assert e.value.offset == 0
 
 

@@ -37,7 +37,7 @@ from lowwater.api.transformations import (
     UnionTransformation,
     WindowTransformation,
 )
-from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError
 from lowwater.core.time import DurationLike, to_millis
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import (
@@ -69,16 +69,23 @@ if TYPE_CHECKING:
 __all__ = ["ConnectedStreams", "DataStream", "KeyedStream", "SingleOutputStream", "WindowedStream"]
 
 
-def field_getter(selector: str | Callable[[Any], Any], *, parameter: str) -> Callable[[Any], Any]:
-    """A function from a field name (dict key or attribute) or a function."""
+def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: str = "field") -> Callable[[Any], Any]:
+    """A function from a field name (dict key or attribute) or a function.
+
+    A record where the field is missing or null raises :class:`BadRecordError`
+    (``missing <what> (<name>)``): it goes to the dead-letter output."""
     if callable(selector):
         return selector
     if not isinstance(selector, str):
         raise ConfigurationError(parameter, f"expected a field name or a function, got {type(selector).__name__}")
     name = selector
+    reason = f"missing {what} ({name})"
 
     def get(e: Any) -> Any:
-        return e[name] if isinstance(e, dict) else getattr(e, name)
+        v = e.get(name) if isinstance(e, dict) else getattr(e, name, None)
+        if v is None:
+            raise BadRecordError(reason)
+        return v
 
     get.__qualname__ = f"field {name!r}"
     get.field_name = name  # type: ignore[attr-defined]  # lets engines read it as a column
@@ -126,7 +133,7 @@ class DataStream:
 
     # -- partitioning and combining ---------------------------------------------------
     def key_by(self, key_selector: str | Callable[[Any], Any]) -> KeyedStream:
-        return KeyedStream(self, field_getter(key_selector, parameter="key_selector"))
+        return KeyedStream(self, field_getter(key_selector, parameter="key_selector", what="key"))
 
     def union(self, *others: DataStream) -> DataStream:
         """All elements of all streams; the watermark is the minimum of the inputs."""

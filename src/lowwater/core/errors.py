@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "BadRecordError",
     "ConfigurationError",
     "LowwaterError",
     "MonotonyViolationError",
@@ -25,6 +26,20 @@ class ConfigurationError(LowwaterError, ValueError):
 
 class PipelineError(LowwaterError):
     """The pipeline is wired in a way that cannot run (for example a window without a key)."""
+
+
+class BadRecordError(LowwaterError):
+    """A record that cannot be processed because of its data, not the pipeline's code: a
+    missing key, a missing or non-numeric timestamp, a missing value to aggregate.
+
+    Engines catch it per record and send the record to the dead-letter output with
+    ``reason`` and its source position; it is counted in ``rows_dead_lettered``. A user
+    function may raise it too, to dead-letter a record on purpose.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class MonotonyViolationError(LowwaterError):

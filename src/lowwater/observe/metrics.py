@@ -8,11 +8,17 @@ Each line holds what one batch did, with the same meaning on every path::
      "partition_watermarks": {"0": 1700000029999, "1": 1699999999999},
      "idle_partitions": ["3"],
      "rows_in": 16000, "rows_late": 12, "rows_late_by_partition": {"0": 5, "2": 7},
-     "rows_dead_lettered": 0, "windows_fired": 150, "open_windows": 400,
+     "rows_dead_lettered": 0, "rows_windowed": 15988, "rows_unassigned": 0, "direct": true,
+     "operator_rows_in": 0, "operator_rows_dead_lettered": 0,   # general path, when not direct
+     "windows_fired": 150, "open_windows": 400,
      "state_rows": 400, "state_bytes": 81234, "duration_ms": 812}
 
 Counters (``rows_*``, ``windows_fired``) are for this batch alone; a reader sums lines for
-totals. Watermarks are epoch milliseconds (``-2**63``: none yet, ``2**63 - 1``: end of input).
+totals. Every row read is accounted for (:mod:`lowwater.observe.accounting`):
+``rows_in = rows_windowed + rows_late + rows_dead_lettered + rows_unassigned`` summed over
+the batches, where ``direct`` (the window operator is fed straight from the source); with
+a map, filter or flat_map before it, the same holds for ``operator_rows_in`` and
+``operator_rows_dead_lettered``. Watermarks are epoch milliseconds (``-2**63``: none yet, ``2**63 - 1``: end of input).
 
 Replays. Spark re-runs a batch it had not committed (after a crash, say), and the engine
 then rewrites that batch's state and output. The log is append-only, so a replayed batch
@@ -53,7 +59,8 @@ log = logging.getLogger("lowwater.observe")
 METRICS_FILE = "metrics.jsonl"
 
 #: Counters the general path (and the reference runtime) report as running totals.
-CUMULATIVE_GENERAL = frozenset({"rows_late", "windows_fired", "rows_late_by_partition"})
+CUMULATIVE_GENERAL = frozenset({"rows_late", "windows_fired", "rows_late_by_partition", "rows_windowed",
+                                "rows_unassigned", "operator_rows_in", "operator_rows_dead_lettered"})
 #: The native path reports counts per batch, except late rows by partition (a running total).
 CUMULATIVE_NATIVE = frozenset({"rows_late_by_partition"})
 
@@ -82,7 +89,8 @@ def batch_line(
     m = record.get("metrics") or {}
     pm = (previous or {}).get("metrics") or {}
     counters = {}
-    for key, empty in (("rows_late", 0), ("windows_fired", 0), ("rows_late_by_partition", {})):
+    for key, empty in (("rows_late", 0), ("windows_fired", 0), ("rows_late_by_partition", {}), ("rows_windowed", 0),
+                       ("rows_unassigned", 0), ("operator_rows_in", 0), ("operator_rows_dead_lettered", 0)):
         now = m.get(key, empty)
         counters[key] = _minus(now, pm.get(key, empty)) if key in cumulative else now
     by_partition = {str(k): int(v) for k, v in (counters["rows_late_by_partition"] or {}).items() if v}
@@ -101,6 +109,11 @@ def batch_line(
         "rows_late": int(counters["rows_late"] or 0),
         "rows_late_by_partition": by_partition,
         "rows_dead_lettered": int(m.get("rows_dead_lettered") or 0),
+        "rows_windowed": int(counters["rows_windowed"] or 0),
+        "rows_unassigned": int(counters["rows_unassigned"] or 0),
+        "direct": bool(m.get("direct", True)),
+        "operator_rows_in": int(counters["operator_rows_in"] or 0),
+        "operator_rows_dead_lettered": int(counters["operator_rows_dead_lettered"] or 0),
         "windows_fired": int(counters["windows_fired"] or 0),
         "open_windows": m.get("open_windows"),
         "state_rows": state_rows,

@@ -29,6 +29,7 @@ from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.runtime.nodes import (
     AssignerNode,
     CoNode,
+    DeadLetters,
     Node,
     SideOutputNode,
     SinkNode,
@@ -51,6 +52,12 @@ class CompiledJob:
         self.sources = [n for n in self.nodes if isinstance(n, SourceNode)]
         self.windows = [n for n in self.nodes if isinstance(n, WindowNode)]
         self.sinks = [n for n in self.nodes if isinstance(n, SinkNode)]
+        self.dead = DeadLetters()
+        for n in self.nodes:
+            n.dead = self.dead
+        self.direct = _direct(self.nodes)
+        """One window operator fed straight from the sources (no map, filter or flat_map on
+        the way): then every source row is windowed, late, dead-lettered or unassigned."""
         self.started = False
         self.ended: set[int] = set()
 
@@ -64,6 +71,7 @@ class CompiledJob:
         if not self.started:
             self.start()
         self.clock.set(processing_time_ms)
+        self.dead.rows = []
         rows = 0
         for i, (s, b) in enumerate(zip(self.sources, batches, strict=True)):
             if b is not None:
@@ -80,12 +88,14 @@ class CompiledJob:
         """End of bounded input: a MAX watermark fires every remaining window."""
         if not self.started:
             self.start()
+        self.dead.rows = []
         for n in self.nodes:
             n.on_batch_end(batch_id, True)
         return self.metrics(batch_id, 0, True)
 
     def metrics(self, batch_id: int, rows: int, end: bool) -> BatchMetrics:
-        return BatchMetrics(batch_id, self.clock.now_ms(), rows, end, {self.name(w): w.metrics() for w in self.windows})
+        return BatchMetrics(batch_id, self.clock.now_ms(), rows, end, {self.name(w): w.metrics() for w in self.windows},
+                            rows_dead_lettered=len(self.dead.rows))
 
     @staticmethod
     def name(n: Node) -> str:
@@ -107,6 +117,8 @@ class CompiledJob:
         for new, was in zip(self.nodes, old.nodes, strict=True):
             new.restore(was)
         self.clock.set(old.clock.now_ms())
+        old_dead = getattr(old, "dead", None)
+        self.dead.count = old_dead.count if old_dead is not None else 0
         self.started = old.started
         self.ended = set(old.ended)
 
@@ -120,6 +132,31 @@ class CompiledJob:
     def attach_sinks(self, sinks: list[Any]) -> None:
         for n, s in zip(self.sinks, sinks, strict=True):
             n.sink = s
+
+
+def _direct(nodes: list[Node]) -> bool:
+    """Exactly one window operator; only sources, assigners and unions before it; and one path
+    from each source to it (a stream unioned with itself carries each record twice)."""
+    windows = [n for n in nodes if isinstance(n, WindowNode)]
+    if len(windows) != 1:
+        return False
+    leads = {id(windows[0])}  # the nodes with a path to the window
+    for n in reversed(nodes):
+        if any(id(down) in leads for down, _ in n.outputs):
+            leads.add(id(n))
+    for source in (n for n in nodes if isinstance(n, SourceNode)):
+        paths = {id(source): 1}
+        for n in nodes:  # topological order
+            count = paths.get(id(n), 0)
+            if not count or n is windows[0] or id(n) not in leads:
+                continue
+            if not isinstance(n, SourceNode | AssignerNode | UnionNode):
+                return False
+            for down, _ in n.outputs:
+                paths[id(down)] = paths.get(id(down), 0) + count
+        if paths.get(id(windows[0]), 0) != 1:
+            return False
+    return True
 
 
 def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:

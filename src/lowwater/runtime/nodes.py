@@ -15,7 +15,7 @@ from lowwater.api.sinks import Sink
 from lowwater.api.sources import Source, SourceBatch, SourceIdle, SourceRecord, SourceWatermark
 from lowwater.api.transformations import OutputTag, WindowTransformation
 from lowwater.core.clock import Clock
-from lowwater.core.errors import ConfigurationError, LowwaterError, UserFunctionError
+from lowwater.core.errors import BadRecordError, ConfigurationError, LowwaterError, UserFunctionError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import (
     CombinedWatermarkStatus,
@@ -26,18 +26,34 @@ from lowwater.core.watermarks import (
     WatermarkStrategy,
 )
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
+from lowwater.core.windows.aggregations import BuiltinAggregate
 from lowwater.runtime.exchange import Exchange
 from lowwater.runtime.records import Lane, LaneEvent, Record
 from lowwater.runtime.restore import transfer_state
 
 __all__ = [
-    "AssignerNode", "CoNode", "Node", "SideOutputNode", "SinkNode", "SourceNode",
+    "AssignerNode", "CoNode", "DeadLetters", "Node", "SideOutputNode", "SinkNode", "SourceNode",
     "StatelessNode", "UnionNode", "WindowNode",
 ]
 
 
 def _fn_name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+class DeadLetters:
+    """The job's dead-letter output: records an operator could not process because of their
+    data (:class:`BadRecordError`), each as ``{"reason", "partition", "offset", "record"}``
+    like the Spark engine's. ``rows`` is this batch's; ``count`` is the running total."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.count = 0
+
+    def add(self, record: Record, error: BadRecordError) -> None:
+        self.rows.append({"reason": error.reason, "partition": record.partition, "offset": record.offset,
+                          "record": record.value})
+        self.count += 1
 
 
 class Node:
@@ -48,6 +64,8 @@ class Node:
         self.name = name
         self.outputs: list[tuple[Node, int]] = []
         self.side_outputs: dict[OutputTag, list[tuple[Node, int]]] = {}
+        self.dead = DeadLetters()
+        """Shared by every node of a job (the compiler sets it)."""
 
     # records
     def on_record(self, record: Record, input_index: int) -> None:
@@ -158,6 +176,9 @@ class StatelessNode(Node):
                 out = [record.value] if self.fn(record.value) else []
             else:
                 out = list(self.fn(record.value) or ())
+        except BadRecordError as e:
+            self.dead.add(record, e)
+            return
         except LowwaterError:
             raise
         except Exception as e:
@@ -222,6 +243,9 @@ class AssignerNode(Node):
             )
             ts = int(ts)
             lw.partition.generator.on_event(record.value, ts, lw.output)
+        except BadRecordError as e:
+            self.dead.add(record, e)
+            return
         except LowwaterError:
             raise
         except Exception as e:
@@ -327,6 +351,9 @@ class CoNode(_SingleLaneNode):
         fn = self.fns[input_index]
         try:
             out = list(fn(record.value) or ()) if self.flat else [fn(record.value)]
+        except BadRecordError as e:
+            self.dead.add(record, e)
+            return
         except LowwaterError:
             raise
         except Exception as e:
@@ -352,16 +379,21 @@ class WindowNode(_SingleLaneNode):
         )
         self.late_by_partition: dict[Hashable, int] = {}
         self.rows_in = 0
-        self.STATE = (*self.STATE, "late_by_partition", "rows_in")
+        self.rows_dead_lettered = 0
+        self.STATE = (*self.STATE, "late_by_partition", "rows_in", "rows_dead_lettered")
+        function = getattr(t.contents, "function", None)
+        self._check_value: Callable[[Any], None] | None = (
+            function.check if isinstance(function, BuiltinAggregate) and function.field else None
+        )
 
     _OPERATOR_STATE = ("window_state", "trigger_state", "fire_counts", "event_timers", "processing_timers",
-                       "current_watermark", "late_count", "unassigned_count", "fired_count")
+                       "current_watermark", "late_count", "unassigned_count", "windowed_count", "fired_count")
 
     def restore(self, old: Node) -> None:
         assert isinstance(old, WindowNode)
         super().restore(old)
         for name in self._OPERATOR_STATE:
-            setattr(self.operator, name, getattr(old.operator, name))
+            setattr(self.operator, name, getattr(old.operator, name, getattr(self.operator, name)))
         for key, mset in old.operator.merging_sets.items():  # the mappings, with the current assigner
             fresh = type(mset)(self.operator.assigner, mset.mapping)  # type: ignore[arg-type]
             self.operator.merging_sets[key] = fresh
@@ -374,6 +406,12 @@ class WindowNode(_SingleLaneNode):
         self.rows_in += 1
         try:
             key = self.t.key_selector(record.value)
+            if self._check_value is not None:
+                self._check_value(record.value)
+        except BadRecordError as e:
+            self.rows_dead_lettered += 1
+            self.dead.add(record, e)
+            return
         except Exception as e:
             raise UserFunctionError(f"key_by {_fn_name(self.t.key_selector)}", e,
                                     partition=record.partition, offset=record.offset) from e
@@ -387,6 +425,10 @@ class WindowNode(_SingleLaneNode):
         ts = MIN_TIMESTAMP if record.timestamp is None else record.timestamp
         try:
             events = self.operator.process_element(key, record.value, ts)
+        except BadRecordError as e:  # raised by a user function on purpose
+            self.rows_dead_lettered += 1
+            self.dead.add(record, e)
+            return
         except LowwaterError:
             raise
         except Exception as e:
@@ -429,8 +471,11 @@ class WindowNode(_SingleLaneNode):
             "combined_watermark": self.exchange.watermark_or_min(),
             "partition_watermarks": {label[k]: v[0] for k, v in status.items()},
             "idle_partitions": sorted(label[k] for k, v in status.items() if v[1]),
-            "rows_windowed": self.rows_in - self.operator.late_count - self.operator.unassigned_count,
+            "operator_rows_in": self.rows_in,
+            "rows_windowed": self.operator.windowed_count,
             "rows_late": self.operator.late_count,
+            "rows_unassigned": self.operator.unassigned_count,
+            "operator_rows_dead_lettered": self.rows_dead_lettered,
             "rows_late_by_partition": {str(p): n for p, n in self.late_by_partition.items()},
             "windows_fired": self.operator.fired_count,
             "open_windows": self.operator.open_windows(),

@@ -18,7 +18,10 @@ must give the same results.
 
 from __future__ import annotations
 
+from typing import Any
+
 from lowwater.api.environment import StreamExecutionEnvironment
+from lowwater.api.sinks import Sink
 from lowwater.core.clock import Clock, ManualClock, SystemClock
 from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.nodes import Node
@@ -37,11 +40,17 @@ class ReferenceRuntime:
         otherwise the given clock is read (the system clock by default).
     max_batches:
         Stop after this many batches (for unbounded sources); no end-of-input watermark.
+    dead_letter_sink:
+        Receives, per batch, the records that cannot be processed (a missing key, timestamp
+        or value), each as ``{"reason", "partition", "offset", "record"}``. They are also in
+        ``JobResult.dead_letters`` and always counted in the metrics.
     """
 
-    def __init__(self, clock: Clock | None = None, max_batches: int | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, max_batches: int | None = None,
+                 dead_letter_sink: Sink | None = None) -> None:
         self.user_clock = clock
         self.max_batches = max_batches
+        self.dead_letter_sink = dead_letter_sink
         self.nodes: list[Node] = []
         """The compiled operators of the last ``execute`` (for inspection after a failure)."""
 
@@ -51,6 +60,16 @@ class ReferenceRuntime:
         job = CompiledJob(env, manual)
         self.nodes = job.nodes
         job.start()
+        dead_sink = self.dead_letter_sink
+        if dead_sink is not None:
+            dead_sink.open()
+        dead: list[dict[str, Any]] = []
+
+        def collect_dead(batch_id: int) -> None:
+            dead.extend(job.dead.rows)
+            if dead_sink is not None:
+                dead_sink.write_batch(batch_id, list(job.dead.rows))
+
         iterators = [s.source.batches() for s in job.sources]
         metrics: list[BatchMetrics] = []
         batch_id = 0
@@ -61,9 +80,13 @@ class ReferenceRuntime:
             times = [b.processing_time_ms for b in batches if b is not None and b.processing_time_ms is not None]
             now = max(times) if times else fallback.now_ms()
             metrics.append(job.step(batch_id, batches, now))
+            collect_dead(batch_id)
             batch_id += 1
         if all(s.source.bounded for s in job.sources) and (self.max_batches is None or batch_id < self.max_batches):
             metrics.append(job.finish(batch_id))
+            collect_dead(batch_id)
         for n in job.sinks:
             n.sink.close()
-        return JobResult(job_name, metrics, job.watermark_history())
+        if dead_sink is not None:
+            dead_sink.close()
+        return JobResult(job_name, metrics, job.watermark_history(), dead_letters=dead, direct=job.direct)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lowwater.observe.accounting import Accounting
 
 __all__ = ["BatchMetrics", "JobResult"]
 
@@ -15,8 +18,19 @@ class BatchMetrics:
     rows_in: int
     end_of_input: bool
     windows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per window operator: combined and per-partition watermarks, idle partitions,
-    late rows (total and per partition), windows fired, open windows, state rows."""
+    """Per window operator: combined and per-partition watermarks, idle partitions, rows in,
+    windowed, late (total and per partition) and unassigned (running totals), windows fired,
+    open windows, state rows."""
+    rows_dead_lettered: int = 0
+    """Records of this batch sent to the dead-letter output (by any operator)."""
+
+
+    def flat(self, direct: bool = True) -> dict[str, Any]:
+        """The batch's metrics as one mapping (the first window operator's, with the job's
+        rows in and dead letters): what the metrics log records."""
+        windows = list(self.windows.values())
+        return {**(windows[0] if windows else {}), "rows_in": self.rows_in,
+                "rows_dead_lettered": self.rows_dead_lettered, "direct": direct}
 
 
 @dataclass
@@ -25,6 +39,16 @@ class JobResult:
     batches: list[BatchMetrics]
     watermark_history: dict[str, list[int]]
     """Per window operator, every combined watermark it received, in order."""
+    dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    """Every record sent to the dead-letter output: ``{"reason", "partition", "offset", "record"}``."""
+    direct: bool = False
+    """One window operator fed straight from the sources (see :mod:`lowwater.observe.accounting`)."""
+
+    def accounting(self, operator: str | None = None) -> Accounting:
+        """Where every record went; ``.balanced`` is the invariant."""
+        from lowwater.observe.accounting import from_result
+
+        return from_result(self, operator)
 
     def combined_watermarks(self, operator: str | None = None) -> list[int]:
         if operator is None:

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from lowwater.observe.accounting import Accounting
+
 __all__ = ["SparkJob", "SparkRuntime"]
 
 log = logging.getLogger("lowwater.spark")
@@ -88,6 +90,13 @@ class SparkJob:
 
         return read_checkpoint(self.store.root.parent)
 
+    def accounting(self) -> Accounting:
+        """Where every record read so far went (``rows in = windowed + late + dead-lettered``),
+        from the metrics log; ``.balanced`` is the invariant."""
+        from lowwater.observe.accounting import from_lines
+
+        return from_lines(self.metrics())
+
     def progress(self) -> list[dict[str, Any]]:
         """Spark's recent ``StreamingQueryProgress`` per batch, each with lowwater's metrics line
         for the same batch id: ``{"batch_id", "spark": {...}, "lowwater": {...} | None}``."""
@@ -121,8 +130,9 @@ class SparkRuntime:
     end_of_input:
         With ``available_now``: after the last batch, a MAX watermark fires every window.
     dead_letter_sink:
-        Receives records that cannot be windowed (no timestamp, key or value), each as
-        ``{"reason", "partition", "offset", "record"}``; they are always counted in the metrics.
+        Receives records that cannot be processed (unparseable, or no timestamp, key or value),
+        each as ``{"reason", "partition", "offset", "record"}``, on every path; they are always
+        counted in the metrics (``rows_dead_lettered``).
     """
 
     def __init__(
@@ -162,7 +172,7 @@ class SparkRuntime:
             sinks_of = self._native_sinks(plan, self.dead_letter_sink)
         else:
             processor, path = GeneralProcessor(env, source), "general"
-            sinks_of = self._general_sinks(env)
+            sinks_of = self._general_sinks(env, self.dead_letter_sink)
             reason = reason if plan is None else "general path requested"
         store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1)
         store.claim({"path": path, **fingerprint(env)})
@@ -203,11 +213,14 @@ class SparkRuntime:
         return sinks_of
 
     @staticmethod
-    def _general_sinks(env: StreamExecutionEnvironment) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
+    def _general_sinks(
+        env: StreamExecutionEnvironment, dead: Sink | None
+    ) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
         sinks = [t.sink for t in env.sinks]
 
         def sinks_of(out: Any) -> list[tuple[Sink, list[Any]]]:
-            return list(zip(sinks, out.per_sink, strict=True))
+            pairs = list(zip(sinks, out.per_sink, strict=True))
+            return pairs + ([(dead, out.dead)] if dead is not None else [])
 
         return sinks_of
 

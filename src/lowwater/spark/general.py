@@ -9,7 +9,7 @@ assigners. It is exact by construction and as fast as the driver can step record
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lowwater.api.environment import StreamExecutionEnvironment
@@ -38,6 +38,7 @@ class GeneralOutput:
     per_sink: list[list[Any]]
     metrics: dict[str, Any]
     delta: Any
+    dead: list[dict[str, Any]] = field(default_factory=list)
 
 
 class GeneralProcessor:
@@ -66,26 +67,32 @@ class GeneralProcessor:
     def run(self, job: CompiledJob, df: DataFrame | None, batch_id: int, clock_ms: int,
             end_of_input: bool = False) -> GeneralOutput:
         captures = [_Capture() for _ in job.sinks]
+        unparsed: list[dict[str, Any]] = []
         job.attach_sinks(captures)
         try:
             if end_of_input:
                 m = job.finish(batch_id)
             else:
-                items: tuple[SourceRecord, ...] = ()
+                items: list[SourceRecord] = []
                 if df is not None:
                     fields = self.source.fields()
+                    extra = [c for c in ("_corrupt", "_file") if c in df.columns]
                     rows = df.orderBy("_seq", "_partition", "_offset").select(
-                        "_partition", "_offset", "_source_ts", *fields
+                        "_partition", "_offset", "_source_ts", *fields, *extra
                     ).collect()
-                    items = tuple(
-                        SourceRecord({f: r[f] for f in fields}, int(r["_partition"]), int(r["_offset"]),
-                                     None if r["_source_ts"] is None else int(r["_source_ts"]))
-                        for r in rows
-                    )
-                m = job.step(batch_id, [SourceBatch(items)], clock_ms)
+                    for r in rows:
+                        if extra and r["_corrupt"] is not None:  # as on the native path
+                            unparsed.append({"reason": f"record does not parse: {r['_corrupt'][:200]!r}",
+                                             "partition": r["_partition"], "offset": r["_offset"],
+                                             "file": r["_file"] if "_file" in extra else None, "record": None})
+                            continue
+                        items.append(SourceRecord({f: r[f] for f in fields}, int(r["_partition"]),
+                                                  int(r["_offset"]),
+                                                  None if r["_source_ts"] is None else int(r["_source_ts"])))
+                m = job.step(batch_id, [SourceBatch(tuple(items))], clock_ms)
         finally:
             job.detach_sinks()
-        windows = list(m.windows.values())
-        metrics = dict(windows[0]) if windows else {}
-        metrics["rows_in"] = m.rows_in
-        return GeneralOutput([c.rows for c in captures], metrics, job)
+        metrics = m.flat(job.direct)
+        metrics["rows_in"] += len(unparsed)
+        metrics["rows_dead_lettered"] += len(unparsed)
+        return GeneralOutput([c.rows for c in captures], metrics, job, dead=[*unparsed, *job.dead.rows])

@@ -182,7 +182,7 @@ class NativeProcessor:
         results: list[WindowResult] = []
         late_rows: list[dict[str, Any]] = []
         dead_rows: list[dict[str, Any]] = []
-        rows_in = late_n = dead_n = 0
+        rows_in = late_n = dead_n = windowed_n = 0
 
         if df is not None and not end_of_input:
             if plan.executor_watermarks:
@@ -195,6 +195,7 @@ class NativeProcessor:
             rows_in = int(parts["n"].sum()) + int(parts["n_bad"].sum())
             late_n = int(parts["n_late"].sum())
             dead_n = int(parts["n_bad"].sum())
+            windowed_n = int(parts["n_win"].sum())  # counted apart: the accounting checks the three
             # generators see every valid element (one call with the partition's max suffices)
             emitted: set[int] = set()
             for p_, n, max_ts, n_late, ctl in zip(parts["_partition"].tolist(), parts["n"].tolist(),
@@ -236,7 +237,7 @@ class NativeProcessor:
         driver = NativeState(**{**st.__dict__, "windows": {}})
         delta = {"driver": driver, "dropped": dropped,
                  "touched": {ws: st.windows[ws] for ws in touched if ws in st.windows}}
-        metrics = self._metrics(st, rows_in, late_n, dead_n, len(results))
+        metrics = self._metrics(st, rows_in, windowed_n, late_n, dead_n, len(results))
         return BatchOutput(results, late_rows, dead_rows, metrics, delta)
 
     def _periodic_emit(self, st: NativeState, clock_ms: int, skip: set[int]) -> None:
@@ -267,10 +268,10 @@ class NativeProcessor:
             ts_col = _quote(p.timestamp_field) if p.timestamp_field else "_source_ts"
             new["_ctl"] = "CAST(NULL AS STRING)"
             data = "true"  # _ctl is null
-        ts = f"CAST({ts_col} AS BIGINT)"
+        ts = f"TRY_CAST({ts_col} AS BIGINT)"  # NaN, infinite or out of range: null, so dead-lettered
         key = _quote(p.key_field)
         value = _quote(p.value_field) if p.value_field else "1"
-        bad = f"({data} AND ({ts} IS NULL OR {key} IS NULL OR {value} IS NULL))"
+        bad = f"({data} AND ({ts} IS NULL OR {ts} = {MIN_TIMESTAMP} OR {key} IS NULL OR {value} IS NULL))"
         last = f"CASE WHEN NOT {bad} THEN {ts} - pmod({ts} - {p.offset_ms}, {p.slide_ms}) END"
         never = w == MIN_TIMESTAMP
         elate = "false" if never else f"coalesce(({last}) + {p.size_ms - 1 + p.allowed_lateness_ms} <= {w}, false)"
@@ -320,6 +321,7 @@ class NativeProcessor:
             "count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n",
             "count(CASE WHEN _first AND _bad THEN 1 END) AS n_bad",
             "count(CASE WHEN _first AND _elate AND NOT _bad THEN 1 END) AS n_late",
+            "count(CASE WHEN _first AND (_ontime OR _lallow) THEN 1 END) AS n_win",
             "count(CASE WHEN _lallow THEN 1 END) AS n_lallow",
             f"{acc} AS acc",
             "count(CASE WHEN _ontime THEN 1 END) AS cnt",
@@ -344,8 +346,11 @@ class NativeProcessor:
                 out.append({"reason": f"record does not parse: {r['_corrupt'][:200]!r}", "partition": r["_partition"],
                             "offset": r["_offset"], "file": r["_file"], "record": None})
                 continue
+            field = p.timestamp_field or "source timestamp"
             if r["_ts"] is None:
-                reason = f"missing or non-numeric timestamp ({p.timestamp_field or 'source timestamp'})"
+                reason = f"missing or non-numeric timestamp ({field})"
+            elif r["_ts"] == MIN_TIMESTAMP:
+                reason = f"timestamp is Long.MIN_VALUE, Flink's no-timestamp marker ({field})"
             elif r["_k"] is None:
                 reason = f"missing key ({p.key_field})"
             else:
@@ -447,14 +452,15 @@ class NativeProcessor:
         return dropped
 
 
-    def _metrics(self, st: NativeState, rows_in: int, late: int, dead: int, fired: int) -> dict[str, Any]:
+    def _metrics(self, st: NativeState, rows_in: int, windowed: int, late: int, dead: int,
+                 fired: int) -> dict[str, Any]:
         status = st.exchange.lane_status()
         return {
             "combined_watermark": st.watermark,
             "partition_watermarks": {str(k): v[0] for k, v in status.items()},
             "idle_partitions": sorted(str(k) for k, v in status.items() if v[1]),
             "rows_in": rows_in,
-            "rows_windowed": rows_in - late - dead,
+            "rows_windowed": windowed,
             "rows_late": late,
             "rows_dead_lettered": dead,
             "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},

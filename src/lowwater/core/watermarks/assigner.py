@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
 from lowwater.core.clock import Clock
-from lowwater.core.errors import ConfigurationError
-from lowwater.core.time import MIN_TIMESTAMP
+from lowwater.core.errors import BadRecordError, ConfigurationError
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
     "FieldTimestampAssigner",
@@ -57,15 +57,33 @@ class IngestionTimeAssigner(TimestampAssigner[Any]):
 class FieldTimestampAssigner(TimestampAssigner[Any]):
     """The timestamp is the integer field ``field`` of the element (dict key or attribute).
 
-    Engines read it as a column, with no Python per row.
+    Engines read it as a column, with no Python per row. A record whose field is missing,
+    null, not a number, NaN or infinite, beyond the 64-bit millisecond range, or equal to
+    ``Long.MIN_VALUE`` (Flink's "no timestamp" marker) raises
+    :class:`~lowwater.core.errors.BadRecordError`: it goes to the dead-letter output. A
+    float is truncated toward zero, like Spark's ``CAST(ts AS BIGINT)``. Negative
+    timestamps (before 1970) are valid.
     """
 
     def __init__(self, field: str) -> None:
         self.field = field
 
     def extract_timestamp(self, element: Any, previous_element_timestamp: int) -> int:
-        v = element[self.field] if isinstance(element, dict) else getattr(element, self.field)
-        return int(v)
+        if isinstance(element, dict):
+            v = element.get(self.field)
+        else:
+            v = getattr(element, self.field, None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            ts = v
+        elif isinstance(v, float) and v == v and v not in (float("inf"), float("-inf")):
+            ts = int(v)
+        else:
+            raise BadRecordError(f"missing or non-numeric timestamp ({self.field})")
+        if not MIN_TIMESTAMP <= ts <= MAX_TIMESTAMP:
+            raise BadRecordError(f"timestamp out of the 64-bit millisecond range ({self.field}): {v!r}")
+        if ts == MIN_TIMESTAMP:
+            raise BadRecordError(f"timestamp is Long.MIN_VALUE, Flink's no-timestamp marker ({self.field})")
+        return ts
 
     def __repr__(self) -> str:
         return f"FieldTimestampAssigner({self.field!r})"

@@ -6,10 +6,11 @@ Each takes the value to aggregate as a field name (dict key or attribute) or a f
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any
 
-from lowwater.core.errors import ConfigurationError
+from lowwater.core.errors import BadRecordError, ConfigurationError
 from lowwater.core.windows.functions import AggregateFunction
 
 __all__ = ["BUILTIN_AGGREGATES", "Avg", "BuiltinAggregate", "Count", "Max", "Min", "Sum", "builtin_aggregate"]
@@ -23,11 +24,13 @@ def _getter(value: ValueOf) -> Callable[[Any], Any]:
     if callable(value):
         return value
     field = value
+    reason = f"missing value ({field})"
 
     def get(e: Any) -> Any:
-        if isinstance(e, dict):
-            return e[field]
-        return getattr(e, field)
+        v = e.get(field) if isinstance(e, dict) else getattr(e, field, None)
+        if v is None:
+            raise BadRecordError(reason)
+        return v
 
     return get
 
@@ -36,10 +39,22 @@ class BuiltinAggregate(AggregateFunction[Any, Any, Any]):
     """A built-in aggregate: ``name`` and ``field`` let an engine run it natively."""
 
     name: str = ""
+    numeric: bool = False
+    """Whether values must be numbers (sum, avg)."""
 
     def __init__(self, value: ValueOf = None) -> None:
         self.field = value if isinstance(value, str) else None
         self.value_of = _getter(value)
+
+    def check(self, element: Any) -> None:
+        """Raise :class:`BadRecordError` if ``element`` has no value this aggregate can take
+        (a missing or null field; a non-number for sum and avg). Engines call it before the
+        element touches any window, so a bad record leaves no trace in the state."""
+        if self.field is None:
+            return
+        v = self.value_of(element)
+        if self.numeric and (isinstance(v, bool) or not isinstance(v, numbers.Number)):
+            raise BadRecordError(f"non-numeric value ({self.field}): {v!r}"[:200])
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.field!r})" if self.field else f"{type(self).__name__}()"
@@ -49,6 +64,7 @@ class Sum(BuiltinAggregate):
     """The sum of the values."""
 
     name = "sum"
+    numeric = True
 
     def create_accumulator(self) -> Any:
         return None
@@ -124,6 +140,7 @@ class Avg(BuiltinAggregate):
     """The arithmetic mean, as a float (``None`` for an empty window)."""
 
     name = "avg"
+    numeric = True
 
     def create_accumulator(self) -> list[Any]:
         return [0, 0]

@@ -99,6 +99,8 @@ class WindowOperator:
         """Elements late for all their windows (always counted, side output or not)."""
         self.unassigned_count = 0
         """Elements given no window that was open, without being late (user assigners)."""
+        self.windowed_count = 0
+        """Elements added to at least one window."""
         self.fired_count = 0
         self._out: list[OperatorEvent] = []
 
@@ -128,6 +130,8 @@ class WindowOperator:
                 self._out.append(LateElement(key, element, timestamp, self.current_watermark))
             else:
                 self.unassigned_count += 1
+        else:
+            self.windowed_count += 1
         return self._drain()
 
     def _process_merging(self, key: Hashable, element: Any, timestamp: int, windows: Iterable[Any]) -> bool:

@@ -1,0 +1,176 @@
+"""Bad input on the reference runtime (and so on Spark's general path): where each record goes.
+
+Every record read ends in a window, the late output or the dead-letter output (with its
+reason and source position), and the accounting balances.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectionSource, OutputTag, StreamExecutionEnvironment
+from lowwater.api.sinks import FunctionSink
+from lowwater.core.clock import ManualClock
+from lowwater.core.errors import BadRecordError, UserFunctionError
+from lowwater.core.time import MIN_TIMESTAMP
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
+from lowwater.observe.accounting import Accounting
+
+BY_TS = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+
+
+def _ev(key: Any, ts: Any, value: Any = 1, p: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"key": key, "ts": ts, "value": value, "p": p, **extra}
+
+
+def _run(batches: list[list[dict[str, Any]]], *, partitions: int | list[int] = 1, size: int = 10,
+         strategy: WatermarkStrategy[Any] = BY_TS, sliding: bool = False,
+         aggregate: str = "sum") -> tuple[list[Any], list[Any], Any, Any]:
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    stream = env.from_source(CollectionSource(batches, partitions=partitions, partition_of="p"), strategy)
+    assigner = SlidingEventTimeWindows.of(size, size // 2) if sliding else TumblingEventTimeWindows.of(size)
+    windowed = stream.key_by("key").window(assigner).side_output_late_data(late).aggregate(aggregate, field="value")
+    results = windowed.collect()
+    late_sink = windowed.get_side_output(late).collect()
+    dead: list[Any] = []
+    result = env.execute(clock=ManualClock(0), dead_letter_sink=FunctionSink(dead.append))
+    assert dead == result.dead_letters, "the dead-letter sink gets what the result lists"
+    return results.results, late_sink.results, result, result.accounting()
+
+
+def _reasons(result: Any) -> list[tuple[str, int, int]]:
+    return [(d["reason"], d["partition"], d["offset"]) for d in result.dead_letters]
+
+
+@pytest.mark.parametrize("ts", [None, "1000", True, math.nan, math.inf, -math.inf])
+def test_a_missing_null_or_non_numeric_timestamp_is_dead_lettered(ts: Any) -> None:
+    records = [_ev("a", 1), _ev("a", 2), _ev("a", 3)]
+    if ts is None:
+        del records[1]["ts"]
+    else:
+        records[1]["ts"] = ts
+    results, _, result, acc = _run([records])
+    assert _reasons(result) == [("missing or non-numeric timestamp (ts)", 0, 1)]
+    assert result.dead_letters[0]["record"] == records[1]
+    assert [(r.key, r.value) for r in results] == [("a", 2)]
+    assert acc == Accounting(rows_in=3, rows_windowed=2, rows_late=0, rows_dead_lettered=1)
+
+
+@pytest.mark.parametrize("ts", [2**63, -(2**63) - 1, 1e20])
+def test_a_timestamp_beyond_the_64_bit_millisecond_range_is_dead_lettered(ts: Any) -> None:
+    _, _, result, acc = _run([[_ev("a", ts), _ev("a", 5)]])
+    assert [d["reason"].split(":")[0] for d in result.dead_letters] == [
+        "timestamp out of the 64-bit millisecond range (ts)"]
+    assert acc.balanced and acc.rows_dead_lettered == 1 and acc.rows_windowed == 1
+
+
+def test_negative_timestamps_are_valid_and_windowed_by_floor() -> None:
+    results, _, result, acc = _run([[_ev("a", -15), _ev("a", -1), _ev("a", 0), _ev("a", 9)]])
+    assert sorted((r.window_start, r.window_end, r.value) for r in results) == [(-20, -10, 1), (-10, 0, 1), (0, 10, 2)]
+    assert not result.dead_letters and acc.balanced and acc.rows_windowed == 4
+
+
+def test_timestamps_from_other_centuries_are_windowed() -> None:
+    year_1650, year_2400 = -10_000_000_000_000, 13_600_000_000_000
+    results, _, _, acc = _run([[_ev("a", year_1650), _ev("b", year_2400)]], size=1000)
+    assert sorted((r.key, r.window_start) for r in results) == [("a", year_1650), ("b", year_2400)]
+    assert acc == Accounting(rows_in=2, rows_windowed=2, rows_late=0, rows_dead_lettered=0)
+
+
+def test_long_min_value_is_the_no_timestamp_marker_and_dead_lettered() -> None:
+    _, _, result, acc = _run([[_ev("a", MIN_TIMESTAMP), _ev("a", 1)]])
+    assert _reasons(result) == [("timestamp is Long.MIN_VALUE, Flink's no-timestamp marker (ts)", 0, 0)]
+    assert acc.balanced
+
+
+@pytest.mark.parametrize("missing", ["absent", "null"])
+def test_a_missing_or_null_key_is_dead_lettered(missing: str) -> None:
+    bad = _ev(None, 4, p=1)
+    if missing == "absent":
+        del bad["key"]
+    results, _, result, acc = _run([[_ev("a", 1), bad], [_ev("a", 20, p=1)]], partitions=2)
+    assert _reasons(result) == [("missing key (key)", 1, 0)]
+    assert acc == Accounting(rows_in=3, rows_windowed=2, rows_late=0, rows_dead_lettered=1)
+    assert sorted((r.key, r.window_start, r.value) for r in results) == [("a", 0, 1), ("a", 20, 1)]
+
+
+@pytest.mark.parametrize(("value", "reason"), [(None, "missing value (value)"),
+                                               ("x", "non-numeric value (value): 'x'")])
+def test_a_value_the_aggregate_cannot_take_is_dead_lettered_and_leaves_no_trace(value: Any, reason: str) -> None:
+    results, _, result, acc = _run([[_ev("a", 1, 5), _ev("b", 2, value), _ev("a", 3, 7)]], sliding=True)
+    assert _reasons(result) == [(reason, 0, 1)]
+    assert {r.key for r in results} == {"a"}, "the bad record opened no window for its key"
+    assert acc.balanced and acc.rows_dead_lettered == 1 and acc.rows_windowed == 2
+
+
+def test_count_needs_no_value_but_min_keeps_strings() -> None:
+    results, _, result, _ = _run([[_ev("a", 1, "pear"), _ev("a", 2, "apple")]], aggregate="min")
+    assert [r.value for r in results] == ["apple"] and not result.dead_letters
+
+
+def test_extra_fields_schema_drift_are_ignored() -> None:
+    results, _, result, acc = _run([[_ev("a", 1), _ev("a", 2, 2, colour="red"), {"key": "a", "ts": 3, "value": 4}]])
+    assert [r.value for r in results] == [7] and not result.dead_letters and acc.rows_windowed == 3
+
+
+def test_late_records_are_counted_and_go_to_the_late_output() -> None:
+    results, late, _, acc = _run([[_ev("a", 25)], [_ev("a", 3), _ev("a", 27)]])
+    assert [e["ts"] for e in late] == [3]
+    assert sorted((r.window_start, r.value) for r in results) == [(20, 2)]
+    assert acc == Accounting(rows_in=3, rows_windowed=2, rows_late=1, rows_dead_lettered=0)
+
+
+def test_a_user_function_may_dead_letter_a_record_on_purpose() -> None:
+    def parse(e: dict[str, Any]) -> dict[str, Any]:
+        if e["value"] < 0:
+            raise BadRecordError(f"negative reading {e['value']}")
+        return e
+
+    env = StreamExecutionEnvironment()
+    src = CollectionSource([[_ev("a", 1, 3), _ev("a", 2, -1), _ev("a", 3, 4)]])
+    env.from_source(src, BY_TS).map(parse).key_by("key").window(TumblingEventTimeWindows.of(10)).sum("value").collect()
+    result = env.execute(clock=ManualClock(0))
+    assert _reasons(result) == [("negative reading -1", 0, 1)]
+    acc = result.accounting()
+    assert acc.scope == "window operator" and acc.rows_in == 2 and acc.balanced, "a map sits before the window"
+
+
+def test_a_user_assigner_that_raises_fails_the_job_naming_function_partition_and_offset() -> None:
+    def ts_of(e: dict[str, Any], _: int) -> int:
+        return int(e["ts"]) // (e["value"] - 2)
+
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ts_of)
+    with pytest.raises(UserFunctionError) as e:
+        _run([[_ev("a", 1, 1, p=1), _ev("a", 2, 2, p=1)]], partitions=[0, 1], strategy=strategy)
+    assert "ZeroDivisionError" in str(e.value) and "at partition 1, offset 1" in str(e.value)
+
+
+def test_a_partition_that_appears_mid_stream_holds_the_watermark_from_then_on() -> None:
+    batches = [[_ev("a", 5, p=0), _ev("a", 15, p=0)], [_ev("b", 12, p=1), _ev("a", 35, p=0)], [_ev("b", 36, p=1)]]
+    results, _, result, acc = _run(batches, partitions=[0])
+    marks = result.batches[1].windows
+    assert list(next(iter(marks.values()))["partition_watermarks"]) == ["0", "1"], "partition 1 registered"
+    # after batch 1 the combined watermark is min(34, 11): window [10, 20) of b stays open until batch 2
+    fired = [(r.key, r.window_start) for r in results]
+    assert ("b", 10) in fired and acc == Accounting(rows_in=5, rows_windowed=5, rows_late=0, rows_dead_lettered=0)
+
+
+def test_a_partition_that_disappears_holds_windows_until_idleness_releases_them() -> None:
+    batches = [[_ev("a", 5, p=0), _ev("b", 6, p=1)], [_ev("a", 25, p=0)], [_ev("a", 45, p=0)], [_ev("a", 65, p=0)]]
+    held, _, held_result, _ = _run(batches, partitions=2)
+    # without idleness partition 1 (gone after batch 0) holds the combined watermark at 5
+    assert [b.windows[next(iter(b.windows))]["combined_watermark"] for b in held_result.batches[:-1]] == [4, 5, 5, 5]
+    strategy = BY_TS.with_idleness(1)  # the reference clock stays at 0 here: idleness needs time to pass
+    env = StreamExecutionEnvironment()
+    src = CollectionSource(batches, partitions=2, partition_of="p", processing_times_ms=[0, 10, 20, 30])
+    sink = env.from_source(src, strategy).key_by("key").window(TumblingEventTimeWindows.of(10)).sum("value").collect()
+    result = env.execute()
+    combined = [b.windows[next(iter(b.windows))]["combined_watermark"] for b in result.batches[:-1]]
+    assert combined[-1] == 64, "partition 1 went idle and stopped holding windows back"
+    assert {(r.key, r.window_start) for r in sink.results} == {(r.key, r.window_start) for r in held}
+    assert result.accounting() == Accounting(rows_in=5, rows_windowed=5, rows_late=0, rows_dead_lettered=0)
