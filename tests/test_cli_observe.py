@@ -151,6 +151,7 @@ def test_status_shows_watermarks_idle_flags_state_and_the_last_batches(
     assert f"checkpoint {checkpoint} (native path)" in out
     assert "5 batches (0..4), end of input reached" in out
     assert "totals: 1000 rows in, 8 late, 0 dead-lettered, 23 window firings" in out
+    assert "accounting: 1000 rows in = 992 windowed + 8 late + 0 dead-lettered (balanced)" in out
     assert "watermarks after batch 3 (processing time 2023-11-14 22:13:35)" in out
     table = {row.split()[0]: row.split() for row in out.splitlines() if row.startswith("  ") and row.split()}
     assert table["0"][1:] == ["2023-11-14", "22:13:39.999", "active", "2"]
@@ -173,6 +174,8 @@ def test_status_as_json_has_the_summary_and_the_last_lines(
     assert [b["batch_id"] for b in doc["batches"]] == [2, 3, 4]
     assert doc["summary"]["rows_late_by_partition"] == {"0": 2, "1": 1, "2": 5}
     assert doc["summary"]["current"]["idle_partitions"] == ["2"]
+    assert doc["summary"]["accounting"] == {"rows_in": 1000, "rows_windowed": 992, "rows_late": 8, "rows_dead_lettered": 0,
+                                            "rows_unassigned": 0, "scope": "job", "balanced": True}
 
 
 def test_status_of_a_checkpoint_with_no_batch_yet_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

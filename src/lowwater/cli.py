@@ -29,6 +29,7 @@ the working directory (use ``Path(__file__).parent`` for paths next to the file)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import logging
@@ -145,6 +146,8 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         summary = summarize(lines)
         summary.pop("state")
+        accounting = summary.pop("accounting")
+        summary["accounting"] = {**dataclasses.asdict(accounting), "balanced": accounting.balanced}
         doc = {"checkpoint": str(args.checkpoint), "summary": summary,
                "batches": lines[-args.batches:] if args.batches > 0 else []}
         json.dump(doc, sys.stdout, indent=1)

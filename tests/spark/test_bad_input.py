@@ -26,14 +26,15 @@ pytestmark = pytest.mark.spark
 FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
 
 
-def _job(spark: Any, log: Path, ck: Path, strategy: Any = None) -> tuple[Any, CollectSink, CollectSink, CollectSink]:
+def _job(spark: Any, log: Path, ck: Path, strategy: Any = None,
+         path: str = "auto") -> tuple[Any, CollectSink, CollectSink, CollectSink]:
     env = StreamExecutionEnvironment()
     late = OutputTag("late")
     strategy = strategy or WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
     counts = (env.from_source(PartitionedLogSource(log, FIELDS, max_files_per_trigger=1), strategy)
               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).count())
     results, lates, dead = counts.collect(), counts.get_side_output(late).collect(), CollectSink()
-    job = SparkRuntime(str(ck), spark=spark, dead_letter_sink=dead).execute(env)
+    job = SparkRuntime(str(ck), spark=spark, dead_letter_sink=dead, path=path).execute(env)  # type: ignore[arg-type]
     return job, results, lates, dead
 
 
@@ -46,7 +47,8 @@ def _final_counts(results: CollectSink) -> dict[tuple[str, int], int]:
     return {k: r.value for k, r in last.items()}
 
 
-def test_every_bad_record_is_dead_lettered_with_its_reason_and_position(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["native", "general"])
+def test_every_bad_record_is_dead_lettered_with_its_reason_and_position(spark: Any, tmp_path: Path, path: str) -> None:
     log = tmp_path / "log"
     w = PartitionedLogWriter(log, "jsonl")
     w.append(0, [{"key": "a", "ts": -25_000, "value": 1},        # negative timestamps are valid
@@ -62,7 +64,8 @@ def test_every_bad_record_is_dead_lettered_with_its_reason_and_position(spark: A
     w2 = PartitionedLogWriter(log)
     w2.append(1, [{"key": "a", "ts": 5_000, "value": 1}])  # a partition that appears mid-stream
 
-    job, results, lates, dead = _job(spark, log, tmp_path / "ck")
+    job, results, lates, dead = _job(spark, log, tmp_path / "ck", path=path)
+    assert job.path == path
     reasons = sorted((d["partition"], d["offset"] if d["offset"] is not None else -1,
                        d["reason"].split(" (")[0].split(":")[0]) for d in dead.results)
     assert reasons == [
@@ -76,11 +79,12 @@ def test_every_bad_record_is_dead_lettered_with_its_reason_and_position(spark: A
     assert all(d["record"] is None for d in dead.results if d["reason"].startswith("record does not parse"))
     assert _final_counts(results) == {("a", -30_000): 1, ("a", 0): 2, ("b", 0): 1}
     assert lates.results == []
-    lines = [b["metrics"] for b in job.batches()]
+    lines = job.metrics()  # per batch, whichever way the path keeps its counters
     written = 9
     assert sum(m["rows_in"] for m in lines) == written
     assert sum(m["rows_windowed"] + m["rows_late"] + m["rows_dead_lettered"] for m in lines) == written
     assert sum(_final_counts(results).values()) == sum(m["rows_windowed"] for m in lines)
+    assert str(job.accounting()) == "9 rows in = 4 windowed + 0 late + 5 dead-lettered"
 
 
 def test_a_raising_assigner_names_itself_and_a_fixed_restart_loses_nothing(spark: Any, tmp_path: Path) -> None:

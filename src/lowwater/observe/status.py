@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.observe.accounting import from_lines
 from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark
 from lowwater.observe.metrics import read_checkpoint
 
@@ -60,6 +61,7 @@ def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "rows_late_by_partition": late_by_partition,
         "rows_dead_lettered": sum(int(x.get("rows_dead_lettered") or 0) for x in lines),
         "windows_fired": sum(int(x.get("windows_fired") or 0) for x in lines),
+        "accounting": from_lines(lines),
         "final_windows_fired": lines[-1].get("windows_fired", 0) if lines and lines[-1].get("end_of_input") else 0,
         "state": lines[-1] if lines else None,
     }
@@ -91,6 +93,8 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
     out.append(f"{s['batches']} batches ({s['first_batch']}..{s['last_batch']}), end of input {end}")
     out.append(f"totals: {s['rows_in']} rows in, {s['rows_late']} late, {s['rows_dead_lettered']} dead-lettered, "
                f"{s['windows_fired']} window firings")
+    accounting = s["accounting"]
+    out.append(f"accounting: {accounting}" + (" (balanced)" if accounting.balanced else ""))
     cur = s["current"]
     out.append("")
     out.append(f"watermarks after batch {cur['batch_id']} (processing time {fmt_time(cur['processing_time_ms'])}):")
