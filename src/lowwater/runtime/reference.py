@@ -50,6 +50,11 @@ class ReferenceRuntime:
                  dead_letter_sink: Sink | None = None) -> None:
         self.user_clock = clock
         self.max_batches = max_batches
+        if dead_letter_sink is not None and not isinstance(dead_letter_sink, Sink):
+            from lowwater.core.errors import ConfigurationError
+
+            raise ConfigurationError("dead_letter_sink",
+                                     f"expected a lowwater Sink, got {type(dead_letter_sink).__name__}")
         self.dead_letter_sink = dead_letter_sink
         self.nodes: list[Node] = []
         """The compiled operators of the last ``execute`` (for inspection after a failure)."""

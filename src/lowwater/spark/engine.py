@@ -145,10 +145,22 @@ class SparkRuntime:
         if path not in ("auto", "native", "executor", "general"):
             raise ConfigurationError("path", f"must be auto, native, executor or general, got {path!r}")
         self.path = path
+        if trigger != "available_now":
+            from lowwater.core.time import to_millis
+
+            if to_millis(trigger, name="trigger") <= 0:
+                raise ConfigurationError("trigger", f"the interval must be > 0 ms, got {trigger!r}")
         self.trigger = trigger
+        if clock is not None and not callable(clock) and not hasattr(clock, "now_ms"):
+            raise ConfigurationError("clock", f"expected a Clock or a function of the batch id, got {clock!r}")
         self.clock = clock or SystemClock()
         self.end_of_input = end_of_input
+        if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int) or snapshot_every < 1:
+            raise ConfigurationError("snapshot_every", f"must be an int >= 1 (batches), got {snapshot_every!r}")
         self.snapshot_every = snapshot_every
+        if dead_letter_sink is not None and not isinstance(dead_letter_sink, Sink):
+            raise ConfigurationError("dead_letter_sink",
+                                     f"expected a lowwater Sink, got {type(dead_letter_sink).__name__}")
         self.dead_letter_sink = dead_letter_sink
 
     def _now(self, batch_id: int) -> int:

@@ -1,0 +1,87 @@
+"""Configuration errors: each names its parameter and says what is accepted, before any data is read.
+
+(A checkpoint of another pipeline is refused before any data is read too:
+``tests/spark/test_engine.py::test_a_checkpoint_of_another_pipeline_is_refused_before_any_data_is_read``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectionSource, StreamExecutionEnvironment
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+)
+from lowwater.runtime.reference import ReferenceRuntime
+
+
+def _keyed() -> Any:
+    return StreamExecutionEnvironment().from_source(CollectionSource([[{"k": 1}]])).key_by("k")
+
+
+CASES: list[tuple[str, Callable[[], Any], str, str]] = [
+    ("negative bound", lambda: WatermarkStrategy.for_bounded_out_of_orderness(-1), "max_out_of_orderness", ">= 0"),
+    ("zero idleness", lambda: WatermarkStrategy.for_monotonous_timestamps().with_idleness(0), "idleness", "> 0"),
+    ("assigner not a function", lambda: WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(42),
+     "timestamp_assigner", "function"),
+    ("negative time lag", lambda: WatermarkStrategy.for_time_lag(-1), "lag", ">= 0"),
+    ("zero window", lambda: TumblingEventTimeWindows.of(0), "size", "> 0"),
+    ("offset beyond the size", lambda: TumblingEventTimeWindows.of(10, 20), "offset", "abs(offset) < size"),
+    ("zero slide", lambda: SlidingEventTimeWindows.of(10, 0), "slide", "> 0"),
+    ("zero session gap", lambda: EventTimeSessionWindows.with_gap(0), "gap", "> 0"),
+    ("unreadable duration", lambda: TumblingEventTimeWindows.of("ten seconds"), "size", "'10 seconds'"),
+    ("negative lateness", lambda: _keyed().window(TumblingEventTimeWindows.of(5)).allowed_lateness("-1 s"),
+     "allowed_lateness", "negative"),
+    ("a sink that is not one", lambda: _keyed().window(TumblingEventTimeWindows.of(5)).sum("v").add_sink(42),
+     "sink", "Sink"),
+    ("a dead-letter sink that is not one", lambda: ReferenceRuntime(dead_letter_sink=print),  # type: ignore[arg-type]
+     "dead_letter_sink", "Sink"),
+]
+
+
+@pytest.mark.parametrize(("case", "call", "parameter", "says"), CASES, ids=[c[0] for c in CASES])
+def test_invalid_configuration_names_the_parameter(case: str, call: Callable[[], Any], parameter: str,
+                                                   says: str) -> None:
+    with pytest.raises(ConfigurationError) as e:
+        call()
+    assert e.value.parameter == parameter
+    assert says in str(e.value)
+
+
+SPARK_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("unknown path", {"path": "fast"}, "path"),
+    ("unreadable trigger", {"trigger": "soon"}, "trigger"),
+    ("zero trigger", {"trigger": "0 ms"}, "trigger"),
+    ("zero snapshot interval", {"snapshot_every": 0}, "snapshot_every"),
+    ("a dead-letter sink that is not one", {"dead_letter_sink": print}, "dead_letter_sink"),
+    ("a clock that is not one", {"clock": 5}, "clock"),
+]
+
+
+@pytest.mark.parametrize(("case", "options", "parameter"), SPARK_CASES, ids=[c[0] for c in SPARK_CASES])
+def test_invalid_spark_runtime_options_fail_before_spark_starts(case: str, options: dict[str, Any],
+                                                                parameter: str, tmp_path: Any) -> None:
+    from lowwater.spark.engine import SparkRuntime
+
+    with pytest.raises(ConfigurationError) as e:
+        SparkRuntime(str(tmp_path / "ck"), **options)
+    assert e.value.parameter == parameter
+    assert not (tmp_path / "ck").exists(), "nothing written"
+
+
+def test_invalid_sinks_name_the_parameter() -> None:
+    from lowwater.spark.sinks import DirectorySink, PostgresSink
+
+    for call, parameter in [(lambda: DirectorySink("/tmp/x", "csv"), "fmt"),  # type: ignore[arg-type]
+                            (lambda: PostgresSink("postgres://h/db", "t"), "jdbc_url"),
+                            (lambda: PostgresSink("jdbc:postgresql://h/db", "1bad"), "table")]:
+        with pytest.raises(ConfigurationError) as e:
+            call()
+        assert e.value.parameter == parameter
