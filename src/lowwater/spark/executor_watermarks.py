@@ -20,7 +20,7 @@ import pickle
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.clock import ManualClock
-from lowwater.core.errors import LowwaterError, UserFunctionError
+from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
 from lowwater.core.time import MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext, WatermarkStrategy
 
@@ -67,7 +67,8 @@ def with_executor_timestamps(
 
     # every column nullable: a control row carries only its partition and its state
     fields_ = [StructField(f.name, f.dataType, True) for f in df.schema.fields]
-    schema = StructType([*fields_, StructField("_ts", LongType()), StructField("_ctl", StringType())])
+    schema = StructType([*fields_, StructField("_ts", LongType()), StructField("_ctl", StringType()),
+                         StructField("_why", StringType())])
     columns = [f.name for f in schema.fields]
 
     def per_partition(pdf: Any) -> Any:
@@ -78,23 +79,34 @@ def with_executor_timestamps(
         clock, pw = pickle.loads(states[p]) if p in states else new_partition(strategy, p)
         clock.set(clock_ms)
         out = _Events()
-        stamps = []
+        stamps: list[int | None] = []
+        whys: list[str | None] = []
         records = pdf[fields].to_dict("records")
         sources = pdf["_source_ts"].tolist()
         offsets = pdf["_offset"].tolist()
-        for element, source_ts, offset in zip(records, sources, offsets, strict=True):
+        corrupt = pdf["_corrupt"].tolist() if "_corrupt" in pdf.columns else [None] * len(pdf)
+        for element, source_ts, offset, unparsed in zip(records, sources, offsets, corrupt, strict=True):
+            if unparsed is not None:  # never shown to user code; dead-lettered by the driver
+                stamps.append(None)
+                whys.append(None)
+                continue
             prev = MIN_TIMESTAMP if source_ts is None or source_ts != source_ts else int(source_ts)
             try:
                 ts = int(pw.assigner.extract_timestamp(element, prev))
                 pw.generator.on_event(element, ts, out)
+            except BadRecordError as e:  # a null _ts: dead-lettered with this reason
+                stamps.append(None)
+                whys.append(e.reason)
+                continue
             except LowwaterError:
                 raise
             except Exception as e:
                 raise UserFunctionError(f"timestamp/watermark assignment ({strategy!r})", e,
                                         partition=p, offset=int(offset)) from e
             stamps.append(ts)
+            whys.append(None)
         pw.generator.on_periodic_emit(out)
-        pdf = pdf.assign(_ts=stamps, _ctl=None)
+        pdf = pdf.assign(_ts=pd.array(stamps, dtype="Int64"), _ctl=None, _why=whys)
         from pyspark import cloudpickle
 
         blob = cloudpickle.dumps(((clock, pw), out.events), protocol=5)  # type: ignore[no-untyped-call]

@@ -341,13 +341,16 @@ class NativeProcessor:
         p = self.plan
         out = []
         corrupt = "_corrupt" in df.columns
+        why = "_why" in df.columns  # a BadRecordError's reason, from an assigner on an executor
         for r in df.orderBy("_seq", "_partition", "_offset").collect():
             if corrupt and r["_corrupt"] is not None:
                 out.append({"reason": f"record does not parse: {r['_corrupt'][:200]!r}", "partition": r["_partition"],
                             "offset": r["_offset"], "file": r["_file"], "record": None})
                 continue
             field = p.timestamp_field or "source timestamp"
-            if r["_ts"] is None:
+            if why and r["_why"] is not None:
+                reason = r["_why"]
+            elif r["_ts"] is None:
                 reason = f"missing or non-numeric timestamp ({field})"
             elif r["_ts"] == MIN_TIMESTAMP:
                 reason = f"timestamp is Long.MIN_VALUE, Flink's no-timestamp marker ({field})"
