@@ -73,3 +73,34 @@ def _replay(job: CompiledJob, batches: range, offsets: dict[int, int] | None = N
             items.append(SourceRecord(e, p, offsets.get(p, 0)))
             offsets[p] = offsets.get(p, 0) + 1
         job.step(i, [SourceBatch(tuple(items))], 1000 * i)
+
+
+def test_a_long_running_job_keeps_one_watermark_per_input_not_one_per_batch() -> None:
+    """The soak found the combined-watermark history growing by one entry per batch in the
+    engine's state; engines now keep only the last one, so the state stays flat."""
+    import pickle
+
+    from lowwater.api import CollectionSource, StreamExecutionEnvironment
+    from lowwater.api.sources import SourceBatch, SourceRecord
+    from lowwater.core.clock import ManualClock
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.runtime.job import CompiledJob
+
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    (env.from_source(CollectionSource([[]], partitions=2), strategy)
+     .key_by("key").window(TumblingEventTimeWindows.of(10)).sum("value").collect())
+    T0 = 1_700_000_000_000  # same-width integers: pickled sizes compare
+    job = CompiledJob(env, ManualClock(0))
+    job.detach_sinks()
+    job.attach_sinks([type("Discard", (), {"write_batch": lambda *a: None, "open": lambda *a: None})()])
+    job.bound_histories()
+    sizes = []
+    for b in range(60):
+        records = tuple(SourceRecord({"key": "k", "ts": T0 + 10 * b + p, "value": 1}, p, b) for p in (0, 1))
+        job.step(b, [SourceBatch(records)], 0)
+        sizes.append(len(pickle.dumps(job.windows[0].exchange)))
+    assert job.windows[0].exchange.history == [T0 + 589], "only the last combined watermark"
+    assert job.windows[0].exchange.watermark_or_min() == T0 + 589
+    assert sizes[59] == sizes[20], "the exchange's state does not grow with the number of batches"

@@ -44,10 +44,16 @@ class Exchange:
     intermediate minimum (from a partly updated set of lanes) reaches the operator.
     """
 
-    def __init__(self) -> None:
+    keep_history = True
+    """Whether :attr:`history` records every combined watermark (the reference runtime's
+    ``JobResult``); a long-running engine turns it off, keeping only the last one."""
+    advanced_once = False
+
+    def __init__(self, keep_history: bool = True) -> None:
         self._under = _Underlying()
         self.mux = WatermarkOutputMultiplexer(self._under)
         self.history: list[int] = []
+        self.keep_history = keep_history
 
     def on_lane_event(self, lane: Lane, event: LaneEvent) -> None:
         if event.kind == "register":
@@ -70,7 +76,11 @@ class Exchange:
         self.mux.on_periodic_emit()
         advanced = self._under.emitted[-1] if self._under.emitted else None
         if advanced is not None:
-            self.history.append(advanced)
+            self.advanced_once = True
+            if self.keep_history:
+                self.history.append(advanced)
+            else:  # bounded: state that lives for months must not grow per batch
+                self.history[:] = [advanced]
         return ExchangeResult(advanced, self._under.idle, self._under.became_active)
 
     @property
@@ -82,4 +92,4 @@ class Exchange:
         return {lane: (self.mux.partial(lane).watermark, self.mux.partial(lane).idle) for lane in self.mux.output_ids()}
 
     def watermark_or_min(self) -> int:
-        return self.combined_watermark if self.history else MIN_TIMESTAMP
+        return self.combined_watermark if self.advanced_once or self.history else MIN_TIMESTAMP

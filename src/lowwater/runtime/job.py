@@ -101,6 +101,14 @@ class CompiledJob:
     def name(n: Node) -> str:
         return f"{n.name}#{n.node_id}"
 
+    def bound_histories(self) -> None:
+        """Keep only the last combined watermark of each operator input, not every one: for
+        engines that run for months (the reference runtime keeps them for its result)."""
+        for n in self.nodes:
+            for ex in getattr(n, "exchanges", ()):
+                ex.advanced_once = ex.advanced_once or bool(ex.history)
+                ex.keep_history, ex.history = False, ex.history[-1:]
+
     def watermark_history(self) -> dict[str, list[int]]:
         return {self.name(w): list(w.exchange.history) for w in self.windows}
 

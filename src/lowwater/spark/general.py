@@ -49,12 +49,14 @@ class GeneralProcessor:
     def empty_state(self) -> CompiledJob:
         job = CompiledJob(self.env, ManualClock(0))
         job.detach_sinks()
+        job.bound_histories()
         return job
 
     def rebind(self, loaded: CompiledJob) -> CompiledJob:
         """The loaded state in operators built from the current pipeline (a fixed function takes effect)."""
         job = self.empty_state()
         job.restore_from(loaded)
+        job.bound_histories()  # the restored exchanges are the checkpoint's
         return job
 
     @staticmethod

@@ -59,7 +59,7 @@ _AGG = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "avg": "sum"}
 @dataclass
 class NativeState:
     clock: ManualClock = field(default_factory=ManualClock)
-    exchange: Exchange = field(default_factory=Exchange)
+    exchange: Exchange = field(default_factory=lambda: Exchange(keep_history=False))
     partitions: dict[int, PartitionWatermarking[Any]] = field(default_factory=dict)
     windows: dict[int, pd.DataFrame] = field(default_factory=dict)
     """Open windows: window start -> frame indexed by key with ``acc``, ``cnt``, ``fires``."""
@@ -135,6 +135,8 @@ class NativeProcessor:
         """Loaded state, with assigners and generators rebuilt from the current strategy and
         their data (max timestamps, idleness timers, clocks) carried over."""
         strategy = self.plan.strategy
+        st.exchange.advanced_once = st.exchange.advanced_once or bool(st.exchange.history)
+        st.exchange.keep_history, st.exchange.history = False, st.exchange.history[-1:]
         for p, old in list(st.partitions.items()):
             fresh = strategy.create_partition(WatermarkGeneratorContext(partition=p, clock=st.clock))
             transfer_state(old.assigner, fresh.assigner)

@@ -57,7 +57,8 @@ def get_or_create_session(
 
     * master: ``master`` if given, else the env var ``LOWWATER_SPARK_MASTER``, else ``local[*]``.
     * ``spark.sql.shuffle.partitions`` = :data:`DEFAULT_SHUFFLE_PARTITIONS` (unless in ``conf``),
-      ``spark.sql.session.timeZone`` = ``UTC``, the web UI off, log level WARN.
+      ``spark.sql.session.timeZone`` = ``UTC``, the web UI off, log level WARN, and Spark's
+      status store capped at 200 jobs, stages and SQL executions (1000 by default).
     * ``jars``: local jar files (e.g. :func:`postgres_jdbc_jar`) put on the driver and executor
       class path and shipped with ``spark.jars``. On the driver's system class path a JDBC
       driver is visible to ``java.sql.DriverManager``, which the JDBC sinks use directly.
@@ -80,6 +81,12 @@ def get_or_create_session(
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # Spark's status store keeps this many jobs, stages and SQL executions even with the UI
+        # off; a micro-batch runs several, so the default 1000 fills only after hundreds of
+        # batches (measured in the soak, docs/reliability.md): cap the driver's heap sooner
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
+        "spark.sql.ui.retainedExecutions": "200",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_LOG4J2}",
     }
     if master.startswith("local"):
