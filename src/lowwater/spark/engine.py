@@ -22,9 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import re
-import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +33,7 @@ from lowwater.api.environment import StreamExecutionEnvironment
 from lowwater.api.sinks import Sink
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.spark import faults
 from lowwater.spark.general import GeneralProcessor
 from lowwater.spark.native import NativeProcessor
 from lowwater.spark.plan import find_source, fingerprint, native_plan
@@ -319,21 +318,21 @@ class _BatchDriver:
         if record is None:
             record = {"batch_id": batch_id, "clock_ms": self.now(batch_id), "end_of_input": end_of_input}
             self.store.write_batch_record(batch_id, record)
-        _fault(batch_id, "start")
+        faults.at("start", batch_id)
         state = self._state_after(batch_id - 1)
         self.cached = None  # the processor mutates the state in place
         out = self.processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)
         self.store.commit(batch_id, state, out.delta)
         self.cached = (batch_id, state)
-        _fault(batch_id, "after_state")
+        faults.at("after_state", batch_id)
         for i, (sink, rows) in enumerate(self.sinks_of(out)):
             if id(sink) not in self.opened:
                 sink.open()
                 self.opened.add(id(sink))
             sink.write_batch(batch_id, rows)
             if i == 0:
-                _fault(batch_id, "after_first_sink")
-        _fault(batch_id, "after_sinks")
+                faults.at("after_first_sink", batch_id)
+        faults.at("after_sinks", batch_id)
         metrics = dict(out.metrics)
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()
@@ -346,15 +345,6 @@ class _BatchDriver:
             record_batch(self.store, {**record, "metrics": metrics}, self.job.path)
         except OSError as e:
             log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
-
-
-def _fault(batch_id: int, point: str) -> None:
-    """Fault injection for crash tests: ``LOWWATER_FAULT=<batch_id>:<point>`` SIGKILLs this
-    process there (points: start, after_state, after_first_sink, after_sinks)."""
-    want = os.environ.get("LOWWATER_FAULT")
-    if want and want == f"{batch_id}:{point}":
-        log.warning("LOWWATER_FAULT: killing the driver at batch %d, %s", batch_id, point)
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def run_batches(

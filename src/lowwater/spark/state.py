@@ -24,12 +24,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lowwater.spark import faults
+
 __all__ = ["StateStore"]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _atomic_write(path: Path, data: bytes, batch_id: int | None = None) -> None:
+    """Write ``data`` to a temporary file, then rename it to ``path``.
+
+    With ``batch_id``, a ``state_write`` fault for that batch (:mod:`lowwater.spark.faults`)
+    kills the process after half of the bytes are in the temporary file."""
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as f:
+        if batch_id is not None and faults.armed("state_write", batch_id):
+            f.write(data[: len(data) // 2])
+            f.flush()
+            os.fsync(f.fileno())
+            faults.at("state_write", batch_id)
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -114,10 +125,10 @@ class StateStore:
         for stale in (self.state / f"{version}.snap", self.state / f"{version}.delta"):
             stale.unlink(missing_ok=True)
         if version % self.snapshot_every == 0:
-            _atomic_write(self.state / f"{version}.snap", _dumps(state))
+            _atomic_write(self.state / f"{version}.snap", _dumps(state), batch_id=version)
             self._prune(version)
         else:
-            _atomic_write(self.state / f"{version}.delta", _dumps(delta))
+            _atomic_write(self.state / f"{version}.delta", _dumps(delta), batch_id=version)
         for later in [v for v in self._versions("snap") + self._versions("delta") if v > version]:
             for p in (self.state / f"{later}.snap", self.state / f"{later}.delta"):
                 p.unlink(missing_ok=True)

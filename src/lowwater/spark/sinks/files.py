@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from lowwater.api.sinks import Sink
 from lowwater.core.errors import ConfigurationError
+from lowwater.spark import faults
 
 __all__ = ["DirectorySink", "read_directory", "to_dict"]
 
@@ -58,6 +59,7 @@ class DirectorySink(Sink):
             import pyarrow.parquet as pq
 
             pq.write_table(pa.Table.from_pylist(records), tmp / "part.parquet")
+        faults.at("dir_sink_write", batch_id)
         (tmp / "_SUCCESS").write_text(str(len(records)))
         if final.exists():
             shutil.rmtree(final)

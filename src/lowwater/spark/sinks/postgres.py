@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
 from lowwater.api.sinks import Sink
 from lowwater.core.errors import ConfigurationError
+from lowwater.spark import faults
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -89,11 +90,14 @@ def execute_statements(
     statements: Sequence[str],
     user: str | None = None,
     password: str | None = None,
+    before_commit: Callable[[], None] | None = None,
 ) -> list[int]:
     """Run SQL statements in one transaction over JDBC in Spark's driver JVM; the update counts.
 
     Commits if all succeed, rolls back and re-raises otherwise. The JDBC driver must be on the
     driver's class path (see ``lowwater.spark.session.get_or_create_session(jars=...)``).
+    ``before_commit`` is called after the last statement, inside the transaction (the crash
+    tests kill the driver there).
     """
     jvm: Any = getattr(spark, "_jvm", None)
     if jvm is None:
@@ -118,6 +122,8 @@ def execute_statements(
                 counts.append(int(stmt.executeUpdate(sql)))
             finally:
                 stmt.close()
+        if before_commit is not None:
+            before_commit()
         conn.commit()
         return counts
     except BaseException:
@@ -271,12 +277,14 @@ class PostgresUpsertSink:
             if value is not None:
                 writer = writer.option(key, value)
         writer.mode("overwrite").save()
+        faults.at("pg_staged", batch_id)
         counts = execute_statements(
             df.sparkSession,
             self.jdbc_url,
             self.statements(fields, batch_id),
             user=self.user,
             password=self.password,
+            before_commit=lambda: faults.at("pg_uncommitted", batch_id),
         )
         return counts[1]
 
