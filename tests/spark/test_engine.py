@@ -147,7 +147,8 @@ def _contents(out: Path) -> tuple[list[Any], list[Any]]:
     return rows("results"), rows("late")
 
 
-@pytest.mark.parametrize("path", ["native", "general"])
+# The native path is killed at seeded random points, PostgreSQL sink included, in test_faults.py.
+@pytest.mark.parametrize("path", ["general"])
 def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(tmp_path: Path, path: str) -> None:
     log = tmp_path / "log"
     _write_log(log)
