@@ -331,3 +331,26 @@ def test_a_failing_monotony_handler_fails_the_job_like_the_reference_runtime(spa
     assert on_spark["results"] == reference["results"] == [
         {"key": "a", "window_start": 0, "window_end": 10000, "value": 1, "fire_index": 0}]
     assert on_spark["watermarks"] == reference["watermarks"]
+
+
+# -- a job that runs for months keeps a bounded number of files ---------------------------------
+def test_old_batch_records_are_forgotten_and_the_metrics_log_keeps_every_batch(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lowwater.spark.engine as engine
+
+    monkeypatch.setattr(engine, "KEEP_BATCH_RECORDS", 2)
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    for b in range(5):
+        writer.append(0, [{"key": "a", "ts": 10_000 * b + i, "value": 1} for i in range(3)])
+    env = StreamExecutionEnvironment()
+    sink = (env.from_source(PartitionedLogSource(log, FIELDS, max_files_per_trigger=1),
+                            WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+            .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1000 * b).execute(env)
+    kept = sorted(int(p.stem) for p in (tmp_path / "ck" / "lowwater" / "batches").glob("*.json"))
+    assert kept == [4, 5], "the newest two: the last micro-batch and the end-of-input step"
+    assert [m["batch_id"] for m in job.metrics()] == [0, 1, 2, 3, 4, 5]
+    assert str(job.accounting()) == "15 rows in = 15 windowed + 0 late + 0 dead-lettered"
+    assert sorted(r.value for r in sink.results) == [3, 3, 3, 3, 3]

@@ -37,7 +37,7 @@ from lowwater.spark import faults
 from lowwater.spark.general import GeneralProcessor
 from lowwater.spark.native import NativeProcessor
 from lowwater.spark.plan import find_source, fingerprint, native_plan
-from lowwater.spark.state import StateStore
+from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -337,6 +337,7 @@ class _BatchDriver:
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()
         self.store.write_batch_record(batch_id, {**record, "metrics": metrics})
+        self.store.forget_batch_record(batch_id - KEEP_BATCH_RECORDS)
         self.last_batch = batch_id
         log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
         try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)

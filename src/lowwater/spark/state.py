@@ -26,7 +26,11 @@ from typing import Any
 
 from lowwater.spark import faults
 
-__all__ = ["StateStore"]
+__all__ = ["KEEP_BATCH_RECORDS", "StateStore"]
+
+KEEP_BATCH_RECORDS = 1000
+"""How many of the newest ``batches/<id>.json`` records the engine keeps (Spark keeps 100
+batches of its own offsets and commits)."""
 
 
 def _atomic_write(path: Path, data: bytes, batch_id: int | None = None) -> None:
@@ -89,6 +93,14 @@ class StateStore:
 
     def write_batch_record(self, batch_id: int, record: dict[str, Any]) -> None:
         _atomic_write(self.batches / f"{batch_id}.json", json.dumps(record, sort_keys=True).encode())
+
+    def forget_batch_record(self, batch_id: int) -> None:
+        """Delete ``batches/<batch_id>.json``: a batch that old is never replayed (Spark replays
+        only the batch it had not committed), and its metrics line stays in ``metrics.jsonl``.
+        The engine forgets one record per batch, :data:`KEEP_BATCH_RECORDS` behind, so a job
+        that runs for months keeps a bounded number of files."""
+        if batch_id >= 0:
+            (self.batches / f"{batch_id}.json").unlink(missing_ok=True)
 
     def batch_records(self) -> list[dict[str, Any]]:
         ids = sorted(int(p.stem) for p in self.batches.glob("*.json"))
