@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -268,3 +269,18 @@ def test_missing_or_overlapping_offsets_raise_corrupt_log(tmp_path: Path) -> Non
     _segment(tmp_path, 0, 1).write_text('{"value": {"i": 1}}\n')  # overlaps segment 0
     with pytest.raises(CorruptLogError, match="overlapping"):
         r.read({0: 0})
+
+
+def test_segments_get_strictly_increasing_millisecond_mtimes_in_write_order(tmp_path: Path) -> None:
+    """Spark's file source reads new files in order of their mtime in ms: segments written
+    within one millisecond (here, by two writers) must still be ordered."""
+    first = PartitionedLogWriter(tmp_path / "log", "jsonl", fsync=False)
+    for i in range(5):
+        first.append(i % 2, [{"i": i}])
+    second = PartitionedLogWriter(tmp_path / "log", fsync=False)
+    second.append(0, [{"i": 5}])
+    segments = sorted((tmp_path / "log").glob("partition=*/segment-*"), key=lambda q: q.stat().st_mtime_ns)
+    order = [json.loads(q.read_text())["value"]["i"] for q in segments]
+    assert order == [0, 1, 2, 3, 4, 5]
+    millis = [q.stat().st_mtime_ns // 1_000_000 for q in segments]
+    assert all(a < b for a, b in itertools.pairwise(millis)), millis

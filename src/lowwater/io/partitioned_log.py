@@ -640,6 +640,7 @@ class PartitionedLogWriter:
         self._log = _LogDirectory(path)
         self.root = path
         self.fsync = fsync
+        self._last_mtime_ns: int | None = None
         manifest = self._log.read_manifest()
         if manifest is not None:
             existing = str(manifest["format"])
@@ -742,7 +743,22 @@ class PartitionedLogWriter:
             _atomic_write_bytes(directory, name, "".join(lines).encode("utf-8"), fsync=self.fsync)
         else:
             self._write_parquet(directory, name, p, offsets, stamps, encoded)
+        self._order(directory / name)
         return offsets
+
+    def _order(self, path: Path) -> None:
+        """Give ``path`` a modification time a whole millisecond after every segment written
+        before it: Spark's file source reads new files in order of their mtime in ms, so
+        segments written within one millisecond could otherwise be read out of order (once
+        seen as a flaky test). Other writers' segments are found once, on the first append."""
+        if self._last_mtime_ns is None:
+            segments = self.root.glob("partition=*/segment-*")
+            self._last_mtime_ns = max((q.stat().st_mtime_ns for q in segments if q != path), default=0)
+        st = path.stat()
+        want = max(st.st_mtime_ns, (self._last_mtime_ns // 1_000_000 + 1) * 1_000_000)
+        if want != st.st_mtime_ns:
+            os.utime(path, ns=(st.st_atime_ns, want))
+        self._last_mtime_ns = want
 
     @staticmethod
     def _check_timestamps(
