@@ -79,7 +79,7 @@ def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: 
     if not isinstance(selector, str):
         raise ConfigurationError(parameter, f"expected a field name or a function, got {type(selector).__name__}")
     name = selector
-    reason = f"missing {what} ({name})"
+    reason = BadRecordError.missing(what, name)
 
     def get(e: Any) -> Any:
         v = e.get(name) if isinstance(e, dict) else getattr(e, name, None)

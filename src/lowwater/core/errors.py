@@ -41,6 +41,23 @@ class BadRecordError(LowwaterError):
         super().__init__(reason)
         self.reason = reason
 
+    # The reasons every engine path gives, from one place so that the paths agree.
+    @staticmethod
+    def missing_timestamp(field: str) -> str:
+        return f"missing or non-numeric timestamp ({field})"
+
+    @staticmethod
+    def no_timestamp_marker(field: str) -> str:
+        return f"timestamp is Long.MIN_VALUE, Flink's no-timestamp marker ({field})"
+
+    @staticmethod
+    def missing(what: str, field: str) -> str:
+        return f"missing {what} ({field})"
+
+    @staticmethod
+    def unparsed(text: str) -> str:
+        return f"record does not parse: {text[:200]!r}"
+
 
 class MonotonyViolationError(LowwaterError):
     """An ascending-timestamp extractor saw a timestamp go backwards (the failing handler)."""

@@ -70,7 +70,7 @@ def armed(point: str, batch_id: int) -> bool:
 
 def at(point: str, batch_id: int) -> None:
     """SIGKILL this process if ``LOWWATER_FAULT`` names this point of this batch."""
-    if _ARMED and (batch_id, point) in _ARMED:
+    if armed(point, batch_id):
         log.warning("LOWWATER_FAULT: killing the driver at batch %d, %s", batch_id, point)
         sys.stderr.write(f"LOWWATER_FAULT: killing the driver at batch {batch_id}, {point}\n")
         sys.stderr.flush()

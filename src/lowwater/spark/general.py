@@ -17,6 +17,7 @@ from lowwater.api.sinks import Sink
 from lowwater.api.sources import SourceBatch, SourceRecord
 from lowwater.core.clock import ManualClock
 from lowwater.runtime.job import CompiledJob
+from lowwater.spark.native import unparsed_dead_letter
 from lowwater.spark.sources import SparkSource
 
 if TYPE_CHECKING:
@@ -84,9 +85,7 @@ class GeneralProcessor:
                     ).collect()
                     for r in rows:
                         if extra and r["_corrupt"] is not None:  # as on the native path
-                            unparsed.append({"reason": f"record does not parse: {r['_corrupt'][:200]!r}",
-                                             "partition": r["_partition"], "offset": r["_offset"],
-                                             "file": r["_file"] if "_file" in extra else None, "record": None})
+                            unparsed.append(unparsed_dead_letter(r))
                             continue
                         items.append(SourceRecord({f: r[f] for f in fields}, int(r["_partition"]),
                                                   int(r["_offset"]),

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from lowwater.core.clock import ManualClock
+from lowwater.core.errors import BadRecordError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
@@ -112,6 +113,13 @@ def _ints(col: pd.Series) -> list[int]:
 def _empty_frame() -> pd.DataFrame:
     return pd.DataFrame({"acc": pd.Series(dtype="float64"), "cnt": pd.Series(dtype="int64"),
                          "fires": pd.Series(dtype="int64")})
+
+
+def unparsed_dead_letter(row: Any) -> dict[str, Any]:
+    """The dead letter of a source row that did not parse (``_corrupt`` set): its file, as
+    Spark's JSON reader gives no offset for such a line."""
+    return {"reason": BadRecordError.unparsed(row["_corrupt"]), "partition": row["_partition"],
+            "offset": row["_offset"], "file": row.asDict().get("_file"), "record": None}
 
 
 class NativeProcessor:
@@ -346,20 +354,19 @@ class NativeProcessor:
         why = "_why" in df.columns  # a BadRecordError's reason, from an assigner on an executor
         for r in df.orderBy("_seq", "_partition", "_offset").collect():
             if corrupt and r["_corrupt"] is not None:
-                out.append({"reason": f"record does not parse: {r['_corrupt'][:200]!r}", "partition": r["_partition"],
-                            "offset": r["_offset"], "file": r["_file"], "record": None})
+                out.append(unparsed_dead_letter(r))
                 continue
             field = p.timestamp_field or "source timestamp"
             if why and r["_why"] is not None:
                 reason = r["_why"]
             elif r["_ts"] is None:
-                reason = f"missing or non-numeric timestamp ({field})"
+                reason = BadRecordError.missing_timestamp(field)
             elif r["_ts"] == MIN_TIMESTAMP:
-                reason = f"timestamp is Long.MIN_VALUE, Flink's no-timestamp marker ({field})"
+                reason = BadRecordError.no_timestamp_marker(field)
             elif r["_k"] is None:
-                reason = f"missing key ({p.key_field})"
+                reason = BadRecordError.missing("key", str(p.key_field))
             else:
-                reason = f"missing value ({p.value_field})"
+                reason = BadRecordError.missing("value", str(p.value_field))
             record = {f: r[f] for f in p.source.fields()}
             out.append({"reason": reason, "partition": r["_partition"], "offset": r["_offset"], "record": record})
         return out

@@ -78,11 +78,11 @@ class FieldTimestampAssigner(TimestampAssigner[Any]):
         elif isinstance(v, float) and v == v and v not in (float("inf"), float("-inf")):
             ts = int(v)
         else:
-            raise BadRecordError(f"missing or non-numeric timestamp ({self.field})")
+            raise BadRecordError(BadRecordError.missing_timestamp(self.field))
         if not MIN_TIMESTAMP <= ts <= MAX_TIMESTAMP:
             raise BadRecordError(f"timestamp out of the 64-bit millisecond range ({self.field}): {v!r}")
         if ts == MIN_TIMESTAMP:
-            raise BadRecordError(f"timestamp is Long.MIN_VALUE, Flink's no-timestamp marker ({self.field})")
+            raise BadRecordError(BadRecordError.no_timestamp_marker(self.field))
         return ts
 
     def __repr__(self) -> str:

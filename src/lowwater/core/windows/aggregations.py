@@ -24,7 +24,7 @@ def _getter(value: ValueOf) -> Callable[[Any], Any]:
     if callable(value):
         return value
     field = value
-    reason = f"missing value ({field})"
+    reason = BadRecordError.missing("value", field)
 
     def get(e: Any) -> Any:
         v = e.get(field) if isinstance(e, dict) else getattr(e, field, None)
