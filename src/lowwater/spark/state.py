@@ -102,6 +102,25 @@ class StateStore:
         if batch_id >= 0:
             (self.batches / f"{batch_id}.json").unlink(missing_ok=True)
 
+    # -- end of input -------------------------------------------------------------------
+    def end_of_input(self) -> dict[str, Any] | None:
+        """The end-of-input marker, ``{"step": E, "done": bool}``, or ``None`` if the input has not ended.
+
+        Step ``E`` is lowwater's own step id of the end-of-input step (its MAX watermark). It is
+        recorded before the step runs, and never pruned: every later Spark batch ``b >= E`` runs
+        as step ``b + 1``, so the step cannot take the id of a batch that Spark runs later."""
+        path = self.root / "end_of_input.json"
+        if path.exists():
+            marker: dict[str, Any] = json.loads(path.read_text())
+            return marker
+        legacy = [r for r in self.batch_records() if r.get("end_of_input")]  # checkpoints before the marker
+        if legacy:
+            return {"step": int(legacy[0]["batch_id"]), "done": "metrics" in legacy[0]}
+        return None
+
+    def write_end_of_input(self, marker: dict[str, Any]) -> None:
+        _atomic_write(self.root / "end_of_input.json", json.dumps(marker, sort_keys=True).encode())
+
     def batch_records(self) -> list[dict[str, Any]]:
         ids = sorted(int(p.stem) for p in self.batches.glob("*.json"))
         return [r for r in (self.batch_record(i) for i in ids) if r is not None]
