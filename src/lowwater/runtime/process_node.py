@@ -90,6 +90,12 @@ class KeyedProcessNode(_SingleLaneNode):
             **super().metrics(),
             "operator_rows_in": self.rows_in,
             "operator_rows_dead_lettered": self.rows_dead_lettered,
+            # accounting (lowwater.observe.accounting): a process function takes every element
+            # it is handed, so those count where a window's on-time rows do; none is late
+            "rows_processed": self.operator.elements_in,
+            "rows_windowed": self.operator.elements_in,
+            "rows_late": 0,
+            "rows_unassigned": 0,
             "timers_fired": self.operator.timers_fired,
             "pending_timers": self.operator.pending_timers(),
             "state_rows": len(self.operator.state),  # type: ignore[arg-type]
