@@ -395,10 +395,20 @@ def _run_on_spark(s: Scenario, path: str = "auto", spark: Any = None, workdir: s
 
     with tempfile.TemporaryDirectory(prefix="lowwater-scenario-", dir=workdir) as tmp:
         data_dir = Path(tmp) / "input"
-        BatchFilesSource.write(data_dir, s.batches)
-        source = BatchFilesSource(
-            data_dir, BatchFilesSource.infer_fields(s.batches), list(range(s.partitions)), s.processing_times_ms
-        )
+        source: Any
+        if s.sources:  # one directory per source, one file per batch each (seq: across sources)
+            source = []
+            for spec in s.sources:
+                per_source, arrival = s.source_batches(spec.name)
+                _write_batch_files(data_dir / spec.name, per_source, arrival)
+                fields = BatchFilesSource.infer_fields([[e for b in s.batches for e in b]])
+                source.append(BatchFilesSource(data_dir / spec.name, fields, list(range(spec.partitions)),
+                                               s.processing_times_ms))
+        else:
+            BatchFilesSource.write(data_dir, s.batches)
+            source = BatchFilesSource(
+                data_dir, BatchFilesSource.infer_fields(s.batches), list(range(s.partitions)), s.processing_times_ms
+            )
         env = StreamExecutionEnvironment()
         results_sink, late_sink, _ = build_pipeline(s, env, source)
         pts = s.processing_times_ms
@@ -413,16 +423,40 @@ def _run_on_spark(s: Scenario, path: str = "auto", spark: Any = None, workdir: s
             from lowwater.spark.state import StateStore
 
             done = [b for b in StateStore(runtime.checkpoint).batch_records() if "metrics" in b]
-            doc = _document_parts(results_sink.results, late_sink.results, _history(done))
+            if late_sink is None:
+                doc = _connect_parts(results_sink.results, _history(done))
+            else:
+                doc = _document_parts(results_sink.results, late_sink.results, _history(done))
             doc["error"] = {"type": type(e).__name__, "message": str(e)}
             return doc
         batches = job.batches()
         per_batch = [b["metrics"]["combined_watermark"] for b in batches if not b.get("end_of_input")]
-        doc = _document_parts(results_sink.results, late_sink.results, _history(batches))
+        if s.topology == "connect" and s.sources:
+            doc = _connect_parts(results_sink.results, _history(batches))
+        else:
+            doc = _document_parts(results_sink.results, late_sink.results, _history(batches))
         if not s.per_event:
             doc["batch_watermarks"] = per_batch
         doc["spark_path"] = job.path
         return doc
+
+
+def _write_batch_files(directory: Path, batches: list[list[dict[str, Any]]], arrival: list[list[int]]) -> None:
+    """``BatchFilesSource``'s format, with each event's ``seq`` its position in the batch
+    across all sources (so the general path interleaves the sources as they arrived)."""
+    import os
+
+    directory.mkdir(parents=True, exist_ok=True)
+    offsets: dict[int, int] = {}
+    for i, (batch, seqs) in enumerate(zip(batches, arrival, strict=True)):
+        path = directory / f"batch-{i:08d}.jsonl"
+        with open(path, "w") as f:
+            for seq, e in zip(seqs, batch, strict=True):
+                p = int(e.get("partition", 0) or 0)
+                off = offsets.get(p, 0)
+                offsets[p] = off + 1
+                f.write(json.dumps({"partition": p, "offset": off, "seq": seq, "timestamp": None, "value": e}) + "\n")
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # Spark orders new files by mtime
 
 
 def _history(batches: list[dict[str, Any]]) -> list[int]:

@@ -42,8 +42,11 @@ class _ValveOutput:
 
 
 def _group(lane: Lane) -> Hashable:
-    """The source (or operator) a lane belongs to: ``lane[0]`` of ``(source, partition)``."""
-    return lane[0] if isinstance(lane, tuple) else None
+    """The source a lane belongs to (``lane[0]`` of ``(source, partition)``); an operator's
+    output lane ``("op", position)`` is a source of its own."""
+    if isinstance(lane, tuple):
+        return lane if lane[0] == "op" else lane[0]
+    return None
 
 
 class UnionInput:
