@@ -34,10 +34,10 @@ FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
 def _compare(expected: dict[str, Any], actual: dict[str, Any]) -> None:
     def results(d: dict[str, Any]) -> list[tuple[Any, ...]]:
         return sorted((r["key"], r["window_start"], r["window_end"], r["value"], r.get("fire_index", 0))
-                      for r in d["results"])
+                      for r in d.get("results", []))
 
     def late(d: dict[str, Any]) -> list[tuple[Any, ...]]:
-        return sorted((r["key"], r["ts"], r["value"], r.get("partition", 0), r.get("source", "")) for r in d["late"])
+        return sorted((r["key"], r["ts"], r["value"], r.get("partition", 0), r.get("source", "")) for r in d.get("late", []))
 
     def elements(d: dict[str, Any]) -> list[tuple[Any, ...]]:
         return [(e["source"], e["key"], e["ts"], e["current_watermark"]) for e in d.get("elements", [])]
