@@ -197,3 +197,23 @@ def test_connected_streams_need_keys_before_process() -> None:
 
     with pytest.raises(PipelineError, match="key_by"):
         a.connect(a).process(Co())
+
+
+def test_one_function_object_used_by_two_operators_keeps_their_state_apart() -> None:
+    class Count(KeyedProcessFunction):
+        def open(self, runtime_context: Any) -> None:
+            self.n = runtime_context.get_state(ValueStateDescriptor("n"))
+
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            self.n.update((self.n.value() or 0) + 1)
+            yield self.n.value()
+
+    fn = Count()
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts")
+    e = {"k": "a", "ts": 1}
+    first = env.from_source(CollectionSource([[e, e], [e]]), strategy).key_by("k").process(fn).collect()
+    second = env.from_source(CollectionSource([[e], []]), strategy).key_by("k").process(fn).collect()
+    ReferenceRuntime().execute(env)
+    assert first.results == [1, 2, 3]
+    assert second.results == [1]

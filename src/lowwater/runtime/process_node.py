@@ -14,6 +14,18 @@ from lowwater.runtime.records import Record
 __all__ = ["KeyedProcessNode"]
 
 
+def _own_copy(function: Any) -> Any:
+    """A copy of the user's function for this operator (as Flink deserializes one per
+    subtask): ``open`` binds state handles to the function, so two operators, or two jobs,
+    built from one function object must not share it. Uncopyable functions are used as given."""
+    import copy
+
+    try:
+        return copy.deepcopy(function)
+    except Exception:
+        return function
+
+
 class KeyedProcessNode(_SingleLaneNode):
     """Runs a ``KeyedProcessFunction`` (one input) or ``KeyedCoProcessFunction`` (two).
 
@@ -27,7 +39,7 @@ class KeyedProcessNode(_SingleLaneNode):
         super().__init__(node_id, name, inputs=len(key_selectors))
         self.key_selectors = key_selectors
         self.clock = clock
-        self.operator = KeyedProcessOperator(function, clock, inputs=len(key_selectors), name=name)
+        self.operator = KeyedProcessOperator(_own_copy(function), clock, inputs=len(key_selectors), name=name)
         self.rows_in = 0
         self.rows_dead_lettered = 0
         self.STATE = (*self.STATE, "rows_in", "rows_dead_lettered")
