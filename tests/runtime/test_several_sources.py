@@ -223,7 +223,7 @@ def test_at_the_end_of_input_one_source_whose_partitions_are_all_idle_still_send
     import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "shared" / "scenarios" / "next" / "18_all_partitions_idle_nofinal.json"
+    path = Path(__file__).resolve().parents[3] / "shared" / "scenarios" / "next" / "18_all_partitions_idle_nofinal.json"
     doc = run_scenario({**json.loads(path.read_text()), "final_watermark": True})
     # Flink 2.3 drops this MAX while the source is idle, so b [5000, 10000) never fires there
     assert doc["watermarks"][-1] == {"watermark": MAX_TIMESTAMP}
