@@ -191,7 +191,8 @@ def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
                     raise ScenarioError(f"{where}.source", f"unknown source {name!r}; use one of {sorted(by_name)}")
                 n = by_name[name].partitions
             if not 0 <= ev["partition"] < n:
-                raise ScenarioError("partition", f"event partition {ev['partition']} is outside 0..{n - 1}")
+                field = f"{where}.partition" if several else "partition"
+                raise ScenarioError(field, f"event partition {ev['partition']} is outside 0..{n - 1}")
     pts = None
     if data.get("processing_time_ms") is not None:
         pts = _need(data, "processing_time_ms", list, "")

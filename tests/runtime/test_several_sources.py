@@ -129,6 +129,7 @@ def test_a_connected_input_that_sends_a_watermark_then_idle_moves_the_operator_i
     ({"topology": "connect", "sources": [{"name": "A", "watermark": WM}]}, "sources"),
     ({"topology": "connect", "batches": [[{"key": "a", "ts": 1}]]}, "batches[0][0].source"),
     ({"topology": "connect", "batches": [[_ev("C", "a", 1)]]}, "batches[0][0].source"),
+    ({"topology": "connect", "batches": [[{**_ev("A", "a", 1), "partition": 1}]]}, "batches[0][0].partition"),
     ({"topology": "connect", "sources": [{"name": "A", "watermark": {"kind": "nope"}},
                                          {"name": "B", "watermark": WM}]}, "sources[0].watermark.kind"),
 ])
