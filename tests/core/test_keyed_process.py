@@ -194,3 +194,13 @@ def test_every_registered_timer_fires_exactly_once_after_the_watermark_passes_it
         assert all(f[0] > before for f in batch) or before < 0
         fired += batch
     assert sorted((f[1], f[0]) for f in fired) == sorted(set(timers))
+
+
+def test_yielding_a_tag_and_a_value_goes_to_the_side_output_when_the_runtime_knows_its_tags() -> None:
+    class Tagged(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield "late", value
+            yield ("not", "a tag")
+
+    op = KeyedProcessOperator(Tagged(), ManualClock(0), is_tag=lambda x: x == "late")
+    assert op.process_element("k", 1, 5) == [SideEmitted("late", 1, 5), Emitted(("not", "a tag"), 5)]

@@ -152,7 +152,7 @@ class Sessionize(KeyedProcessFunction):
 
     def process_element(self, value: Any, ctx: Any) -> Any:
         if value["value"] < 0:
-            ctx.output(NEGATIVE, value)
+            yield NEGATIVE, value  # PyFlink's way; ctx.output(NEGATIVE, value) is Java's
             return
         if self.timer.value() is not None:
             ctx.timer_service().delete_event_time_timer(self.timer.value())

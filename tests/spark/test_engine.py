@@ -37,7 +37,8 @@ def _compare(expected: dict[str, Any], actual: dict[str, Any]) -> None:
                       for r in d.get("results", []))
 
     def late(d: dict[str, Any]) -> list[tuple[Any, ...]]:
-        return sorted((r["key"], r["ts"], r["value"], r.get("partition", 0), r.get("source", "")) for r in d.get("late", []))
+        return sorted((r["key"], r["ts"], r["value"], r.get("partition", 0), r.get("source", ""))
+                      for r in d.get("late", []))
 
     def elements(d: dict[str, Any]) -> list[tuple[Any, ...]]:
         return [(e["source"], e["key"], e["ts"], e["current_watermark"]) for e in d.get("elements", [])]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lowwater.api.transformations import OutputTag
 from lowwater.core.clock import Clock
 from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
 from lowwater.core.process import Emitted, KeyedProcessOperator, SideEmitted
@@ -12,6 +13,10 @@ from lowwater.runtime.nodes import Node, _fn_name, _SingleLaneNode
 from lowwater.runtime.records import Record
 
 __all__ = ["KeyedProcessNode"]
+
+
+def _is_output_tag(x: Any) -> bool:
+    return isinstance(x, OutputTag)
 
 
 def _own_copy(function: Any) -> Any:
@@ -39,7 +44,8 @@ class KeyedProcessNode(_SingleLaneNode):
         super().__init__(node_id, name, inputs=len(key_selectors))
         self.key_selectors = key_selectors
         self.clock = clock
-        self.operator = KeyedProcessOperator(_own_copy(function), clock, inputs=len(key_selectors), name=name)
+        self.operator = KeyedProcessOperator(_own_copy(function), clock, inputs=len(key_selectors), name=name,
+                                             is_tag=_is_output_tag)
         self.rows_in = 0
         self.rows_dead_lettered = 0
         self.STATE = (*self.STATE, "rows_in", "rows_dead_lettered")

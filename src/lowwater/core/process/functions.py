@@ -15,7 +15,8 @@ Subclass one and give it to ``key_by(...).process(fn)`` or
             yield (ctx.get_current_key(), self.count.value())
 
 A function emits by yielding (PyFlink) or, if it takes a third parameter, through
-``out.collect(value)`` (Java). ``ctx.output(tag, value)`` emits to a side output.
+``out.collect(value)`` (Java). ``ctx.output(tag, value)`` (Java) or ``yield tag, value``
+(PyFlink, with an ``OutputTag``) emits to a side output.
 
 Timers (Flink 2.3's ``InternalTimerService``):
 

@@ -59,8 +59,11 @@ class KeyedProcessOperator:
     """
 
     def __init__(self, function: Any, clock: Clock, inputs: int = 1,
-                 state: KeyedStateBackend | None = None, name: str = "") -> None:
+                 state: KeyedStateBackend | None = None, name: str = "",
+                 is_tag: Callable[[Any], bool] | None = None) -> None:
         self.function = function
+        self.is_tag = is_tag
+        """Recognises a side-output tag, so that ``yield tag, value`` (PyFlink) goes to it."""
         self.clock = clock
         self.inputs = inputs
         self.name = name
@@ -102,7 +105,10 @@ class KeyedProcessOperator:
                 self._collect(v)
 
     def _collect(self, value: Any) -> None:
-        self._out.append(Emitted(value, self.current_timestamp))
+        if self.is_tag is not None and isinstance(value, tuple) and len(value) == 2 and self.is_tag(value[0]):
+            self.side_output(value[0], value[1])
+        else:
+            self._out.append(Emitted(value, self.current_timestamp))
 
     def side_output(self, tag: Any, value: Any) -> None:
         self._out.append(SideEmitted(tag, value, self.current_timestamp))
