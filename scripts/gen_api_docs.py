@@ -19,6 +19,7 @@ MODULES = [
     "lowwater.core.time_characteristic",
     "lowwater.core.watermarks",
     "lowwater.core.windows",
+    "lowwater.core.process",
     "lowwater.runtime",
     "lowwater.io",
     "lowwater.spark.engine",

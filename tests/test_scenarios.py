@@ -2,7 +2,10 @@
 matches Flink's output under the comparison rules of shared/tools/compare_scenario.py:
 
 * ``results`` as a multiset of ``(key, window_start, window_end, value, fire_index)``;
-* ``late`` as a multiset of ``(key, ts, value, partition)``;
+* ``late`` as a multiset of ``(key, ts, value, partition)``, with ``source`` when there are
+  several sources;
+* for ``connect``: ``elements`` as a sequence of ``(source, key, ts, current_watermark)``
+  and ``timers`` as a multiset of ``(timer, key, current_watermark)``;
 * ``batch_watermarks`` as a sequence when the expected file has them (batch form),
   otherwise the forwarded ``watermarks`` as a sequence (per-event form).
 """
@@ -22,9 +25,11 @@ SCENARIO_DIR = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
 
 
 def _scenario_files() -> list[Path]:
+    """``scenarios/*.json`` and ``scenarios/next/*.json`` (several sources, all-idle)."""
     if not SCENARIO_DIR.is_dir():
         return []
-    return sorted(p for p in SCENARIO_DIR.glob("*.json") if not p.name.endswith(".expected.json"))
+    paths = [*SCENARIO_DIR.glob("*.json"), *SCENARIO_DIR.glob("next/*.json")]
+    return sorted(p for p in paths if not p.name.endswith(".expected.json"))
 
 
 def _results(doc: dict[str, Any]) -> Counter[tuple[Any, ...]]:
@@ -36,8 +41,16 @@ def _results(doc: dict[str, Any]) -> Counter[tuple[Any, ...]]:
 
 def _late(doc: dict[str, Any]) -> Counter[tuple[Any, ...]]:
     return Counter(
-        (r["key"], r["ts"], r["value"], r.get("partition", 0)) for r in doc.get("late", [])
+        (r["key"], r["ts"], r["value"], r.get("partition", 0), r.get("source")) for r in doc.get("late", [])
     )
+
+
+def _elements(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [(e["source"], e["key"], e["ts"], e["current_watermark"]) for e in doc.get("elements", [])]
+
+
+def _timers(doc: dict[str, Any]) -> Counter[tuple[Any, ...]]:
+    return Counter((t["timer"], t["key"], t["current_watermark"]) for t in doc.get("timers", []))
 
 
 def _forwarded_watermarks(doc: dict[str, Any]) -> list[int]:
@@ -80,6 +93,8 @@ def test_scenario_matches_flink(path: Path) -> None:
         f"late: missing {sorted((exp_l - act_l).elements())}, "
         f"unexpected {sorted((act_l - exp_l).elements())}"
     )
+    assert _elements(actual) == _elements(expected)
+    assert _timers(actual) == _timers(expected)
     if expected.get("batch_watermarks") is not None:
         assert actual.get("batch_watermarks") == expected["batch_watermarks"]
     else:

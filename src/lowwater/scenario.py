@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lowwater.api import CollectionSource, OutputTag, StreamExecutionEnvironment
+from lowwater.api import CollectionSource, KeyedCoProcessFunction, OutputTag, StreamExecutionEnvironment
 from lowwater.core.clock import ManualClock
 from lowwater.core.errors import ConfigurationError, LowwaterError
 from lowwater.core.time import MIN_TIMESTAMP
@@ -30,7 +30,7 @@ from lowwater.core.windows import (
     builtin_aggregate,
 )
 
-__all__ = ["Scenario", "ScenarioError", "load_scenario", "run_scenario"]
+__all__ = ["RecordingCoProcess", "Scenario", "ScenarioError", "SourceSpec", "load_scenario", "run_scenario"]
 
 
 class ScenarioError(ConfigurationError):
@@ -58,6 +58,15 @@ def _tname(types: type | tuple[type, ...]) -> str:
 
 
 @dataclass(frozen=True)
+class SourceSpec:
+    """One source of a several-source scenario."""
+
+    name: str
+    partitions: int
+    watermark: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Scenario:
     batches: list[list[dict[str, Any]]]
     per_event: bool
@@ -68,16 +77,75 @@ class Scenario:
     allowed_lateness_ms: int
     aggregate: str
     final_watermark: bool
+    sources: tuple[SourceSpec, ...] = ()
+    """Several sources (shared/SCENARIOS.md "Several sources"); empty for one source."""
+    topology: str = "union"
+    timer_delay_ms: int = 0
+
+    def source_batches(self, name: str) -> tuple[list[list[dict[str, Any]]], list[list[int]]]:
+        """One source's events per batch, and each event's position in its batch."""
+        batches, arrival = [], []
+        for b in self.batches:
+            mine = [(i, e) for i, e in enumerate(b) if e["source"] == name]
+            batches.append([e for _, e in mine])
+            arrival.append([i for i, _ in mine])
+        return batches, arrival
 
 
-def _event(e: Any, where: str) -> dict[str, Any]:
+def _event(e: Any, where: str, value_required: bool = True) -> dict[str, Any]:
     if not isinstance(e, dict):
         raise ScenarioError(where, f"an event must be an object, got {type(e).__name__}")
     _need(e, "key", (str, int), f"{where}.")
     _need(e, "ts", int, f"{where}.")
-    _need(e, "value", (int, float), f"{where}.")
+    if value_required or e.get("value") is not None:
+        _need(e, "value", (int, float), f"{where}.")
     p = _opt(e, "partition", int, f"{where}.", 0)
     return {**e, "partition": p}
+
+
+def _watermark(wm: Any, where: str) -> dict[str, Any]:
+    if not isinstance(wm, dict):
+        raise ScenarioError(where.rstrip("."), f"must be dict, got {type(wm).__name__}")
+    kind = _need(wm, "kind", str, where)
+    if kind in ("bounded_out_of_orderness", "legacy_bounded"):
+        _need(wm, "max_out_of_orderness_ms", int, where)
+    elif kind == "time_lag":
+        _need(wm, "lag_ms", int, where)
+    elif kind == "punctuated":
+        _need(wm, "field", str, where)
+    elif kind == "legacy_ascending":
+        monotony_violation_handler(_opt(wm, "violation_handler", str, where, "log"))
+    elif kind != "monotonous":
+        raise ScenarioError(
+            f"{where}kind",
+            f"unknown kind {kind!r}; use bounded_out_of_orderness, monotonous, legacy_bounded, "
+            "legacy_ascending, punctuated or time_lag",
+        )
+    _opt(wm, "idleness_ms", int, where, None)
+    return wm
+
+
+def _sources(data: dict[str, Any]) -> tuple[SourceSpec, ...]:
+    raw = _need(data, "sources", list, "")
+    if not raw:
+        raise ScenarioError("sources", "must name at least one source")
+    for name in ("partitions", "watermark"):
+        if name in data:
+            raise ScenarioError(name, "is not allowed with sources; give it per source")
+    specs, seen = [], set()
+    for i, src in enumerate(raw):
+        where = f"sources[{i}]."
+        if not isinstance(src, dict):
+            raise ScenarioError(f"sources[{i}]", f"must be an object, got {type(src).__name__}")
+        name = _need(src, "name", str, where)
+        if name in seen:
+            raise ScenarioError(f"{where}name", f"{name!r} is used twice; source names must be unique")
+        seen.add(name)
+        n = _opt(src, "partitions", int, where, 1)
+        if n <= 0:
+            raise ScenarioError(f"{where}partitions", f"must be > 0, got {n}")
+        specs.append(SourceSpec(name, n, _watermark(_need(src, "watermark", dict, where), f"{where}watermark.")))
+    return tuple(specs)
 
 
 def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
@@ -89,6 +157,14 @@ def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
             raise ScenarioError("file", f"is not valid JSON: {err}") from None
         if not isinstance(data, dict):
             raise ScenarioError("file", "must hold a JSON object")
+    several = "sources" in data and data["sources"] is not None
+    sources = _sources(data) if several else ()
+    topology = _opt(data, "topology", str, "", "union")
+    if topology not in ("union", "connect"):
+        raise ScenarioError("topology", f"unknown topology {topology!r}; use union or connect")
+    if not several and "topology" in data:
+        raise ScenarioError("topology", "is only allowed with sources")
+    connect = several and topology == "connect"
     partitions = _opt(data, "partitions", int, "", 1)
     if partitions <= 0:
         raise ScenarioError("partitions", f"must be > 0, got {partitions}")
@@ -98,16 +174,25 @@ def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
         for i, b in enumerate(raw):
             if not isinstance(b, list):
                 raise ScenarioError(f"batches[{i}]", "must be a list of events")
-            batches.append([_event(e, f"batches[{i}][{j}]") for j, e in enumerate(b)])
+            batches.append([_event(e, f"batches[{i}][{j}]", not connect) for j, e in enumerate(b)])
         per_event = False
     else:
         events = _need(data, "events", list, "")
-        batches = [[_event(e, f"events[{i}]")] for i, e in enumerate(events)]
+        batches = [[_event(e, f"events[{i}]", not connect)] for i, e in enumerate(events)]
         per_event = True
-    for b in batches:
-        for ev in b:
-            if not 0 <= ev["partition"] < partitions:
-                raise ScenarioError("partition", f"event partition {ev['partition']} is outside 0..{partitions - 1}")
+    by_name = {src.name: src for src in sources}
+    for i, b in enumerate(batches):
+        for j, ev in enumerate(b):
+            where = f"events[{i}]" if per_event else f"batches[{i}][{j}]"
+            n = partitions
+            if several:
+                name = _need(ev, "source", str, f"{where}.")
+                if name not in by_name:
+                    raise ScenarioError(f"{where}.source", f"unknown source {name!r}; use one of {sorted(by_name)}")
+                n = by_name[name].partitions
+            if not 0 <= ev["partition"] < n:
+                field = f"{where}.partition" if several else "partition"
+                raise ScenarioError(field, f"event partition {ev['partition']} is outside 0..{n - 1}")
     pts = None
     if data.get("processing_time_ms") is not None:
         pts = _need(data, "processing_time_ms", list, "")
@@ -115,23 +200,18 @@ def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
             raise ScenarioError("processing_time_ms", "is only allowed with batches")
         if len(pts) != len(batches) or not all(isinstance(t, int) and not isinstance(t, bool) for t in pts):
             raise ScenarioError("processing_time_ms", f"must hold one integer per batch ({len(batches)})")
-    wm = _need(data, "watermark", dict, "")
-    kind = _need(wm, "kind", str, "watermark.")
-    if kind in ("bounded_out_of_orderness", "legacy_bounded"):
-        _need(wm, "max_out_of_orderness_ms", int, "watermark.")
-    elif kind == "time_lag":
-        _need(wm, "lag_ms", int, "watermark.")
-    elif kind == "punctuated":
-        _need(wm, "field", str, "watermark.")
-    elif kind == "legacy_ascending":
-        monotony_violation_handler(_opt(wm, "violation_handler", str, "watermark.", "log"))
-    elif kind != "monotonous":
-        raise ScenarioError(
-            "watermark.kind",
-            f"unknown kind {kind!r}; use bounded_out_of_orderness, monotonous, legacy_bounded, "
-            "legacy_ascending, punctuated or time_lag",
-        )
-    _opt(wm, "idleness_ms", int, "watermark.", None)
+    final = _opt(data, "final_watermark", bool, "", True)
+    if connect:
+        if len(sources) != 2:
+            raise ScenarioError("sources", f"connect needs exactly two sources, got {len(sources)}")
+        for name in ("window", "allowed_lateness_ms", "aggregate"):
+            if name in data:
+                raise ScenarioError(name, "is not allowed with topology connect")
+        delay = _opt(data, "timer_delay_ms", int, "", 0)
+        return Scenario(batches, per_event, 1, pts, {}, {}, 0, "", final, sources, "connect", delay)
+    if "timer_delay_ms" in data:
+        raise ScenarioError("timer_delay_ms", "is only allowed with topology connect")
+    wm = {} if several else _watermark(_need(data, "watermark", dict, ""), "watermark.")
     win = _need(data, "window", dict, "")
     wkind = _need(win, "kind", str, "window.")
     if wkind == "tumbling":
@@ -150,8 +230,7 @@ def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
     lateness = _opt(data, "allowed_lateness_ms", int, "", 0)
     if lateness < 0:
         raise ScenarioError("allowed_lateness_ms", f"must be >= 0, got {lateness}")
-    final = _opt(data, "final_watermark", bool, "", True)
-    return Scenario(batches, per_event, partitions, pts, wm, win, lateness, aggregate, final)
+    return Scenario(batches, per_event, partitions, pts, wm, win, lateness, aggregate, final, sources, topology)
 
 
 def window_assigner(win: dict[str, Any]) -> WindowAssigner[Any]:
@@ -176,8 +255,8 @@ def _ts(e: dict[str, Any]) -> int:
     return int(e["ts"])
 
 
-def watermark_strategy(wm: dict[str, Any]) -> WatermarkStrategy[Any]:
-    """The strategy a scenario's ``watermark`` object describes."""
+def watermark_strategy(wm: dict[str, Any], where: str = "watermark") -> WatermarkStrategy[Any]:
+    """The strategy a scenario's ``watermark`` object describes (``where`` names it in errors)."""
     kind = wm["kind"]
     try:
         strategy: WatermarkStrategy[Any]
@@ -203,22 +282,75 @@ def watermark_strategy(wm: dict[str, Any]) -> WatermarkStrategy[Any]:
             strategy = strategy.with_idleness(wm["idleness_ms"])
         return strategy
     except ConfigurationError as e:
-        raise ScenarioError(_field("watermark", wm, e.parameter), str(e).split(": ", 1)[-1]) from None
+        raise ScenarioError(_field(where, wm, e.parameter), str(e).split(": ", 1)[-1]) from None
+
+
+class RecordingCoProcess(KeyedCoProcessFunction):
+    """The ``connect`` scenario's function: records every element with the operator's current
+    watermark, registers an event-time timer at ``ts + timer_delay_ms``, and records every
+    timer that fires with the watermark that fired it."""
+
+    def __init__(self, timer_delay_ms: int) -> None:
+        self.timer_delay_ms = timer_delay_ms
+
+    def _element(self, value: Any, ctx: Any) -> Any:
+        ts = ctx.timestamp()
+        yield {"kind": "element", "source": value["source"], "key": ctx.get_current_key(), "ts": ts,
+               "current_watermark": ctx.timer_service().current_watermark(), "partition": value["partition"]}
+        ctx.timer_service().register_event_time_timer(ts + self.timer_delay_ms)
+
+    def process_element1(self, value: Any, ctx: Any, *out: Any) -> Any:
+        return self._element(value, ctx)
+
+    def process_element2(self, value: Any, ctx: Any, *out: Any) -> Any:
+        return self._element(value, ctx)
+
+    def on_timer(self, timestamp: int, ctx: Any, *out: Any) -> Any:
+        yield {"kind": "timer", "timer": timestamp, "key": ctx.get_current_key(),
+               "current_watermark": ctx.timer_service().current_watermark()}
+
+
+def _collection_sources(s: Scenario) -> list[Any]:
+    out = []
+    for spec in s.sources:
+        batches, arrival = s.source_batches(spec.name)
+        out.append(CollectionSource(batches, partitions=spec.partitions, partition_of="partition",
+                                    processing_times_ms=s.processing_times_ms, arrival=arrival))
+    return out
+
+
+def build_streams(s: Scenario, env: StreamExecutionEnvironment, sources: list[Any] | None = None) -> list[Any]:
+    """One stream per source of a several-source scenario, each with its own watermarks."""
+    sources = sources if sources is not None else _collection_sources(s)
+    return [
+        env.from_source(src, watermark_strategy(spec.watermark, f"sources[{i}].watermark"), name=spec.name)
+        for i, (spec, src) in enumerate(zip(s.sources, sources, strict=True))
+    ]
 
 
 def build_pipeline(
     s: Scenario, env: StreamExecutionEnvironment, source: Any = None
 ) -> tuple[Any, Any, OutputTag]:
-    """Source -> per-partition watermarks -> key_by(key) -> window -> aggregate, late side output."""
-    if source is None:
-        source = CollectionSource(
-            s.batches, partitions=s.partitions, partition_of="partition",
-            processing_times_ms=s.processing_times_ms,
-        )
-    strategy = watermark_strategy(s.watermark)
+    """Source -> per-partition watermarks -> key_by(key) -> window -> aggregate, late side output.
+
+    With several sources, ``source`` is their list: ``union`` unites them before ``key_by``;
+    ``connect`` keys both by ``key`` into a :class:`RecordingCoProcess` (no side output)."""
     late = OutputTag("late")
+    if s.sources:
+        streams = build_streams(s, env, source)
+        if s.topology == "connect":
+            out = streams[0].connect(streams[1]).key_by("key", "key").process(RecordingCoProcess(s.timer_delay_ms))
+            return out.collect(), None, late
+        stream = streams[0].union(*streams[1:]) if len(streams) > 1 else streams[0]
+    else:
+        if source is None:
+            source = CollectionSource(
+                s.batches, partitions=s.partitions, partition_of="partition",
+                processing_times_ms=s.processing_times_ms,
+            )
+        stream = env.from_source(source, watermark_strategy(s.watermark), name="scenario")
     result = (
-        env.from_source(source, strategy, name="scenario")
+        stream
         .key_by("key")
         .window(window_assigner(s.window))
         .allowed_lateness(s.allowed_lateness_ms)
@@ -248,7 +380,11 @@ def run_scenario(
     except LowwaterError as e:
         # The job failed (e.g. a failing MonotonyViolationHandler): report what it emitted first.
         return _failed_document(runtime_, e)
-    return _document(s, job, results_sink.results, late_sink.results)
+    doc = _document(s, job, results_sink.results, late_sink.results if late_sink is not None else None)
+    multi = [b for n in runtime_.nodes for b in getattr(n, "multi_step_batches", ())]
+    if multi:
+        doc["multi_step_batch_ends"] = multi
+    return doc
 
 
 def _run_on_spark(s: Scenario, path: str = "auto", spark: Any = None, workdir: str | None = None) -> dict[str, Any]:
@@ -260,10 +396,20 @@ def _run_on_spark(s: Scenario, path: str = "auto", spark: Any = None, workdir: s
 
     with tempfile.TemporaryDirectory(prefix="lowwater-scenario-", dir=workdir) as tmp:
         data_dir = Path(tmp) / "input"
-        BatchFilesSource.write(data_dir, s.batches)
-        source = BatchFilesSource(
-            data_dir, BatchFilesSource.infer_fields(s.batches), list(range(s.partitions)), s.processing_times_ms
-        )
+        source: Any
+        if s.sources:  # one directory per source, one file per batch each (seq: across sources)
+            source = []
+            for spec in s.sources:
+                per_source, arrival = s.source_batches(spec.name)
+                _write_batch_files(data_dir / spec.name, per_source, arrival)
+                fields = BatchFilesSource.infer_fields([[e for b in s.batches for e in b]])
+                source.append(BatchFilesSource(data_dir / spec.name, fields, list(range(spec.partitions)),
+                                               s.processing_times_ms))
+        else:
+            BatchFilesSource.write(data_dir, s.batches)
+            source = BatchFilesSource(
+                data_dir, BatchFilesSource.infer_fields(s.batches), list(range(s.partitions)), s.processing_times_ms
+            )
         env = StreamExecutionEnvironment()
         results_sink, late_sink, _ = build_pipeline(s, env, source)
         pts = s.processing_times_ms
@@ -278,16 +424,40 @@ def _run_on_spark(s: Scenario, path: str = "auto", spark: Any = None, workdir: s
             from lowwater.spark.state import StateStore
 
             done = [b for b in StateStore(runtime.checkpoint).batch_records() if "metrics" in b]
-            doc = _document_parts(results_sink.results, late_sink.results, _history(done))
+            if late_sink is None:
+                doc = _connect_parts(results_sink.results, _history(done))
+            else:
+                doc = _document_parts(results_sink.results, late_sink.results, _history(done))
             doc["error"] = {"type": type(e).__name__, "message": str(e)}
             return doc
         batches = job.batches()
         per_batch = [b["metrics"]["combined_watermark"] for b in batches if not b.get("end_of_input")]
-        doc = _document_parts(results_sink.results, late_sink.results, _history(batches))
+        if s.topology == "connect" and s.sources:
+            doc = _connect_parts(results_sink.results, _history(batches))
+        else:
+            doc = _document_parts(results_sink.results, late_sink.results, _history(batches))
         if not s.per_event:
             doc["batch_watermarks"] = per_batch
         doc["spark_path"] = job.path
         return doc
+
+
+def _write_batch_files(directory: Path, batches: list[list[dict[str, Any]]], arrival: list[list[int]]) -> None:
+    """``BatchFilesSource``'s format, with each event's ``seq`` its position in the batch
+    across all sources (so the general path interleaves the sources as they arrived)."""
+    import os
+
+    directory.mkdir(parents=True, exist_ok=True)
+    offsets: dict[int, int] = {}
+    for i, (batch, seqs) in enumerate(zip(batches, arrival, strict=True)):
+        path = directory / f"batch-{i:08d}.jsonl"
+        with open(path, "w") as f:
+            for seq, e in zip(seqs, batch, strict=True):
+                p = int(e.get("partition", 0) or 0)
+                off = offsets.get(p, 0)
+                offsets[p] = off + 1
+                f.write(json.dumps({"partition": p, "offset": off, "seq": seq, "timestamp": None, "value": e}) + "\n")
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # Spark orders new files by mtime
 
 
 def _history(batches: list[dict[str, Any]]) -> list[int]:
@@ -304,21 +474,34 @@ def _failed_document(runtime: Any, error: LowwaterError) -> dict[str, Any]:
     from lowwater.runtime.nodes import SinkNode, WindowNode
 
     sinks = [n for n in runtime.nodes if isinstance(n, SinkNode)]
-    window = next(n for n in runtime.nodes if isinstance(n, WindowNode))
+    operator = next(n for n in runtime.nodes if hasattr(n, "watermark_history"))
     emitted = [[*n.sink.results, *n.rows] for n in sinks]  # type: ignore[attr-defined]
-    doc = _document_parts(emitted[0], emitted[1], window.exchange.history)
+    if isinstance(operator, WindowNode):
+        doc = _document_parts(emitted[0], emitted[1], operator.watermark_history)
+    else:
+        doc = _connect_parts(emitted[0], operator.watermark_history)
     doc["error"] = {"type": type(error).__name__, "message": str(error)}
     return doc
 
 
-def _document(s: Scenario, job: Any, results: list[Any], late: list[dict[str, Any]]) -> dict[str, Any]:
-    doc = _document_parts(results, late, job.combined_watermarks())
+def _document(s: Scenario, job: Any, results: list[Any], late: list[dict[str, Any]] | None) -> dict[str, Any]:
+    if s.topology == "connect" and s.sources:
+        doc = _connect_parts(results, job.combined_watermarks())
+    else:
+        doc = _document_parts(results, late or [], job.combined_watermarks())
     name = next(iter(job.watermark_history))
     if not s.per_event:
         doc["batch_watermarks"] = [b.windows[name]["combined_watermark"] for b in job.batches if not b.end_of_input]
     if job.batches:
         doc["partition_watermarks_final"] = job.batches[-1].windows[name]["partition_watermarks"]
     return doc
+
+
+def _connect_parts(rows: list[Any], watermarks: list[int]) -> dict[str, Any]:
+    elements = [{k: r[k] for k in ("source", "key", "ts", "current_watermark", "partition")}
+                for r in rows if r["kind"] == "element"]
+    timers = [{k: r[k] for k in ("timer", "key", "current_watermark")} for r in rows if r["kind"] == "timer"]
+    return {"elements": elements, "timers": timers, "watermarks": [{"watermark": w} for w in watermarks]}
 
 
 def _document_parts(results: list[Any], late: list[dict[str, Any]], watermarks: list[int]) -> dict[str, Any]:
@@ -328,7 +511,8 @@ def _document_parts(results: list[Any], late: list[dict[str, Any]], watermarks: 
         for r in results
     ]
     out_late = [
-        {"key": e["key"], "ts": e["ts"], "value": e["value"], "partition": e.get("partition", 0)} for e in late
+        {"key": e["key"], "ts": e["ts"], "value": e["value"], "partition": e.get("partition", 0),
+         **({"source": e["source"]} if "source" in e else {})}
+        for e in late
     ]
     return {"results": out_results, "late": out_late, "watermarks": [{"watermark": w} for w in watermarks]}
-

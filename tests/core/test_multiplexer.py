@@ -2,7 +2,8 @@
 
 The combined watermark is the minimum over non-idle outputs and only advances; setting
 an output's watermark clears its idleness and never lowers it; all idle means the
-underlying output is marked idle and nothing is emitted; no outputs, nothing emitted.
+maximum over all outputs is emitted if it advances, then the underlying output is marked
+idle (Flink 2.3); no outputs, nothing emitted.
 """
 
 from __future__ import annotations
@@ -149,17 +150,27 @@ def test_an_idle_output_does_not_hold_back_the_combined_watermark() -> None:
     assert under.watermarks == [40]
 
 
-def test_when_every_output_is_idle_the_underlying_is_marked_idle_and_nothing_is_emitted() -> None:
+def test_when_every_output_is_idle_the_maximum_is_emitted_then_the_underlying_is_marked_idle() -> None:
     mux, under = _mux(0, 1)
     mux.get_deferred_output(0).emit_watermark(Watermark(50))
     mux.get_deferred_output(1).emit_watermark(Watermark(60))
     mux.get_deferred_output(0).mark_idle()
     mux.get_deferred_output(1).mark_idle()
     mux.on_periodic_emit()
-    assert under.watermarks == []
+    assert under.events == [60, "idle"]
     assert under.idle is True
-    assert "idle" in under.events
     assert mux.idle is True
+
+
+def test_when_every_output_is_idle_and_the_maximum_does_not_advance_only_idle_is_sent() -> None:
+    mux, under = _mux(0, 1)
+    mux.get_deferred_output(0).emit_watermark(Watermark(60))
+    mux.get_deferred_output(1).emit_watermark(Watermark(60))
+    mux.on_periodic_emit()
+    mux.get_deferred_output(0).mark_idle()
+    mux.get_deferred_output(1).mark_idle()
+    mux.on_periodic_emit()
+    assert under.events == [60, "idle"]
 
 
 def test_the_stream_becomes_active_again_when_an_output_emits_after_all_were_idle() -> None:

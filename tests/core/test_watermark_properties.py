@@ -2,7 +2,9 @@
 
 The model is DESIGN §1 restated: each partition keeps the maximum it was given (``MIN``
 at first) and an idle flag that ``emit`` clears; a combine emits ``min`` over the
-non-idle partitions when it is above everything emitted so far, and nothing otherwise.
+non-idle partitions when it is above everything emitted so far, and nothing otherwise;
+when every partition is idle it is the maximum over all of them (Flink 2.3), and the
+stream is then marked idle.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def _run(n: int, ops: list[Emit | Idle | Combine]) -> tuple[list[int], list[int 
             model_idle[o.partition] = True
         elif isinstance(o, Combine):
             active = [w for w, idle in zip(model_wm, model_idle, strict=True) if not idle]
-            if active and min(active) > last:
-                last = min(active)
+            candidate = min(active) if active else max(model_wm)
+            if candidate > last:
+                last = candidate
                 expected.append(last)
             mux.on_periodic_emit()
     return under.watermarks, [e for e in expected if e is not None]
@@ -130,7 +133,9 @@ def test_an_idle_partition_does_not_hold_the_watermark_back(
 
 
 @given(st.lists(st.integers(-1_000, 1_000), min_size=1, max_size=PARTITIONS), st.integers(1, 5))
-def test_the_all_idle_stream_emits_nothing(watermarks: list[int], combines: int) -> None:
+def test_when_every_partition_is_idle_the_combined_watermark_is_the_maximum_over_all_partitions(
+    watermarks: list[int], combines: int
+) -> None:
     under = CollectingOutput()
     mux = WatermarkOutputMultiplexer(under)
     for p, wm in enumerate(watermarks):
@@ -139,8 +144,48 @@ def test_the_all_idle_stream_emits_nothing(watermarks: list[int], combines: int)
         mux.get_deferred_output(p).mark_idle()
     for _ in range(combines):
         mux.on_periodic_emit()
-    assert under.watermarks == []
+    assert under.watermarks == [max(watermarks)]
+    assert under.events == [max(watermarks), "idle"]
     assert under.idle is True
+
+
+@given(st.lists(st.integers(-1_000, 1_000), min_size=2, max_size=PARTITIONS), st.permutations(range(PARTITIONS)))
+def test_the_order_in_which_partitions_go_idle_does_not_change_the_all_idle_watermark(
+    watermarks: list[int], order: list[int]
+) -> None:
+    """Each partition goes idle at its own combine; the last combine still ends at the maximum."""
+    under = CollectingOutput()
+    mux = WatermarkOutputMultiplexer(under)
+    for p, wm in enumerate(watermarks):
+        mux.register_new_output(p)
+        mux.get_deferred_output(p).emit_watermark(Watermark(wm))
+    mux.on_periodic_emit()
+    for p in (q for q in order if q < len(watermarks)):
+        mux.get_deferred_output(p).mark_idle()
+        mux.on_periodic_emit()
+    assert mux.combined_watermark == max(watermarks)
+    assert under.watermarks[-1] == max(watermarks)
+    assert under.events[-1] == "idle"
+
+
+@given(st.lists(st.integers(-1_000, 1_000), min_size=2, max_size=PARTITIONS), st.integers(-2_000, 2_000))
+def test_a_partition_that_returns_after_all_were_idle_never_lowers_the_combined_watermark(
+    watermarks: list[int], returning: int
+) -> None:
+    under = CollectingOutput()
+    mux = WatermarkOutputMultiplexer(under)
+    for p, wm in enumerate(watermarks):
+        mux.register_new_output(p)
+        mux.get_deferred_output(p).emit_watermark(Watermark(wm))
+        mux.get_deferred_output(p).mark_idle()
+    mux.on_periodic_emit()
+    mux.get_deferred_output(0).emit_watermark(Watermark(returning))
+    mux.on_periodic_emit()
+    top = max(watermarks)
+    assert mux.combined_watermark == max(top, returning)
+    assert under.watermarks == ([top] if returning <= top else [top, returning])
+    assert under.idle is False
+    assert "active" in under.events[2:]
 
 
 @settings(max_examples=50)

@@ -21,6 +21,15 @@ from lowwater.api.sources import (
     SourceWatermark,
 )
 from lowwater.api.transformations import OutputTag
+from lowwater.core.process import (
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    RuntimeContext,
+    TimeDomain,
+    ValueStateDescriptor,
+)
 
 __all__ = [
     "CollectSink",
@@ -30,9 +39,14 @@ __all__ = [
     "ForeachBatchSink",
     "FunctionSink",
     "FunctionSource",
+    "KeyedCoProcessFunction",
+    "KeyedProcessFunction",
     "KeyedStream",
+    "ListStateDescriptor",
+    "MapStateDescriptor",
     "OutputTag",
     "PrintSink",
+    "RuntimeContext",
     "SingleOutputStream",
     "Sink",
     "Source",
@@ -43,5 +57,7 @@ __all__ = [
     "SourceRecord",
     "SourceWatermark",
     "StreamExecutionEnvironment",
+    "TimeDomain",
+    "ValueStateDescriptor",
     "WindowedStream",
 ]

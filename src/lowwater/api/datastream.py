@@ -29,6 +29,8 @@ from lowwater.api.sinks import CollectSink, PrintSink, Sink
 from lowwater.api.transformations import (
     AssignTransformation,
     CoTransformation,
+    KeyedCoProcessTransformation,
+    KeyedProcessTransformation,
     OneInputTransformation,
     OutputTag,
     SideOutputTransformation,
@@ -38,6 +40,7 @@ from lowwater.api.transformations import (
     WindowTransformation,
 )
 from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError
+from lowwater.core.process import KeyedCoProcessFunction, KeyedProcessFunction
 from lowwater.core.time import DurationLike, to_millis
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import (
@@ -165,7 +168,7 @@ class DataStream:
 
 
 class SingleOutputStream(DataStream):
-    """The output of a window operator, with its side outputs."""
+    """The output of a window or keyed process operator, with its side outputs."""
 
     def get_side_output(self, tag: OutputTag) -> DataStream:
         return self._then(SideOutputTransformation(f"side output {tag.name}", self.transformation, tag))
@@ -202,6 +205,18 @@ class KeyedStream:
     def count_window(self, size: int) -> WindowedStream:
         """Fires and purges every ``size`` elements per key."""
         return self.window(GlobalWindows.create()).trigger(PurgingTrigger.of(CountTrigger.of(size)))
+
+    def process(self, function: KeyedProcessFunction, name: str = "keyed process") -> SingleOutputStream:
+        """Run a :class:`~lowwater.core.process.KeyedProcessFunction` per key, with keyed state
+        and event- and processing-time timers (see :mod:`lowwater.core.process.functions`)."""
+        if not isinstance(function, KeyedProcessFunction):
+            raise ConfigurationError(
+                "function", f"expected a KeyedProcessFunction, got {type(function).__name__}; subclass "
+                "lowwater.api.KeyedProcessFunction and implement process_element(value, ctx)",
+            )
+        stream = self.stream
+        t = KeyedProcessTransformation(name, stream.transformation, self.key_selector, function)
+        return SingleOutputStream(stream.env, t)
 
 
 @dataclass(frozen=True)
@@ -289,10 +304,36 @@ class WindowedStream:
 
 @dataclass(frozen=True)
 class ConnectedStreams:
-    """Two streams processed by one operator; its watermark is the minimum of both."""
+    """Two streams processed by one operator; its watermark is the minimum of both.
+
+    ``key_by(k1, k2)`` keys both inputs (``k1`` for the first, ``k2`` for the second), after
+    which ``process(KeyedCoProcessFunction)`` runs with keyed state and timers.
+    """
 
     first: DataStream
     second: DataStream
+    key_selector1: Callable[[Any], Any] | None = None
+    key_selector2: Callable[[Any], Any] | None = None
+
+    def key_by(self, key_selector1: str | Callable[[Any], Any],
+               key_selector2: str | Callable[[Any], Any] | None = None) -> ConnectedStreams:
+        """Key both inputs; with one selector, the same for both."""
+        k1 = field_getter(key_selector1, parameter="key_selector1", what="key")
+        k2 = k1 if key_selector2 is None else field_getter(key_selector2, parameter="key_selector2", what="key")
+        return replace(self, key_selector1=k1, key_selector2=k2)
+
+    def process(self, function: KeyedCoProcessFunction, name: str = "keyed co-process") -> SingleOutputStream:
+        """Run a :class:`~lowwater.core.process.KeyedCoProcessFunction` over the keyed inputs."""
+        if self.key_selector1 is None or self.key_selector2 is None:
+            raise PipelineError("connect(...).process needs keys: connect(other).key_by(k1, k2).process(fn)")
+        if not isinstance(function, KeyedCoProcessFunction):
+            raise ConfigurationError(
+                "function", f"expected a KeyedCoProcessFunction, got {type(function).__name__}; subclass "
+                "lowwater.api.KeyedCoProcessFunction and implement process_element1 and process_element2",
+            )
+        t = KeyedCoProcessTransformation(name, self.first.transformation, self.second.transformation,
+                                         self.key_selector1, self.key_selector2, function)
+        return SingleOutputStream(self.first.env, t)
 
     def map(self, fn1: Callable[[Any], Any] | Any, fn2: Callable[[Any], Any] | None = None) -> DataStream:
         """``map(f1, f2)`` or ``map(co_map_function)`` with ``map1``/``map2`` methods."""

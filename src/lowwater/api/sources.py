@@ -24,6 +24,7 @@ __all__ = [
     "SourceContext",
     "SourceFunction",
     "SourceIdle",
+    "SourceItem",
     "SourceRecord",
     "SourceWatermark",
 ]
@@ -64,6 +65,10 @@ class SourceBatch:
     items: tuple[SourceItem, ...] = ()
     processing_time_ms: int | None = None
     """The clock at the end of this batch; ``None`` means the runtime's clock."""
+    arrival: tuple[int, ...] | None = None
+    """With several sources: each item's position in the micro-batch across all sources
+    (the runtime interleaves the sources' items in this order); ``None``: after the
+    previous source's items."""
 
 
 class Source(ABC):
@@ -113,6 +118,9 @@ class CollectionSource(Source):
         timestamp); ``None`` means the records carry none.
     processing_times_ms:
         The clock at the end of each batch.
+    arrival:
+        With several sources read together: each element's position in its micro-batch
+        across all of them (see :attr:`SourceBatch.arrival`).
     """
 
     def __init__(
@@ -123,7 +131,11 @@ class CollectionSource(Source):
         partition_of: str | Callable[[Any], int] | None = None,
         timestamp_of: Callable[[Any], int | None] | None = None,
         processing_times_ms: Sequence[int] | None = None,
+        arrival: Sequence[Sequence[int]] | None = None,
     ) -> None:
+        if arrival is not None and [len(a) for a in arrival] != [len(b) for b in batches]:
+            raise ConfigurationError("arrival", "give one position per element of every batch")
+        self._arrival = [tuple(a) for a in arrival] if arrival is not None else None
         if processing_times_ms is not None and len(processing_times_ms) != len(batches):
             raise ConfigurationError(
                 "processing_times_ms",
@@ -167,7 +179,7 @@ class CollectionSource(Source):
                 ts = self._timestamp_of(e) if self._timestamp_of else None
                 items.append(SourceRecord(e, p, off, ts))
             pt = self._processing_times[i] if self._processing_times is not None else None
-            yield SourceBatch(tuple(items), pt)
+            yield SourceBatch(tuple(items), pt, self._arrival[i] if self._arrival is not None else None)
 
 
 # -- the seeds' SourceFunction API ------------------------------------------------------

@@ -17,6 +17,8 @@ from lowwater.core.windows.trigger import Trigger
 __all__ = [
     "AssignTransformation",
     "CoTransformation",
+    "KeyedCoProcessTransformation",
+    "KeyedProcessTransformation",
     "OneInputTransformation",
     "OutputTag",
     "SideOutputTransformation",
@@ -134,3 +136,32 @@ class SinkTransformation(Transformation):
     @property
     def inputs(self) -> tuple[Transformation, ...]:
         return (self.input,)
+
+
+@dataclass(frozen=True, eq=False)
+class KeyedProcessTransformation(Transformation):
+    """``key_by(...).process(fn)``: a ``KeyedProcessFunction`` with keyed state and timers."""
+
+    input: Transformation
+    key_selector: Callable[[Any], Any]
+    function: Any
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True, eq=False)
+class KeyedCoProcessTransformation(Transformation):
+    """``connect(...).key_by(k1, k2).process(fn)``: a ``KeyedCoProcessFunction``; its
+    watermark is the minimum of both inputs."""
+
+    first: Transformation
+    second: Transformation
+    key_selector1: Callable[[Any], Any]
+    key_selector2: Callable[[Any], Any]
+    function: Any
+
+    @property
+    def inputs(self) -> tuple[Transformation, ...]:
+        return (self.first, self.second)

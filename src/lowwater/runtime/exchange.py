@@ -1,4 +1,8 @@
-"""Combining many lanes into one operator input (the per-partition minimum)."""
+"""Combining one source's lanes (its partitions) into the source's watermark.
+
+The reference runtime keeps one per source in front of each operator input
+(:mod:`lowwater.runtime.union_input`); the native Spark path keeps one for its only source.
+The minimum over non-idle partitions; the maximum when all are idle (Flink 2.3)."""
 
 from __future__ import annotations
 

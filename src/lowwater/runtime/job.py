@@ -14,6 +14,8 @@ from lowwater.api.sources import SourceBatch
 from lowwater.api.transformations import (
     AssignTransformation,
     CoTransformation,
+    KeyedCoProcessTransformation,
+    KeyedProcessTransformation,
     OneInputTransformation,
     SideOutputTransformation,
     SinkTransformation,
@@ -37,7 +39,9 @@ from lowwater.runtime.nodes import (
     StatelessNode,
     UnionNode,
     WindowNode,
+    _SingleLaneNode,
 )
+from lowwater.runtime.process_node import KeyedProcessNode
 from lowwater.runtime.result import BatchMetrics
 
 __all__ = ["CompiledJob"]
@@ -51,6 +55,10 @@ class CompiledJob:
         self.nodes = _compile(env, self.clock)
         self.sources = [n for n in self.nodes if isinstance(n, SourceNode)]
         self.windows = [n for n in self.nodes if isinstance(n, WindowNode)]
+        self.operators: list[WindowNode | KeyedProcessNode] = [
+            n for n in self.nodes if isinstance(n, WindowNode | KeyedProcessNode)
+        ]
+        """The keyed operators (windows and process functions): their metrics and watermarks."""
         self.sinks = [n for n in self.nodes if isinstance(n, SinkNode)]
         self.dead = DeadLetters()
         for n in self.nodes:
@@ -73,11 +81,23 @@ class CompiledJob:
         self.clock.set(processing_time_ms)
         self.dead.rows = []
         rows = 0
-        for i, (s, b) in enumerate(zip(self.sources, batches, strict=True)):
-            if b is not None:
+        live = [(s, b) for s, b in zip(self.sources, batches, strict=True) if b is not None]
+        if any(b.arrival is not None for _, b in live):  # several sources: in arrival order
+            merged = sorted(
+                ((pos, k, j, s) for k, (s, b) in enumerate(live)
+                 for j, pos in enumerate(b.arrival if b.arrival is not None else range(len(b.items)))),
+                key=lambda t: (t[0], t[1], t[2]),
+            )
+            for s, _ in live:
+                s.begin_batch()
+            for _, k, j, s in merged:
+                s.feed_item(live[k][1].items[j])
+        else:
+            for s, b in live:
                 s.feed(b)
-                rows += s.rows_in_batch
-            elif i not in self.ended:
+        rows = sum(s.rows_in_batch for s, _ in live)
+        for i, (s, maybe) in enumerate(zip(self.sources, batches, strict=True)):
+            if maybe is None and i not in self.ended:
                 self.ended.add(i)
                 s.end()
         for n in self.nodes:
@@ -94,7 +114,8 @@ class CompiledJob:
         return self.metrics(batch_id, 0, True)
 
     def metrics(self, batch_id: int, rows: int, end: bool) -> BatchMetrics:
-        return BatchMetrics(batch_id, self.clock.now_ms(), rows, end, {self.name(w): w.metrics() for w in self.windows},
+        return BatchMetrics(batch_id, self.clock.now_ms(), rows, end,
+                            {self.name(w): w.metrics() for w in self.operators},
                             rows_dead_lettered=len(self.dead.rows))
 
     @staticmethod
@@ -108,9 +129,12 @@ class CompiledJob:
             for ex in getattr(n, "exchanges", ()):
                 ex.advanced_once = ex.advanced_once or bool(ex.history)
                 ex.keep_history, ex.history = False, ex.history[-1:]
+            if isinstance(n, _SingleLaneNode):
+                n.bounded_history = True
+                n.watermark_history = n.watermark_history[-1:]
 
     def watermark_history(self) -> dict[str, list[int]]:
-        return {self.name(w): list(w.exchange.history) for w in self.windows}
+        return {self.name(w): list(w.watermark_history) for w in self.operators}
 
     def restore_from(self, old: CompiledJob) -> None:
         """Take the state of ``old`` (unpickled from a checkpoint) into this job's operators,
@@ -205,8 +229,8 @@ def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:
             link(ins[0], node)
         elif isinstance(t, SideOutputTransformation):
             up = ins[0]
-            if not isinstance(up, WindowNode):
-                raise PipelineError("get_side_output is only available on a window operator's output")
+            if not isinstance(up, WindowNode | KeyedProcessNode):
+                raise PipelineError("get_side_output is only available on a window or process operator's output")
             node = add(SideOutputNode(t.id, t.name))
             up.side_outputs.setdefault(t.tag, []).append((node, 0))
         elif isinstance(t, UnionTransformation):
@@ -215,6 +239,13 @@ def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:
                 link(i, node)
         elif isinstance(t, CoTransformation):
             node = add(CoNode(t.id, t.name, t.fn1, t.fn2, t.flat))
+            link(ins[0], node, 0)
+            link(ins[1], node, 1)
+        elif isinstance(t, KeyedProcessTransformation):
+            node = add(KeyedProcessNode(t.id, t.name, t.function, [t.key_selector], clock))
+            link(ins[0], node)
+        elif isinstance(t, KeyedCoProcessTransformation):
+            node = add(KeyedProcessNode(t.id, t.name, t.function, [t.key_selector1, t.key_selector2], clock))
             link(ins[0], node, 0)
             link(ins[1], node, 1)
         elif isinstance(t, SinkTransformation):

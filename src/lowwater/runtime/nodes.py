@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lowwater.api.sinks import Sink
-from lowwater.api.sources import Source, SourceBatch, SourceIdle, SourceRecord, SourceWatermark
+from lowwater.api.sources import Source, SourceBatch, SourceIdle, SourceItem, SourceRecord, SourceWatermark
 from lowwater.api.transformations import OutputTag, WindowTransformation
 from lowwater.core.clock import Clock
 from lowwater.core.errors import BadRecordError, ConfigurationError, LowwaterError, UserFunctionError
@@ -27,9 +27,10 @@ from lowwater.core.watermarks import (
 )
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.core.windows.aggregations import BuiltinAggregate
-from lowwater.runtime.exchange import Exchange
+from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import Lane, LaneEvent, Record
 from lowwater.runtime.restore import transfer_state
+from lowwater.runtime.union_input import UnionInput
 
 __all__ = [
     "AssignerNode", "CoNode", "DeadLetters", "Node", "SideOutputNode", "SinkNode", "SourceNode",
@@ -105,7 +106,7 @@ class Node:
     def restore(self, old: Node) -> None:
         """Take ``old``'s state (from a checkpoint) into this node, built from the current code."""
         for name in self.STATE:
-            setattr(self, name, getattr(old, name))
+            setattr(self, name, getattr(old, name, getattr(self, name)))
 
 
 class SourceNode(Node):
@@ -138,18 +139,25 @@ class SourceNode(Node):
             self._pending.append((p, LaneEvent("watermark", MAX_TIMESTAMP)))
 
     def feed(self, batch: SourceBatch) -> None:
-        self.rows_in_batch = 0
+        self.begin_batch()
         for item in batch.items:
-            if item.partition not in self.known:
-                self._register(item.partition)
-            if isinstance(item, SourceRecord):
-                self.rows_in_batch += 1
-                self.emit(Record(item.value, item.timestamp, self.lane(item.partition), item.partition, item.offset))
-            elif isinstance(item, SourceWatermark):
-                self._pending.append((item.partition, LaneEvent("watermark", item.timestamp)))
-            elif isinstance(item, SourceIdle):
-                self._pending.append((item.partition, LaneEvent("idle")))
-        self.rows_in += self.rows_in_batch
+            self.feed_item(item)
+
+    def begin_batch(self) -> None:
+        self.rows_in_batch = 0
+
+    def feed_item(self, item: SourceItem) -> None:
+        """One item of the current batch (records are pushed downstream at once)."""
+        if item.partition not in self.known:
+            self._register(item.partition)
+        if isinstance(item, SourceRecord):
+            self.rows_in_batch += 1
+            self.rows_in += 1
+            self.emit(Record(item.value, item.timestamp, self.lane(item.partition), item.partition, item.offset))
+        elif isinstance(item, SourceWatermark):
+            self._pending.append((item.partition, LaneEvent("watermark", item.timestamp)))
+        elif isinstance(item, SourceIdle):
+            self._pending.append((item.partition, LaneEvent("idle")))
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
         pending, self._pending = self._pending, []
@@ -289,18 +297,24 @@ class SideOutputNode(Node):
 
 
 class _SingleLaneNode(Node):
-    """A node with one output lane, fed by an exchange per input."""
+    """A node with one output lane, fed by a :class:`UnionInput` per input (the sources that
+    reach it), whose results combine as a two-input operator's (:mod:`.operator_inputs`)."""
 
     def __init__(self, node_id: int, name: str, inputs: int = 1) -> None:
         super().__init__(node_id, name)
-        self.exchanges = [Exchange() for _ in range(inputs)]
+        self.exchanges = [UnionInput() for _ in range(inputs)]
         self.out_lane: Lane = ("op", node_id)  # replaced by the compiler with the node's position
         self.valve = CombinedWatermarkStatus()
         self.partials = [PartialWatermark() for _ in range(inputs)]
         for p in self.partials:
             self.valve.add(p)
         self.idle = False
-        self.STATE = ("exchanges", "valve", "partials", "idle")
+        self.watermark_history: list[int] = []
+        """Every watermark the operator moved to, in order (bounded by ``CompiledJob.bound_histories``)."""
+        self.bounded_history = False
+        self.multi_step_batches: list[int] = []
+        """Batch ends at which the operator's watermark moved in more than one step."""
+        self.STATE = ("exchanges", "valve", "partials", "idle", "watermark_history", "multi_step_batches")
 
     def on_start(self) -> None:
         self.emit_lane_event(self.out_lane, LaneEvent("register"))
@@ -308,24 +322,24 @@ class _SingleLaneNode(Node):
     def on_lane_event(self, input_index: int, lane: Lane, event: LaneEvent) -> None:
         self.exchanges[input_index].on_lane_event(lane, event)
 
-    def combine_inputs(self) -> tuple[int | None, bool]:
-        """Combine each input's lanes, then the inputs; returns (advanced_to, idle)."""
-        for ex, partial in zip(self.exchanges, self.partials, strict=True):
-            r = ex.combine()
-            if r.advanced_to is not None:
-                partial.set_watermark(r.advanced_to)
-            elif r.idle:
-                partial.idle = True
-            elif r.became_active:
-                partial.idle = False
-        advanced = self.valve.update_combined_watermark()
-        return (self.valve.combined_watermark if advanced else None), self.valve.idle
+    def combine_inputs(self, batch_id: int = -1) -> tuple[tuple[int, ...], bool]:
+        """Combine each input's lanes, then the inputs; returns (the watermark steps, idle)."""
+        results = [ex.combine() for ex in self.exchanges]
+        r = combine_input_steps(self.valve, self.partials, results)
+        if r.steps:
+            if self.bounded_history:  # engines that run for months keep only the last one
+                self.watermark_history[:] = [r.steps[-1]]
+            else:
+                self.watermark_history.extend(r.steps)
+            if len(r.steps) > 1 and not self.bounded_history:
+                self.multi_step_batches.append(batch_id)
+        return r.steps, r.idle
 
-    def forward_status(self, advanced_to: int | None, idle: bool) -> None:
-        if advanced_to is not None:
+    def forward_status(self, steps: tuple[int, ...], idle: bool) -> None:
+        if steps:
             self.idle = False
-            self.emit_lane_event(self.out_lane, LaneEvent("watermark", advanced_to))
-        elif idle and not self.idle:
+            self.emit_lane_event(self.out_lane, LaneEvent("watermark", steps[-1]))
+        if idle and not self.idle:
             self.idle = True
             self.emit_lane_event(self.out_lane, LaneEvent("idle"))
         elif not idle and self.idle:
@@ -335,6 +349,19 @@ class _SingleLaneNode(Node):
     @property
     def current_watermark(self) -> int:
         return self.valve.combined_watermark
+
+    def metrics(self) -> dict[str, Any]:
+        status: dict[Lane, tuple[int, bool]] = {}
+        for ex in self.exchanges:
+            status.update(ex.lane_status())
+        label = _lane_labels(list(status))
+        return {
+            "combined_watermark": self.current_watermark,
+            "partition_watermarks": {label[k]: v[0] for k, v in status.items()},
+            "idle_partitions": sorted(label[k] for k, v in status.items() if v[1]),
+            "source_watermarks": {str(g): w for ex in self.exchanges for g, (w, _) in ex.source_status().items()},
+            "idle": self.valve.idle,
+        }
 
 
 class CoNode(_SingleLaneNode):
@@ -363,7 +390,7 @@ class CoNode(_SingleLaneNode):
             self.emit(Record(v, record.timestamp, self.out_lane))
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
-        self.forward_status(*self.combine_inputs())
+        self.forward_status(*self.combine_inputs(batch_id))
 
 
 class WindowNode(_SingleLaneNode):
@@ -399,7 +426,7 @@ class WindowNode(_SingleLaneNode):
             self.operator.merging_sets[key] = fresh
 
     @property
-    def exchange(self) -> Exchange:
+    def exchange(self) -> UnionInput:
         return self.exchanges[0]
 
     def on_record(self, record: Record, input_index: int) -> None:
@@ -453,11 +480,11 @@ class WindowNode(_SingleLaneNode):
                 self.emit_side(ev.tag, Record(ev.value, None, self.out_lane))
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
-        advanced, idle = self.combine_inputs()
+        steps, idle = self.combine_inputs(batch_id)
         try:
-            if advanced is not None:
-                self._handle(self.operator.advance_watermark(advanced))
-            self.forward_status(advanced, idle)
+            for watermark in steps:
+                self._handle(self.operator.advance_watermark(watermark))
+            self.forward_status(steps, idle)
             self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
         except LowwaterError:
             raise
@@ -471,6 +498,7 @@ class WindowNode(_SingleLaneNode):
             "combined_watermark": self.exchange.watermark_or_min(),
             "partition_watermarks": {label[k]: v[0] for k, v in status.items()},
             "idle_partitions": sorted(label[k] for k, v in status.items() if v[1]),
+            "source_watermarks": {str(g): w for g, (w, _) in self.exchange.source_status().items()},
             "operator_rows_in": self.rows_in,
             "rows_windowed": self.operator.windowed_count,
             "rows_late": self.operator.late_count,
@@ -506,6 +534,6 @@ class SinkNode(_SingleLaneNode):
         self.rows.append(record.value)
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
-        self.combine_inputs()
+        self.combine_inputs(batch_id)
         rows, self.rows = self.rows, []
         self.sink.write_batch(batch_id, rows)

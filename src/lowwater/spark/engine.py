@@ -34,9 +34,9 @@ from lowwater.api.sinks import Sink
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.spark import faults
-from lowwater.spark.general import GeneralProcessor
+from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.native import NativeProcessor
-from lowwater.spark.plan import find_source, fingerprint, native_plan
+from lowwater.spark.plan import fingerprint, native_plan
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class SparkRuntime:
         from lowwater.spark.session import get_or_create_session
 
         spark = self.spark or get_or_create_session()
-        source = find_source(env)
+        sources = find_sources(env)
         plan, reason = native_plan(env)
         if self.path in ("native", "executor") and plan is None:
             raise PipelineError(f"this pipeline cannot take the native path: {reason}")
@@ -189,7 +189,7 @@ class SparkRuntime:
             processor, path = NativeProcessor(plan), "executor" if plan.executor_watermarks else "native"
             sinks_of = self._native_sinks(plan, self.dead_letter_sink)
         else:
-            processor, path = GeneralProcessor(env, source), "general"
+            processor, path = GeneralProcessor(env, sources), "general"
             sinks_of = self._general_sinks(env, self.dead_letter_sink)
             reason = reason if plan is None else "general path requested"
         store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1)
@@ -199,7 +199,7 @@ class SparkRuntime:
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
         driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
-        stream = source.spark_stream(spark)
+        stream = read_sources(spark, sources)
         _check_source_count(Path(self.checkpoint) / "spark")
         stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable
         writer = stream.writeStream.foreachBatch(driver.on_batch).option(

@@ -3,8 +3,13 @@
 The batch's rows come to the driver in arrival order (``_seq``, else partition and
 offset) and pass through a :class:`~lowwater.runtime.job.CompiledJob`; its state is
 versioned by batch id like the native path's. Any pipeline runs here: sessions, custom
-triggers, process functions, Python maps and filters, user generators, classic
-assigners. It is exact by construction and as fast as the driver can step records.
+triggers, keyed process functions with state and timers, Python maps and filters, user
+generators, classic assigners, several sources (union, connect). It is exact by
+construction and as fast as the driver can step records.
+
+Several sources are read by one query: :func:`read_sources` unites their streaming
+DataFrames, each row tagged with its source's position (``_source``). Every (source,
+partition) is its own lane with its own generator, exactly as on the reference runtime.
 """
 
 from __future__ import annotations
@@ -16,14 +21,45 @@ from lowwater.api.environment import StreamExecutionEnvironment
 from lowwater.api.sinks import Sink
 from lowwater.api.sources import SourceBatch, SourceRecord
 from lowwater.core.clock import ManualClock
+from lowwater.core.errors import PipelineError
 from lowwater.runtime.job import CompiledJob
 from lowwater.spark.native import unparsed_dead_letter
 from lowwater.spark.sources import SparkSource
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["GeneralProcessor"]
+__all__ = ["GeneralProcessor", "find_sources", "read_sources"]
+
+SOURCE_COLUMN = "_source"
+
+
+def find_sources(env: StreamExecutionEnvironment) -> list[SparkSource]:
+    """The pipeline's sources, in the order the compiled job numbers them (its lanes)."""
+    sources = [n.source for n in CompiledJob(env, ManualClock(0)).sources]
+    if not sources:
+        raise PipelineError("the pipeline has no source; start it with env.from_source(...)")
+    for src in sources:
+        if not isinstance(src, SparkSource):
+            raise PipelineError(
+                f"{type(src).__name__} cannot be read by Spark; use a lowwater.spark.sources source "
+                "(PartitionedLogSource, KafkaShapedSource, BatchFilesSource)"
+            )
+    return sources  # type: ignore[return-value]
+
+
+def read_sources(spark: SparkSession, sources: list[SparkSource]) -> DataFrame:
+    """One streaming DataFrame: a single source as it is, several united by name with a
+    ``_source`` column (the source's position); fields one source lacks are null."""
+    if len(sources) == 1:
+        return sources[0].spark_stream(spark)
+    from pyspark.sql import functions as F
+
+    streams = [src.spark_stream(spark).withColumn(SOURCE_COLUMN, F.lit(i)) for i, src in enumerate(sources)]
+    united = streams[0]
+    for df in streams[1:]:
+        united = united.unionByName(df, allowMissingColumns=True)
+    return united
 
 
 class _Capture(Sink):
@@ -43,9 +79,13 @@ class GeneralOutput:
 
 
 class GeneralProcessor:
-    def __init__(self, env: StreamExecutionEnvironment, source: SparkSource) -> None:
+    def __init__(self, env: StreamExecutionEnvironment, sources: SparkSource | list[SparkSource]) -> None:
         self.env = env
-        self.source = source
+        self.sources = sources if isinstance(sources, list) else [sources]
+
+    @property
+    def source(self) -> SparkSource:
+        return self.sources[0]
 
     def empty_state(self) -> CompiledJob:
         job = CompiledJob(self.env, ManualClock(0))
@@ -67,6 +107,28 @@ class GeneralProcessor:
     def sinks(self, job: CompiledJob) -> int:
         return len(job.sinks)
 
+    def _batches(self, df: DataFrame, unparsed: list[dict[str, Any]]) -> list[SourceBatch]:
+        """The micro-batch's rows per source, in arrival order (``arrival`` across sources)."""
+        several = len(self.sources) > 1
+        fields = [self.sources[i].fields() for i in range(len(self.sources))]
+        columns = list(dict.fromkeys(f for fs in fields for f in fs))
+        extra = [c for c in ("_corrupt", "_file") if c in df.columns]
+        tag = [SOURCE_COLUMN] if several else []
+        order = ["_seq", *tag, "_partition", "_offset"]
+        rows = df.orderBy(*order).select("_partition", "_offset", "_source_ts", *tag, *columns, *extra).collect()
+        items: list[list[SourceRecord]] = [[] for _ in self.sources]
+        arrival: list[list[int]] = [[] for _ in self.sources]
+        for pos, r in enumerate(rows):
+            if extra and r["_corrupt"] is not None:  # as on the native path
+                unparsed.append(unparsed_dead_letter(r))
+                continue
+            i = int(r[SOURCE_COLUMN]) if several else 0
+            items[i].append(SourceRecord({f: r[f] for f in fields[i]}, int(r["_partition"]), int(r["_offset"]),
+                                         None if r["_source_ts"] is None else int(r["_source_ts"])))
+            arrival[i].append(pos)
+        return [SourceBatch(tuple(it), None, tuple(a) if several else None)
+                for it, a in zip(items, arrival, strict=True)]
+
     def run(self, job: CompiledJob, df: DataFrame | None, batch_id: int, clock_ms: int,
             end_of_input: bool = False) -> GeneralOutput:
         captures = [_Capture() for _ in job.sinks]
@@ -76,21 +138,8 @@ class GeneralProcessor:
             if end_of_input:
                 m = job.finish(batch_id)
             else:
-                items: list[SourceRecord] = []
-                if df is not None:
-                    fields = self.source.fields()
-                    extra = [c for c in ("_corrupt", "_file") if c in df.columns]
-                    rows = df.orderBy("_seq", "_partition", "_offset").select(
-                        "_partition", "_offset", "_source_ts", *fields, *extra
-                    ).collect()
-                    for r in rows:
-                        if extra and r["_corrupt"] is not None:  # as on the native path
-                            unparsed.append(unparsed_dead_letter(r))
-                            continue
-                        items.append(SourceRecord({f: r[f] for f in fields}, int(r["_partition"]),
-                                                  int(r["_offset"]),
-                                                  None if r["_source_ts"] is None else int(r["_source_ts"])))
-                m = job.step(batch_id, [SourceBatch(tuple(items))], clock_ms)
+                batches = self._batches(df, unparsed) if df is not None else [SourceBatch() for _ in self.sources]
+                m = job.step(batch_id, list(batches), clock_ms)
         finally:
             job.detach_sinks()
         metrics = m.flat(job.direct)

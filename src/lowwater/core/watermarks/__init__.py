@@ -35,6 +35,7 @@ from lowwater.core.watermarks.strategy import (
     WatermarkStrategy,
 )
 from lowwater.core.watermarks.time_lag import TimeLagWatermarkGenerator
+from lowwater.core.watermarks.valve import StatusWatermarkValve
 from lowwater.core.watermarks.watermark import Watermark, WatermarkOutput
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "PartitionWatermarking",
     "PunctuatedWatermarks",
     "RecordTimestampAssigner",
+    "StatusWatermarkValve",
     "TimeLagWatermarkGenerator",
     "TimestampAssigner",
     "Watermark",

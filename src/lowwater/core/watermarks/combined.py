@@ -1,4 +1,4 @@
-"""Combining partial watermarks (Flink's ``CombinedWatermarkStatus``)."""
+"""Combining partial watermarks (Flink 2.3's ``CombinedWatermarkStatus``)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,22 @@ class PartialWatermark:
 
 
 class CombinedWatermarkStatus:
-    """The minimum over non-idle partial watermarks, which only advances.
+    """The combined watermark of several inputs, which only advances.
 
+    * While some input is active: the minimum over the active inputs' watermarks.
+    * When every input is idle: the maximum over *all* inputs' watermarks (Flink 2.3
+      flushes them, so the order in which inputs went idle does not matter), and the
+      combination is idle.
     * With no inputs, nothing is emitted.
-    * If every input is idle, the combination is idle and no watermark is emitted.
+
+    >>> s = CombinedWatermarkStatus(); a, b = PartialWatermark(), PartialWatermark()
+    >>> s.add(a); s.add(b)
+    >>> _ = a.set_watermark(5), b.set_watermark(9)
+    >>> s.update_combined_watermark(), s.combined_watermark
+    (True, 5)
+    >>> a.idle = b.idle = True
+    >>> s.update_combined_watermark(), s.combined_watermark, s.idle
+    (True, 9, True)
     """
 
     def __init__(self) -> None:
@@ -51,15 +63,18 @@ class CombinedWatermarkStatus:
         return True
 
     def update_combined_watermark(self) -> bool:
-        """Recompute; True when the combined watermark advanced."""
+        """Recompute; True when the combined watermark advanced (``idle`` is updated too)."""
         if not self.partials:
             return False
-        minimum: int | None = None
+        minimum_active: int | None = None
+        maximum = MIN_TIMESTAMP
         for p in self.partials:
-            if not p.idle and (minimum is None or p.watermark < minimum):
-                minimum = p.watermark
-        self.idle = minimum is None
-        if minimum is not None and minimum > self.combined_watermark:
-            self.combined_watermark = minimum
+            maximum = max(maximum, p.watermark)
+            if not p.idle and (minimum_active is None or p.watermark < minimum_active):
+                minimum_active = p.watermark
+        self.idle = minimum_active is None
+        candidate = maximum if minimum_active is None else minimum_active
+        if candidate > self.combined_watermark:
+            self.combined_watermark = candidate
             return True
         return False

@@ -16,9 +16,11 @@ class WatermarkOutputMultiplexer:
     Register an output per partition, then emit to its *immediate* output (the combined
     watermark may be forwarded at once) or its *deferred* output (only recorded until
     :meth:`on_periodic_emit` combines everything once). The combined watermark is the
-    minimum over non-idle outputs, never regresses, is not emitted while every output is
-    idle (the underlying output is marked idle instead), and nothing is emitted with no
-    outputs at all.
+    minimum over non-idle outputs and never regresses. When every output is idle it is the
+    maximum over all outputs (Flink 2.3), emitted if that advances it, and then the
+    underlying output is marked idle. Nothing is emitted with no outputs at all. Towards
+    the underlying output the order is always: ``mark_active`` (if it was idle and is not
+    any more), the watermark (if it advanced), ``mark_idle`` (if every output is idle).
 
     >>> from lowwater.core.watermarks.testing import CollectingOutput
     >>> under = CollectingOutput(); m = WatermarkOutputMultiplexer(under)
@@ -79,16 +81,15 @@ class WatermarkOutputMultiplexer:
         self._update_combined_watermark()
 
     def _update_combined_watermark(self) -> None:
-        if self.status.update_combined_watermark():
-            self._underlying_idle = False
-            self.underlying.emit_watermark(Watermark(self.status.combined_watermark))
-        elif self.status.idle:
-            if not self._underlying_idle:
-                self._underlying_idle = True
-                self.underlying.mark_idle()
-        elif self._underlying_idle:
+        advanced = self.status.update_combined_watermark()
+        if self._underlying_idle and (advanced or not self.status.idle):
             self._underlying_idle = False
             self.underlying.mark_active()
+        if advanced:
+            self.underlying.emit_watermark(Watermark(self.status.combined_watermark))
+        if self.status.idle and not self._underlying_idle:
+            self._underlying_idle = True
+            self.underlying.mark_idle()
 
     def _lookup(self, output_id: Hashable) -> PartialWatermark:
         try:

@@ -1,0 +1,167 @@
+"""The keyed process operator: runs a (co-)process function with keyed state and timers.
+
+Pure logic, driven by a runtime: :meth:`KeyedProcessOperator.process_element` for each
+element, :meth:`~KeyedProcessOperator.advance_watermark` when the operator's combined
+watermark advances, :meth:`~KeyedProcessOperator.advance_processing_time` at batch
+ends. Each returns what the function emitted, as typed events.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from lowwater.core.clock import Clock
+from lowwater.core.process.functions import Collector, ProcessContext, RuntimeContext, TimeDomain
+from lowwater.core.process.state import InMemoryKeyedStateBackend, KeyedStateBackend
+from lowwater.core.time import MIN_TIMESTAMP
+from lowwater.core.windows.timers import Timer, TimerQueue
+
+__all__ = ["Emitted", "KeyedProcessOperator", "SideEmitted"]
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """A value the function emitted, with the timestamp it carries downstream."""
+
+    value: Any
+    timestamp: int | None
+
+
+@dataclass(frozen=True)
+class SideEmitted:
+    """A value for a side output."""
+
+    tag: Any
+    value: Any
+    timestamp: int | None
+
+
+def _takes_collector(method: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3
+
+
+class KeyedProcessOperator:
+    """Runs ``function`` per key. ``inputs`` is 1 (``KeyedProcessFunction``) or 2
+    (``KeyedCoProcessFunction``: ``process_element1`` / ``process_element2``).
+
+    Timers follow Flink's ``InternalTimerServiceImpl``: one per (key, time); event-time
+    timers with ``timestamp <= watermark`` fire in timestamp order when the watermark
+    advances (a timer registered while firing, at or behind it, fires in the same pass);
+    processing-time timers when the clock reaches them.
+    """
+
+    def __init__(self, function: Any, clock: Clock, inputs: int = 1,
+                 state: KeyedStateBackend | None = None, name: str = "",
+                 is_tag: Callable[[Any], bool] | None = None) -> None:
+        self.function = function
+        self.is_tag = is_tag
+        """Recognises a side-output tag, so that ``yield tag, value`` (PyFlink) goes to it."""
+        self.clock = clock
+        self.inputs = inputs
+        self.name = name
+        self.state: KeyedStateBackend = state if state is not None else InMemoryKeyedStateBackend()
+        self.event_timers = TimerQueue()
+        self.processing_timers = TimerQueue()
+        self.current_watermark = MIN_TIMESTAMP
+        self.current_key: Hashable = None
+        self.current_timestamp: int | None = None
+        self.current_time_domain: TimeDomain | None = None
+        self.elements_in = 0
+        self.timers_fired = 0
+        self._opened = False
+        self._out: list[Emitted | SideEmitted] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["_opened"] = False  # handles are rebuilt by open() after a restore
+        d["_out"] = []
+        return d
+
+    # -- the function -----------------------------------------------------------------
+    def open(self) -> None:
+        if self._opened:
+            return
+        self._opened = True
+        rc = RuntimeContext(self.state, lambda: self.current_key, self.name)
+        self.function._runtime_context = rc
+        self.function.open(rc)
+
+    def _call(self, method: Callable[..., Any], first: Any) -> None:
+        ctx = ProcessContext(self)
+        if _takes_collector(method):
+            result = method(first, ctx, Collector(self._collect))
+        else:
+            result = method(first, ctx)
+        if result is not None:
+            for v in result:
+                self._collect(v)
+
+    def _collect(self, value: Any) -> None:
+        if self.is_tag is not None and isinstance(value, tuple) and len(value) == 2 and self.is_tag(value[0]):
+            self.side_output(value[0], value[1])
+        else:
+            self._out.append(Emitted(value, self.current_timestamp))
+
+    def side_output(self, tag: Any, value: Any) -> None:
+        self._out.append(SideEmitted(tag, value, self.current_timestamp))
+
+    def _drain(self) -> list[Emitted | SideEmitted]:
+        out, self._out = self._out, []
+        return out
+
+    # -- timers (called through ctx.timer_service()) ------------------------------------
+    def register_timer(self, domain: TimeDomain, timestamp: int) -> None:
+        queue = self.event_timers if domain is TimeDomain.EVENT_TIME else self.processing_timers
+        queue.register(Timer(timestamp, self.current_key, None))
+
+    def delete_timer(self, domain: TimeDomain, timestamp: int) -> None:
+        queue = self.event_timers if domain is TimeDomain.EVENT_TIME else self.processing_timers
+        queue.delete(Timer(timestamp, self.current_key, None))
+
+    # -- driving ----------------------------------------------------------------------
+    def process_element(self, key: Hashable, value: Any, timestamp: int | None,
+                        input_index: int = 0) -> list[Emitted | SideEmitted]:
+        """Run the function on one element of input ``input_index`` (0 or 1)."""
+        self.open()
+        self.elements_in += 1
+        self.current_key, self.current_timestamp, self.current_time_domain = key, timestamp, None
+        if self.inputs == 1:
+            method = self.function.process_element
+        else:
+            method = self.function.process_element1 if input_index == 0 else self.function.process_element2
+        self._call(method, value)
+        return self._drain()
+
+    def _fire(self, domain: TimeDomain) -> Callable[[Timer], None]:
+        def fire(timer: Timer) -> None:
+            self.timers_fired += 1
+            self.current_key, self.current_timestamp, self.current_time_domain = timer.key, timer.timestamp, domain
+            self._call(self.function.on_timer, timer.timestamp)
+
+        return fire
+
+    def advance_watermark(self, watermark: int) -> list[Emitted | SideEmitted]:
+        """The watermark is now ``watermark``: fire the event-time timers it passed."""
+        self.open()
+        self.current_watermark = max(self.current_watermark, watermark)
+        self.event_timers.fire_until(self.current_watermark, self._fire(TimeDomain.EVENT_TIME))
+        return self._drain()
+
+    def advance_processing_time(self, now_ms: int) -> list[Emitted | SideEmitted]:
+        """Fire the processing-time timers at or before ``now_ms``."""
+        if len(self.processing_timers) == 0:
+            return []
+        self.open()
+        self.processing_timers.fire_until(now_ms, self._fire(TimeDomain.PROCESSING_TIME))
+        return self._drain()
+
+    def pending_timers(self) -> int:
+        return len(self.event_timers) + len(self.processing_timers)

@@ -1,0 +1,73 @@
+"""A job for the several-source tests: two partitioned logs, united or connected, on Spark.
+
+    python several_sources_job.py CLICKS ORDERS CHECKPOINT OUT [union|connect]
+
+``union``: both sources -> key_by(key) -> tumbling 2 s windows, sum, late side output, to
+``OUT/results`` and ``OUT/late`` (DirectorySinks). ``connect``: a KeyedCoProcessFunction
+that counts elements per key and reports the count at a timer 1 s after each element, to
+``OUT/results``. Set ``LOWWATER_FAULT=<batch>:<point>[,...]`` to have the driver
+SIGKILLed there (see :mod:`lowwater.spark.faults`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from lowwater.api import KeyedCoProcessFunction, OutputTag, StreamExecutionEnvironment, ValueStateDescriptor
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.sinks import DirectorySink
+from lowwater.spark.sources import PartitionedLogSource
+
+FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+
+
+class CountAtTimers(KeyedCoProcessFunction):
+    def open(self, runtime_context: Any) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
+
+    def _add(self, value: Any, ctx: Any) -> Any:
+        self.count.update((self.count.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 1000)
+        return None
+
+    def process_element1(self, value: Any, ctx: Any) -> Any:
+        return self._add(value, ctx)
+
+    def process_element2(self, value: Any, ctx: Any) -> Any:
+        return self._add(value, ctx)
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield {"key": ctx.get_current_key(), "timer": timestamp, "count": self.count.value(),
+               "watermark": ctx.timer_service().current_watermark()}
+
+
+def build(env: StreamExecutionEnvironment, clicks: str, orders: str, out: str, topology: str) -> None:
+    a = env.from_source(PartitionedLogSource(clicks, FIELDS, max_files_per_trigger=2),
+                        WatermarkStrategy.for_bounded_out_of_orderness(500).with_timestamp_assigner("ts"),
+                        name="clicks")
+    b = env.from_source(PartitionedLogSource(orders, FIELDS, max_files_per_trigger=2),
+                        WatermarkStrategy.for_bounded_out_of_orderness(200).with_timestamp_assigner("ts"),
+                        name="orders")
+    if topology == "connect":
+        a.connect(b).key_by("key", "key").process(CountAtTimers()).add_sink(DirectorySink(f"{out}/results", "jsonl"))
+        return
+    late = OutputTag("late")
+    result = (a.union(b).key_by("key").window(TumblingEventTimeWindows.of(2000)).allowed_lateness(500)
+              .side_output_late_data(late).sum("value"))
+    result.add_sink(DirectorySink(f"{out}/results", "jsonl"))
+    result.get_side_output(late).add_sink(DirectorySink(f"{out}/late", "jsonl"))
+
+
+def main() -> None:
+    clicks, orders, checkpoint, out = sys.argv[1:5]
+    topology = sys.argv[5] if len(sys.argv) > 5 else "union"
+    env = StreamExecutionEnvironment()
+    build(env, clicks, orders, out, topology)
+    SparkRuntime(checkpoint, clock=lambda b: 1_000 * b).execute(env, "several sources")
+
+
+if __name__ == "__main__":
+    main()
