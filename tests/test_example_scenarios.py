@@ -14,11 +14,12 @@ import pytest
 from lowwater.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
-SCENARIOS = sorted(p for p in EXAMPLES.glob("*.json") if not p.name.endswith(".expected.json"))
+SCENARIOS = sorted(p for pattern in ("*.json", "next/*.json") for p in EXAMPLES.glob(pattern)
+                   if not p.name.endswith(".expected.json"))
 
 
 def test_the_repository_carries_scenarios_with_their_expected_outputs() -> None:
-    assert len(SCENARIOS) >= 9
+    assert len(SCENARIOS) >= 13, "one-source transcripts and the several-source ones (next/)"
     for s in SCENARIOS:
         assert s.with_name(s.stem + ".expected.json").is_file(), s
 
