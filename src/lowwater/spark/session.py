@@ -72,6 +72,9 @@ def get_or_create_session(
 
     master = master or os.environ.get("LOWWATER_SPARK_MASTER") or "local[*]"
     jars = [os.path.abspath(j) for j in jars]
+    from lowwater.spark.jvm import spark_jars  # Kafka connector, Delta: fetched by ./dev (pom.xml)
+
+    jars += [j for j in spark_jars() if j not in jars]
     missing = [j for j in jars if not os.path.isfile(j)]
     if missing:
         raise FileNotFoundError(f"jar(s) not found: {', '.join(missing)}")
