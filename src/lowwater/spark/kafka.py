@@ -80,7 +80,7 @@ class KafkaSource(KafkaShapedSource):
         reader = (
             spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap_servers)
-            .option("subscribe", ",".join(self.topics))
+            .option("subscribe", ",".join(self.topics or ()))
             .option("startingOffsets", self.starting_offsets)
             .option("failOnDataLoss", "true")
         )
@@ -213,7 +213,8 @@ def _wait_ready(proc: subprocess.Popen[Any], port: int, timeout_s: float, log: s
 
 def create_topic(bootstrap_servers: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
     """Create ``topic`` with ``partitions`` partitions (replication 1) and wait until it is there."""
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
