@@ -154,6 +154,10 @@ def local_broker(heap_mb: int = 384, startup_timeout_s: float = 120.0) -> Iterat
             "group.initial.rebalance.delay.ms=0",
             "auto.create.topics.enable=false",
             "log.flush.interval.messages=1",
+            # keep every record: test and scenario timestamps are from 1970, and time-based
+            # retention (7 days by default) would delete them at once
+            "log.retention.ms=-1",
+            "log.retention.bytes=-1",
             "",
         ]))
     log4j = os.path.join(work, "log4j2.properties")
