@@ -217,10 +217,7 @@ def _wait_ready(proc: subprocess.Popen[Any], port: int, timeout_s: float, log: s
 
 def create_topic(bootstrap_servers: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
     """Create ``topic`` with ``partitions`` partitions (replication 1) and wait until it is there."""
-    from confluent_kafka.admin import (
-        AdminClient,
-        NewTopic,  # type: ignore[attr-defined]
-    )
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
