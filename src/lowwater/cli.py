@@ -112,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     srun = sc_sub.add_parser("run", help="run one scenario and print its output JSON")
     srun.add_argument("file", help="the scenario JSON file")
     srun.add_argument("--runtime", choices=["reference", "spark"], default="reference")
+    srun.add_argument("--source", choices=["files", "kafka"], default="files",
+                      help="spark: read batch files (default) or a real Kafka topic (lowwater.scenario_kafka)")
+    srun.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="with --source kafka; default: a throwaway broker")
 
     demo = sub.add_parser("demo", help="a lagging and an idle partition: Spark's watermark vs lowwater")
     demo.add_argument("--out", default="out/demo", help="where the demo writes its files")
@@ -122,7 +125,14 @@ def _parser() -> argparse.ArgumentParser:
 def _scenario_run(args: argparse.Namespace) -> int:
     from lowwater.scenario import run_scenario
 
-    doc = run_scenario(args.file, runtime=args.runtime)
+    if args.source == "kafka" and args.runtime != "spark":
+        raise ConfigurationError("--source", "kafka needs --runtime spark")
+    if args.source == "kafka":
+        from lowwater.scenario_kafka import run_scenario_on_kafka
+
+        doc = run_scenario_on_kafka(args.file, bootstrap_servers=args.bootstrap_servers)
+    else:
+        doc = run_scenario(args.file, runtime=args.runtime)
     json.dump(doc, sys.stdout, indent=1)
     sys.stdout.write("\n")
     if "error" in doc:

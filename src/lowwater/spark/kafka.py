@@ -76,6 +76,22 @@ class KafkaSource(KafkaShapedSource):
         self.topics = list(topics)
         self.partitions_per_topic = PARTITIONS_PER_TOPIC
 
+    def partitions(self) -> list[int]:
+        """The topics' partitions at the start, as lowwater partitions: each has a watermark
+        (``MIN`` until its first record or until it is idle) from the first micro-batch on, as a
+        Flink Kafka source's splits do. Partitions added later join when their first record arrives.
+        """
+        from confluent_kafka.admin import AdminClient
+
+        md = AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=30)
+        out = []
+        for i, t in enumerate(self.topics or ()):
+            meta = md.topics.get(t)
+            if meta is None or meta.error is not None:
+                raise ConfigurationError("topics", f"topic {t!r} not found on {self.bootstrap_servers}")
+            out += [i * self.partitions_per_topic + p for p in sorted(meta.partitions)]
+        return out
+
     def spark_stream(self, spark: SparkSession) -> DataFrame:
         reader = (
             spark.readStream.format("kafka")
