@@ -3,7 +3,7 @@
     lowwater run PIPELINE.py [--checkpoint DIR] [--runtime spark|reference]
     lowwater status CHECKPOINT [--batches N] [--json]
     lowwater plot CHECKPOINT -o FILE.png|.svg|.html
-    lowwater scenario run FILE.json [--runtime reference|spark]
+    lowwater scenario run FILE.json [--runtime reference|spark] [--source kafka [--bootstrap-servers H:P]]
     lowwater demo
 
 Errors print one line with a hint; ``--verbose`` adds the traceback (and Spark's logs).
@@ -114,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     srun.add_argument("--runtime", choices=["reference", "spark"], default="reference")
     srun.add_argument("--source", choices=["files", "kafka"], default="files",
                       help="spark: read batch files (default) or a real Kafka topic (lowwater.scenario_kafka)")
-    srun.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="with --source kafka; default: a throwaway broker")
+    srun.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="with --source kafka (default: a local broker)")
 
     demo = sub.add_parser("demo", help="a lagging and an idle partition: Spark's watermark vs lowwater")
     demo.add_argument("--out", default="out/demo", help="where the demo writes its files")
