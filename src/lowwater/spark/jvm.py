@@ -17,7 +17,7 @@ from pathlib import Path
 
 from lowwater.core.errors import LowwaterError
 
-__all__ = ["jars_dir", "jvm_classpath", "spark_jars"]
+__all__ = ["jars_conf", "jars_dir", "jvm_classpath", "spark_jars"]
 
 _REPO = Path(__file__).resolve().parents[3]
 _HINT = "run ./dev setup (it fetches them with Maven, see pom.xml), or set LOWWATER_JARS"
@@ -41,3 +41,12 @@ def jvm_classpath(kind: str) -> str:
     if not d.is_dir() or not any(d.glob("*.jar")):
         raise LowwaterError(f"no {kind} jars in {d}: {_HINT}")
     return str(d / "*")
+
+
+def jars_conf(jars: list[str]) -> dict[str, str]:
+    """Spark settings that the given jars need: Delta's SQL extension and catalog when
+    ``delta-spark`` is among them (Delta refuses some operations without them)."""
+    if any(os.path.basename(j).startswith("delta-spark_") for j in jars):
+        return {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+    return {}

@@ -72,7 +72,7 @@ def get_or_create_session(
 
     master = master or os.environ.get("LOWWATER_SPARK_MASTER") or "local[*]"
     jars = [os.path.abspath(j) for j in jars]
-    from lowwater.spark.jvm import spark_jars  # Kafka connector, Delta: fetched by ./dev (pom.xml)
+    from lowwater.spark.jvm import jars_conf, spark_jars  # Kafka connector, Delta: fetched by ./dev (pom.xml)
 
     jars += [j for j in spark_jars() if j not in jars]
     missing = [j for j in jars if not os.path.isfile(j)]
@@ -101,6 +101,7 @@ def get_or_create_session(
         settings["spark.jars"] = ",".join(jars)
         settings["spark.driver.extraClassPath"] = os.pathsep.join(jars)
         settings["spark.executor.extraClassPath"] = os.pathsep.join(jars)
+    settings.update(jars_conf(jars))  # Delta's extension and catalog, when its jar is there
     settings.update({k: str(v) for k, v in (conf or {}).items()})
 
     already = SparkSession.getActiveSession()
