@@ -118,6 +118,8 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="a lagging and an idle partition: Spark's watermark vs lowwater")
     demo.add_argument("--out", default="out/demo", help="where the demo writes its files")
+    demo.add_argument("--kafka", action="store_true", help="the same demo through a real Kafka broker")
+    demo.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="with --kafka (default: a local broker)")
     return p
 
 
@@ -142,6 +144,10 @@ def _scenario_run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.kafka:  # lowwater.demo_kafka: the same demo through a real broker
+        from lowwater.demo_kafka import run_kafka_demo
+
+        return int(run_kafka_demo(args.out if args.out != "out/demo" else "out/demo-kafka", args.bootstrap_servers))
     from lowwater.demo import run_demo
 
     return int(run_demo(args.out))
