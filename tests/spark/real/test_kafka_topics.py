@@ -67,9 +67,8 @@ def test_two_topics_in_one_source_and_a_partition_added_while_running(spark: Any
     job = runtime.execute(env)
     assert job.batches()[-1]["metrics"]["combined_watermark"] == 4_999
 
-    futures = AdminClient({"bootstrap.servers": kafka.bootstrap_servers}).create_partitions(
-        [NewPartitions(clicks, 2)])
-    futures[clicks].result(timeout=30)
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})  # kept: its futures need it alive
+    admin.create_partitions([NewPartitions(clicks, 2)])[clicks].result(timeout=30)
     # the new partition 1 of clicks: its first record (8 s) is older than the watermark (4999)?
     # no: it is on time; and from now on partition 1 has its own watermark in the minimum
     produce(kafka, clicks, [(1, {"user": "bob", "amount": 4}, 8_000)])
