@@ -66,6 +66,7 @@ def _run(out: Path, bootstrap: str) -> int:
           "partition 3 goes idle after 60 s, 0.5% are 2 minutes late")
 
     spark = get_or_create_session(app_name="lowwater-demo-kafka")
+    spark.sparkContext.setLogLevel("ERROR")  # each batch restarts Spark's query, which WARNs about its state
     kafka = KafkaSource(bootstrap, [topic], FIELDS)
 
     env = StreamExecutionEnvironment()
