@@ -3,7 +3,7 @@
     lowwater run PIPELINE.py [--checkpoint DIR] [--runtime spark|reference]
     lowwater status CHECKPOINT [--batches N] [--json]
     lowwater plot CHECKPOINT -o FILE.png|.svg|.html
-    lowwater scenario run FILE.json [--runtime reference|spark]
+    lowwater scenario run FILE.json [--runtime reference|spark] [--source kafka [--bootstrap-servers H:P]]
     lowwater demo
 
 Errors print one line with a hint; ``--verbose`` adds the traceback (and Spark's logs).
@@ -122,9 +122,14 @@ def _parser() -> argparse.ArgumentParser:
     srun = sc_sub.add_parser("run", help="run one scenario and print its output JSON")
     srun.add_argument("file", help="the scenario JSON file")
     srun.add_argument("--runtime", choices=["reference", "spark"], default="reference")
+    srun.add_argument("--source", choices=["files", "kafka"], default="files",
+                      help="spark: read batch files (default) or a real Kafka topic (lowwater.scenario_kafka)")
+    srun.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="with --source kafka (default: a local broker)")
 
     demo = sub.add_parser("demo", help="a lagging and an idle partition: Spark's watermark vs lowwater")
     demo.add_argument("--out", default="out/demo", help="where the demo writes its files")
+    demo.add_argument("--kafka", action="store_true", help="the same demo through a real Kafka broker")
+    demo.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="with --kafka (default: a local broker)")
     return p
 
 
@@ -132,7 +137,14 @@ def _parser() -> argparse.ArgumentParser:
 def _scenario_run(args: argparse.Namespace) -> int:
     from lowwater.scenario import run_scenario
 
-    doc = run_scenario(args.file, runtime=args.runtime)
+    if args.source == "kafka" and args.runtime != "spark":
+        raise ConfigurationError("--source", "kafka needs --runtime spark")
+    if args.source == "kafka":
+        from lowwater.scenario_kafka import run_scenario_on_kafka
+
+        doc = run_scenario_on_kafka(args.file, bootstrap_servers=args.bootstrap_servers)
+    else:
+        doc = run_scenario(args.file, runtime=args.runtime)
     json.dump(doc, sys.stdout, indent=1)
     sys.stdout.write("\n")
     if "error" in doc:
@@ -142,6 +154,10 @@ def _scenario_run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.kafka:  # lowwater.demo_kafka: the same demo through a real broker
+        from lowwater.demo_kafka import run_kafka_demo
+
+        return int(run_kafka_demo(args.out if args.out != "out/demo" else "out/demo-kafka", args.bootstrap_servers))
     from lowwater.demo import run_demo
 
     return int(run_demo(args.out))

@@ -88,6 +88,9 @@ def get_or_create_session(
     if master is None:
         master = submitted.get("spark.master", "local[*]") if submitted is not None else "local[*]"
     jars = [os.path.abspath(j) for j in jars]
+    from lowwater.spark.jvm import jars_conf, spark_jars  # Kafka connector, Delta: fetched by ./dev (pom.xml)
+
+    jars += [j for j in spark_jars() if j not in jars]
     missing = [j for j in jars if not os.path.isfile(j)]
     if missing:
         raise FileNotFoundError(f"jar(s) not found: {', '.join(missing)}")
@@ -113,6 +116,7 @@ def get_or_create_session(
         settings["spark.jars"] = ",".join(jars)
         settings["spark.driver.extraClassPath"] = os.pathsep.join(jars)
         settings["spark.executor.extraClassPath"] = os.pathsep.join(jars)
+    settings.update(jars_conf(jars))  # Delta's extension and catalog, when its jar is there
     if submitted is not None:  # spark-submit's own settings win; ours fill the gaps
         for key in [k for k in settings if k in submitted]:
             if key in ("spark.jars", "spark.driver.extraClassPath", "spark.executor.extraClassPath"):

@@ -1,0 +1,248 @@
+"""Real Kafka for lowwater: a source over Spark's own Kafka reader, and a local broker.
+
+:class:`KafkaSource` reads topics with Spark's ``format("kafka")`` (the connector
+``spark-sql-kafka-0-10`` that ``./dev`` fetches, see ``pom.xml``) and hands the stream to
+:class:`~lowwater.spark.sources.KafkaShapedSource`: every ``(topic, partition)`` is one
+lowwater partition with its own watermark, and the Kafka record timestamp is the source
+timestamp. Offsets are Spark's: its checkpoint records them, so a restarted job goes on
+where the last committed micro-batch ended.
+
+:func:`local_broker` starts a throwaway single-node broker (KRaft, no ZooKeeper) from the
+fetched jars on 127.0.0.1, a free port and a temporary log directory, and stops it at the
+end. Tests, ``lowwater scenario run --source kafka`` and ``lowwater demo --kafka`` use it.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.spark.jvm import jvm_classpath
+from lowwater.spark.sources import KafkaShapedSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["KafkaBroker", "KafkaSource", "create_topic", "local_broker"]
+
+#: the numbering of (topic, partition) as lowwater partitions: topic_index * this + partition
+PARTITIONS_PER_TOPIC = 1000
+
+
+class KafkaSource(KafkaShapedSource):
+    """Topics read with Spark's Kafka source, one lowwater partition per (topic, partition).
+
+    Partition ``p`` of ``topics[i]`` is lowwater partition ``i * 1000 + p`` (so with one
+    topic, the Kafka partition number itself). ``value`` is JSON with ``value_fields``; a
+    value that does not parse, a null value and a tombstone are dead-lettered and counted.
+
+    Parameters
+    ----------
+    bootstrap_servers:
+        ``host:port[,host:port...]``.
+    topics:
+        The topics, subscribed by name; partitions added to them later are picked up by
+        Spark's source (it re-reads the topic metadata at every micro-batch).
+    value_fields:
+        The element's fields and Spark SQL types, e.g. ``[("user", "STRING"), ("ts", "BIGINT")]``.
+    starting_offsets:
+        ``earliest`` (default) or ``latest``, for a job without a checkpoint; a restarted job
+        always resumes from its checkpoint.
+    options:
+        More ``kafka.*`` or source options for Spark's reader (e.g. ``maxOffsetsPerTrigger``).
+    """
+
+    def __init__(self, bootstrap_servers: str, topics: Sequence[str], value_fields: Sequence[tuple[str, str]],
+                 starting_offsets: str = "earliest", options: Mapping[str, str] | None = None) -> None:
+        if not bootstrap_servers:
+            raise ConfigurationError("bootstrap_servers", "is empty")
+        if isinstance(topics, str) or not topics:
+            raise ConfigurationError("topics", f"expected a non-empty list of topic names, got {topics!r}")
+        self.bootstrap_servers = bootstrap_servers
+        self.options = dict(options or {})
+        self.starting_offsets = starting_offsets
+        self.value_fields = list(value_fields)
+        self.topics = list(topics)
+        self.partitions_per_topic = PARTITIONS_PER_TOPIC
+
+    def partitions(self) -> list[int]:
+        """The topics' partitions at the start, as lowwater partitions: each has a watermark
+        (``MIN`` until its first record or until it is idle) from the first micro-batch on, as a
+        Flink Kafka source's splits do. Partitions added later join when their first record arrives.
+        """
+        from confluent_kafka.admin import AdminClient
+
+        md = AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=30)
+        out = []
+        for i, t in enumerate(self.topics or ()):
+            meta = md.topics.get(t)
+            if meta is None or meta.error is not None:
+                raise ConfigurationError("topics", f"topic {t!r} not found on {self.bootstrap_servers}")
+            out += [i * self.partitions_per_topic + p for p in sorted(meta.partitions)]
+        return out
+
+    def spark_stream(self, spark: SparkSession) -> DataFrame:
+        reader = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap_servers)
+            .option("subscribe", ",".join(self.topics or ()))
+            .option("startingOffsets", self.starting_offsets)
+            .option("failOnDataLoss", "true")
+        )
+        for k, v in self.options.items():
+            reader = reader.option(k, v)
+        self.df = reader.load()
+        return super().spark_stream(spark)
+
+
+@dataclass(frozen=True)
+class KafkaBroker:
+    """A running broker: ``bootstrap_servers`` is ``127.0.0.1:<port>``."""
+
+    bootstrap_servers: str
+    log_dir: str
+    pid: int
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+_LOG4J2 = """\
+status = error
+appender.console.type = Console
+appender.console.name = STDERR
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [kafka] %d{HH:mm:ss} %p %c{1}: %m%n
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = STDERR
+"""
+
+
+@contextlib.contextmanager
+def local_broker(heap_mb: int = 384, startup_timeout_s: float = 120.0) -> Iterator[KafkaBroker]:
+    """Start a single-node Kafka broker (KRaft) on 127.0.0.1 and stop it at the end.
+
+    It runs ``kafka.Kafka`` from ``jars/kafka`` (fetched by ``./dev``) with a ``heap_mb`` heap,
+    a fresh log directory in a temp dir (removed at the end), one partition per topic by
+    default and replication factor 1 for its internal topics.
+    """
+    cp = jvm_classpath("kafka")
+    java = shutil.which("java")
+    if java is None:
+        raise LowwaterError("java is not on PATH: the Kafka broker needs Java 17 (run ./dev setup)")
+    work = tempfile.mkdtemp(prefix="lowwater-kafka-")
+    port, controller = _free_port(), _free_port()
+    logs = os.path.join(work, "logs")
+    props = os.path.join(work, "server.properties")
+    with open(props, "w") as f:
+        f.write("\n".join([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{controller}",
+            f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={logs}",
+            "num.partitions=1",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "auto.create.topics.enable=false",
+            "log.flush.interval.messages=1",
+            # keep every record: test and scenario timestamps are from 1970, and time-based
+            # retention (7 days by default) would delete them at once
+            "log.retention.ms=-1",
+            "log.retention.bytes=-1",
+            "",
+        ]))
+    log4j = os.path.join(work, "log4j2.properties")
+    with open(log4j, "w") as f:
+        f.write(_LOG4J2)
+    jvm = [java, f"-Xmx{heap_mb}m", f"-Xms{min(heap_mb, 128)}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+           f"-Dlog4j2.configurationFile=file:{log4j}", "-cp", cp]
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    fmt = subprocess.run([*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", props],
+                         capture_output=True, text=True, timeout=120)
+    if fmt.returncode != 0:
+        shutil.rmtree(work, ignore_errors=True)
+        raise LowwaterError(f"formatting the Kafka log dir failed: {fmt.stderr.strip() or fmt.stdout.strip()}")
+    out = open(os.path.join(work, "broker.log"), "w")  # noqa: SIM115 - closed in finally
+    proc = subprocess.Popen([*jvm, "kafka.Kafka", props], stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        _wait_ready(proc, port, startup_timeout_s, os.path.join(work, "broker.log"))
+        yield KafkaBroker(f"127.0.0.1:{port}", logs, proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+        out.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _wait_ready(proc: subprocess.Popen[Any], port: int, timeout_s: float, log: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + timeout_s
+    admin = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            with open(log) as f:
+                tail = f.read()[-2000:]
+            raise LowwaterError(f"the Kafka broker exited with {proc.returncode}: {tail}")
+        if admin is None:  # ask the client only once the port is open: it logs every refusal
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            except OSError:
+                time.sleep(0.3)
+                continue
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+        try:
+            md = admin.list_topics(timeout=2)
+            if md.brokers:
+                return
+        except Exception:  # not up yet
+            pass
+        time.sleep(0.5)
+    raise LowwaterError(f"the Kafka broker did not come up on 127.0.0.1:{port} within {timeout_s} s")
+
+
+def create_topic(bootstrap_servers: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
+    """Create ``topic`` with ``partitions`` partitions (replication 1) and wait until it is there."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+    futures[topic].result(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic=topic, timeout=5)
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and len(t.partitions) == partitions:
+            return
+        time.sleep(0.2)
+    raise LowwaterError(f"topic {topic} did not appear with {partitions} partitions within {timeout_s} s")
