@@ -27,9 +27,22 @@ from lowwater.core.errors import ConfigurationError, LowwaterError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from lowwater.io import PartitionedLogReader
+    from lowwater.io.log_batches import LogBatching
+
 __all__ = ["STANDARD_COLUMNS", "BatchFilesSource", "KafkaShapedSource", "PartitionedLogSource", "SparkSource"]
 
 STANDARD_COLUMNS = ("_partition", "_offset", "_source_ts", "_seq")
+
+
+class _Default:
+    """The type of a parameter's default that depends on other parameters."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_DEFAULT = _Default()
 
 
 class SparkSource(Source):
@@ -187,77 +200,98 @@ class KafkaShapedSource(SparkSource):
 class PartitionedLogSource(SparkSource):
     """The embedded default: a :mod:`lowwater.io.partitioned_log` directory.
 
-    On Spark, new segment files are read as they appear (``max_files_per_trigger``
-    bounds a micro-batch); the partition comes from the record (or its ``partition=N``
-    directory) and the offset from the record, as lowwater's writer stores them. A line
-    that does not parse keeps its partition and goes to the dead-letter output.
-    The reference runtime reads the same log through :class:`PartitionedLogReader`,
-    ``records_per_batch`` records per partition per micro-batch.
+    Both runtimes read the log the same way, through :class:`~lowwater.io.PartitionedLogReader`
+    (on Spark inside a Python streaming data source, :mod:`lowwater.spark.log_stream`):
+
+    * the files of the layout only; the directory names a record's partition; a record's
+      offset is its position;
+    * every line is one record: a line that is not one good record (not UTF-8, not JSON,
+      not an object, a wrong envelope field, a value that is not its declared type) is a
+      dead letter with the reason, at its partition and offset;
+    * the same micro-batches (:class:`~lowwater.io.log_batches.LogBatching`): per partition
+      at most ``records_per_batch`` records and ``segments_per_batch`` segments. On Spark
+      the batch ends are Spark's own offsets, so a restart replays the same batches.
 
     Parameters
     ----------
     root:
         The log directory.
     value_fields:
-        The element's fields and their Spark SQL types, e.g. ``[("user", "STRING"), ("ts", "BIGINT")]``.
+        The element's fields and their types, e.g. ``[("user", "STRING"), ("ts", "BIGINT")]``;
+        see :mod:`lowwater.io.fields` for what each type reads (``TIMESTAMP`` and ``DATE``
+        become epoch milliseconds).
+    records_per_batch:
+        At most this many records per partition per micro-batch (``None``: no limit). The
+        default is 1000 unless ``segments_per_batch`` is given.
+    segments_per_batch:
+        At most this many segments per partition per micro-batch (``None``: no limit).
+    max_files_per_trigger:
+        Deprecated: the former Spark-only limit. Read as ``segments_per_batch`` =
+        ``max(1, max_files_per_trigger // partitions)``, with the partitions the log has
+        when the run starts.
     """
 
     def __init__(self, root: str | os.PathLike[str], value_fields: Sequence[tuple[str, str]],
-                 max_files_per_trigger: int | None = None, records_per_batch: int = 1000) -> None:
+                 max_files_per_trigger: int | None = None, records_per_batch: int | _Default | None = _DEFAULT,
+                 segments_per_batch: int | None = None) -> None:
+        from lowwater.io.fields import parse_fields
+
         self.root = Path(root)
-        self.value_fields = list(value_fields)
+        self.declared_fields = parse_fields(value_fields)
+        self.value_fields = [(n, t) for n, t in self.declared_fields]
         self.max_files_per_trigger = max_files_per_trigger
-        self.records_per_batch = records_per_batch
+        limited = segments_per_batch is not None or max_files_per_trigger is not None
+        self.records_per_batch = (None if limited else 1000) if isinstance(records_per_batch, _Default) \
+            else records_per_batch
+        self.segments_per_batch = segments_per_batch
 
-    def _format(self) -> str:
-        manifest = self.root / "_partitions.json"
-        if not manifest.exists():
-            raise ConfigurationError("root", f"{self.root} is not a lowwater partitioned log (no _partitions.json)")
-        return str(json.loads(manifest.read_text()).get("format", "jsonl"))
+    def batching(self) -> LogBatching:
+        """This source's micro-batch (the same on both runtimes)."""
+        from lowwater.io.log_batches import LogBatching
 
-    def partitions(self) -> list[int]:
+        segments = self.segments_per_batch
+        if segments is None and self.max_files_per_trigger is not None:
+            segments = max(1, self.max_files_per_trigger // max(1, len(self.partitions())))
+        return LogBatching(self.records_per_batch, segments)
+
+    def _reader(self) -> PartitionedLogReader:
         from lowwater.io import PartitionedLogReader
 
-        return PartitionedLogReader(self.root).partitions()
+        return PartitionedLogReader(self.root)
+
+    def partitions(self) -> list[int]:
+        return self._reader().partitions()
 
     def fields(self) -> list[str]:
         return [name for name, _ in self.value_fields]
 
     def batches(self) -> Iterator[SourceBatch]:
-        from lowwater.io import PartitionedLogReader
+        from lowwater.io.fields import FieldError, read_element
 
-        reader = PartitionedLogReader(self.root)
-        end = reader.end_offsets()
-        pos = {p: 0 for p in end}
-        while any(pos[p] < end[p] for p in end):
-            records = reader.read(pos, end, max_records_per_partition=self.records_per_batch)
+        reader = self._reader()
+        batching = self.batching()
+        available = reader.end_offsets()
+        pos: dict[int, int] = {}
+        while True:
+            end = batching.next_end(reader, pos, available)
+            if all(end[p] <= pos.get(p, 0) for p in end):
+                return
             items = []
-            for r in records:
-                pos[r.partition] = r.offset + 1
+            for r in reader.read(pos, end):
+                error = r.error
                 if r.value is not None:
-                    items.append(SourceRecord(r.value, r.partition, r.offset, r.timestamp))
+                    try:
+                        items.append(SourceRecord(read_element(r.value, self.declared_fields), r.partition,
+                                                  r.offset, r.timestamp))
+                        continue
+                    except FieldError as e:
+                        error = str(e)
+                items.append(SourceRecord(None, r.partition, r.offset, r.timestamp, error=error))
+            pos = dict(end)
             yield SourceBatch(tuple(items))
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
-        from pyspark.sql import functions as F
+        from lowwater.spark.log_stream import log_stream
 
-        fmt = self._format()
-        struct = ", ".join(f"`{n}`: {t}" for n, t in self.value_fields)
-        reader = spark.readStream.option("recursiveFileLookup", "true").option("pathGlobFilter", f"segment-*.{fmt}")
-        if self.max_files_per_trigger:
-            reader = reader.option("maxFilesPerTrigger", self.max_files_per_trigger)
-        if fmt == "parquet":
-            df = reader.schema("partition INT, offset BIGINT, timestamp BIGINT, value STRING").parquet(str(self.root))
-            value = F.from_json(F.col("value"), f"STRUCT<{struct}>")
-        else:
-            df = reader.schema(
-                f"partition INT, offset BIGINT, timestamp BIGINT, value STRUCT<{struct}>, _corrupt_record STRING"
-            ).option("columnNameOfCorruptRecord", "_corrupt_record").json(str(self.root))
-            value = F.col("value")
-        from_path = F.regexp_extract(F.col("_metadata.file_path"), r"partition=(\d+)", 1).cast("int")
-        corrupt = F.col("_corrupt_record") if fmt != "parquet" else F.lit(None).cast("string")
-        return df.select(
-            F.coalesce(F.col("partition"), from_path).alias("_partition"), F.col("offset").alias("_offset"),
-            F.col("timestamp").alias("_source_ts"), F.lit(None).cast("long").alias("_seq"), value.alias("_value"),
-            corrupt.alias("_corrupt"), F.col("_metadata.file_name").alias("_file"),
-        ).select("_partition", "_offset", "_source_ts", "_seq", "_value.*", "_corrupt", "_file")
+        self._reader()  # the root must be a log: say so before Spark starts
+        return log_stream(spark, str(self.root), self.declared_fields, self.batching())
