@@ -277,7 +277,7 @@ class PartitionedLogSource(SparkSource):
             if all(end[p] <= pos.get(p, 0) for p in end):
                 return
             items = []
-            for r in reader.read(pos, end):
+            for r in reader.read({p: pos.get(p, 0) for p in end}, end):
                 error = r.error
                 if r.value is not None:
                     try:
