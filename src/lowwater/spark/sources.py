@@ -55,6 +55,11 @@ class SparkSource(Source):
         """The element's field names."""
         raise NotImplementedError
 
+    def check_before_run(self) -> None:
+        """Raise :class:`ConfigurationError` for what would fail the run or every record.
+
+        The engine calls it before Spark starts; by default there is nothing to check."""
+
 
 class BatchFilesSource(SparkSource):
     """Micro-batches written as JSON-lines files, one file per batch, read in order.
@@ -289,6 +294,31 @@ class PartitionedLogSource(SparkSource):
                 items.append(SourceRecord(None, r.partition, r.offset, r.timestamp, error=error))
             pos = dict(end)
             yield SourceBatch(tuple(items))
+
+    def check_before_run(self, sample: int = 200) -> None:
+        """The log exists, and every declared field reads as its type in at least one of the
+        first ``sample`` records of each partition that have it (else a wrong declaration
+        would make every record a dead letter)."""
+        from lowwater.io.fields import FieldError, read_value
+
+        reader = self._reader()
+        records = reader.read({p: 0 for p in reader.partitions()}, max_records_per_partition=sample)
+        for name, declared in self.declared_fields:
+            present = [r.value[name] for r in records if r.value is not None and r.value.get(name) is not None]
+            errors = []
+            for v in present:
+                try:
+                    read_value(v, declared)
+                    break
+                except FieldError as e:
+                    errors.append(str(e))
+            else:
+                if present:
+                    raise ConfigurationError(
+                        "value_fields", f"field {name!r} is declared {declared}, but none of the "
+                        f"{len(present)} values in the first records of {self.root} reads as one "
+                        f"({errors[0]}). Declare the type the data has; see lowwater.io.fields for "
+                        "what each type reads")
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
         from lowwater.spark.log_stream import log_stream
