@@ -96,6 +96,15 @@ def _millis(t: _dt.datetime) -> int:
     return (d.days * 86_400 + d.seconds) * 1000 + d.microseconds // 1000
 
 
+def _encodes(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (JSON's ``"\\ud800"`` escape makes a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_value(value: Any, declared: str) -> Any:
     """``value`` read as ``declared`` (canonical); ``None`` stays ``None``.
 
@@ -119,7 +128,7 @@ def read_value(value: Any, declared: str) -> Any:
             if math.isfinite(f) and (declared == "DOUBLE" or abs(f) <= 3.4028234663852886e38):
                 return f
     elif declared == "STRING":
-        if isinstance(value, str):
+        if isinstance(value, str) and (value.isascii() or _encodes(value)):
             return value
     elif declared == "BOOLEAN":
         if isinstance(value, bool):

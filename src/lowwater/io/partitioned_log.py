@@ -521,6 +521,10 @@ class PartitionedLogReader:
         """Next offset of every partition (number of complete records), from disk."""
         return {p: self._log.end_offset(p) for p in self._log.partitions()}
 
+    def segment_files(self, partition: int) -> list[tuple[int, Path]]:
+        """``(first_offset, path)`` of a partition's segments, ascending."""
+        return [(segment.first_offset, segment.path) for segment in self._log.segments(_check_partition(partition))]
+
     def segment_starts(self, partition: int) -> list[int]:
         """First offsets of a partition's segments, ascending (empty for an unknown partition)."""
         return [segment.first_offset for segment in self._log.segments(_check_partition(partition))]

@@ -16,7 +16,8 @@ ahead of the offset log. This source instead:
   for its newline, and every line is one record or one dead letter with the reader's
   reason;
 * converts values with :func:`~lowwater.io.fields.read_element` and yields Arrow
-  record batches, ``_corrupt`` holding the reason of a record that is not an element.
+  record batches (:mod:`lowwater.io.arrow_records`, with Arrow's JSON parser where it
+  provably agrees), ``_corrupt`` holding the reason of a record that is not an element.
 
 Trigger ``available_now`` is supported: the target is the log's end when the query
 starts, reached in the same batches as with any other trigger.
@@ -31,18 +32,18 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from lowwater.io.fields import FieldError, column_type, read_element
+from lowwater.io.arrow_records import read_arrow
+from lowwater.io.fields import column_type
 from lowwater.io.log_batches import LogBatching
-from lowwater.io.partitioned_log import CorruptLogError, LogRecord, PartitionedLogReader
+from lowwater.io.partitioned_log import CorruptLogError, PartitionedLogReader
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FORMAT_NAME", "LogDataSource", "log_stream", "to_arrow"]
+__all__ = ["FORMAT_NAME", "LogDataSource", "log_stream"]
 
 FORMAT_NAME = "lowwater_partitioned_log"
-_ARROW_ROWS = 65_536
 
 
 def _schema_ddl(fields: Sequence[tuple[str, str]]) -> str:
@@ -113,55 +114,13 @@ class LogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         p, start, end = partition.value
-        records = PartitionedLogReader(self.root).read({p: start}, {p: end})
-        if len(records) != end - start:  # the planned range is on disk: anything else is damage
-            raise CorruptLogError(f"partition {p} of {self.root}: read {len(records)} records for "
-                                  f"offsets {start}..{end - 1}; was the log rewritten?")
-        for i in range(0, len(records), _ARROW_ROWS):
-            yield to_arrow(records[i:i + _ARROW_ROWS], self.fields)
+        rows = 0
+        for batch in read_arrow(PartitionedLogReader(self.root), p, start, end, self.fields):
+            rows += batch.num_rows
+            yield batch
+        if rows != end - start:  # the planned range is on disk: anything else is damage
+            raise CorruptLogError(f"partition {p} of {self.root}: read {rows} records for offsets "
+                                  f"{start}..{end - 1}; was the log rewritten?")
 
     def commit(self, end: dict[str, Any]) -> None:
         pass
-
-
-def to_arrow(records: Sequence[LogRecord], fields: Sequence[tuple[str, str]]) -> pa.RecordBatch:
-    """Records as one Arrow batch of the source's columns (see :func:`_schema_ddl`)."""
-    import pyarrow as pa
-
-    n = len(records)
-    elements: list[dict[str, Any] | None] = []
-    corrupt: list[str | None] = []
-    for rec in records:
-        if rec.value is None:
-            elements.append(None)
-            corrupt.append(rec.error)
-            continue
-        try:
-            elements.append(read_element(rec.value, fields))
-            corrupt.append(None)
-        except FieldError as e:
-            elements.append(None)
-            corrupt.append(str(e))
-    arrays = [
-        pa.array([rec.partition for rec in records], pa.int32()),
-        pa.array([rec.offset for rec in records], pa.int64()),
-        pa.array([rec.timestamp for rec in records], pa.int64()),
-        pa.nulls(n, pa.int64()),
-    ]
-    names = ["_partition", "_offset", "_source_ts", "_seq"]
-    for name, declared in fields:
-        arrays.append(pa.array([None if e is None else e[name] for e in elements], _ARROW_TYPES[column_type(declared)]))
-        names.append(name)
-    arrays.append(pa.array(corrupt, pa.string()))
-    names.append("_corrupt")
-    return pa.RecordBatch.from_arrays(arrays, names=names)
-
-
-def _arrow_types() -> dict[str, Any]:
-    import pyarrow as pa
-
-    return {"BIGINT": pa.int64(), "INT": pa.int32(), "SMALLINT": pa.int16(), "TINYINT": pa.int8(),
-            "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "STRING": pa.string(), "BOOLEAN": pa.bool_()}
-
-
-_ARROW_TYPES = _arrow_types()
