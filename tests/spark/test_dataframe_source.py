@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lowwater.api import OutputTag, StreamExecutionEnvironment
+from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import TumblingEventTimeWindows
@@ -56,14 +56,19 @@ def test_a_timestamp_column_is_event_time_in_milliseconds_per_partition(spark: A
         ("ann", 0, 1), ("ann", 1000, 10), ("bob", 2000, 4)]
 
 
-def test_the_element_sees_a_timestamp_field_as_milliseconds(spark: Any, tmp_path: Path) -> None:
-    df = _stream(spark, tmp_path / "in", [[(0, 0, _at(1_500), "ann", 3)]])
+def test_the_element_sees_a_timestamp_field_as_milliseconds_and_rows_need_no_offset(
+        spark: Any, tmp_path: Path) -> None:
+    df = _stream(spark, tmp_path / "in", [[(0, 0, _at(1_500), "ann", 3), (0, 1, _at(1_600), None, 5)]])
     env = StreamExecutionEnvironment()
-    seen = (env.from_source(DataFrameSource(df, partition="p", offset="o"),
+    seen = (env.from_source(DataFrameSource(df, partition="p"),  # no offset: the general path steps them anyway
                             WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("at"))
             .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount")).collect()
-    SparkRuntime(str(tmp_path / "ck"), spark=spark, path="general").execute(env)
+    dead = CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="general",
+                       dead_letter_sink=dead).execute(env)  # type: ignore[arg-type]
     assert [(r.window_start - T0_MS, r.value) for r in seen.results] == [(1000, 3)]
+    assert [(d["partition"], d["offset"], d["reason"]) for d in dead.results] == [(0, None, "missing key (user)")]
+    assert str(job.accounting()) == "2 rows in = 1 windowed + 0 late + 1 dead-lettered"
 
 
 def test_a_timestamp_of_another_type_is_an_error_when_the_source_is_made(spark: Any, tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ class GeneralProcessor:
                             unparsed.append(unparsed_dead_letter(r))
                             continue
                         items.append(SourceRecord({f: r[f] for f in fields}, int(r["_partition"]),
-                                                  int(r["_offset"]),
+                                                  None if r["_offset"] is None else int(r["_offset"]),
                                                   None if r["_source_ts"] is None else int(r["_source_ts"])))
                 m = job.step(batch_id, [SourceBatch(tuple(items))], clock_ms)
         finally:
