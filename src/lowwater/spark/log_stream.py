@@ -84,6 +84,7 @@ class LogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.batching = LogBatching(json.loads(options.get("records_per_batch", "1000")),
                                     json.loads(options.get("segments_per_batch", "null")))
         self._target: dict[int, int] | None = None
+        self._reader: PartitionedLogReader | None = None
 
     @staticmethod
     def _decode(offset: dict[str, Any]) -> dict[int, int]:
@@ -97,11 +98,17 @@ class LogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {}
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = PartitionedLogReader(self.root).end_offsets()
+        self._target = self._log().end_offsets()
+
+    def _log(self) -> PartitionedLogReader:
+        """One reader for the query: it keeps segment record counts by size and mtime."""
+        if self._reader is None:
+            self._reader = PartitionedLogReader(self.root)
+        return self._reader
 
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, int]:
         """The end of the next batch; ``limit`` is not used: the batch is the log's own unit."""
-        reader = PartitionedLogReader(self.root)
+        reader = self._log()
         begin = self._decode(start)
         available = reader.end_offsets() if self._target is None else self._target
         available = {p: max(o, begin.get(p, 0)) for p, o in available.items()}
