@@ -70,13 +70,14 @@ def test_every_bad_record_is_dead_lettered_with_its_reason_and_position(spark: A
     reasons = sorted((d["partition"], d["offset"] if d["offset"] is not None else -1,
                        d["reason"].split(" (")[0].split(":")[0]) for d in dead.results)
     assert reasons == [
-        (0, -1, "record does not parse"),
         (0, 2, "missing key"),
         (0, 3, "missing or non-numeric timestamp"),
-        (0, 4, "record does not parse"),  # "NaN" for a BIGINT: Spark keeps the raw line
+        (0, 4, "record does not parse"),  # "NaN" is not a BIGINT
         (0, 5, "record does not parse"),  # 10**20 does not fit in 64 bits
+        (0, 7, "record does not parse"),  # the line's position is its offset
     ]
-    assert all(d.get("file") for d in dead.results if d["offset"] is None), "an unparseable line names its file"
+    why = {d["offset"]: d["reason"] for d in dead.results}
+    assert "field 'ts': 'NaN' is not a BIGINT" in why[4] and "invalid JSON" in why[7]
     assert all(d["record"] is None for d in dead.results if d["reason"].startswith("record does not parse"))
     assert _final_counts(results) == {("a", -30_000): 1, ("a", 0): 2, ("b", 0): 1}
     assert lates.results == []

@@ -32,12 +32,18 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SourceRecord:
-    """One record: the element, its partition and offset, and the source timestamp if any."""
+    """One record: the element, its partition and offset, and the source timestamp if any.
+
+    ``offset`` is ``None`` when the source has no position for it (a DataFrame without an
+    offset column). A stored record that is not an element (``error`` set, ``value`` None)
+    is counted and sent to the dead-letter output with ``error`` as its reason.
+    """
 
     value: Any
     partition: int = 0
-    offset: int = 0
+    offset: int | None = 0
     timestamp: int | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)

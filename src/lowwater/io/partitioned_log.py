@@ -223,6 +223,8 @@ def _decode_line(partition: int, offset: int, line: bytes) -> LogRecord:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         return _bad(partition, offset, f"invalid JSON ({exc}): {_snippet(text)}")
+    except RecursionError:
+        return _bad(partition, offset, f"JSON nested too deeply to decode: {_snippet(text)}")
     return _from_object(partition, offset, obj, text)
 
 
@@ -445,6 +447,8 @@ class _LogDirectory:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             return _bad(partition, offset, f"invalid JSON in 'value' ({exc}): {_snippet(text)}")
+        except RecursionError:
+            return _bad(partition, offset, f"JSON in 'value' nested too deeply to decode: {_snippet(text)}")
         obj: dict[str, Any] = {"value": value}
         for name in ("timestamp", "offset", "partition"):
             if name in columns and columns[name][k] is not None:
@@ -516,6 +520,14 @@ class PartitionedLogReader:
     def end_offsets(self) -> dict[int, int]:
         """Next offset of every partition (number of complete records), from disk."""
         return {p: self._log.end_offset(p) for p in self._log.partitions()}
+
+    def segment_files(self, partition: int) -> list[tuple[int, Path]]:
+        """``(first_offset, path)`` of a partition's segments, ascending."""
+        return [(segment.first_offset, segment.path) for segment in self._log.segments(_check_partition(partition))]
+
+    def segment_starts(self, partition: int) -> list[int]:
+        """First offsets of a partition's segments, ascending (empty for an unknown partition)."""
+        return [segment.first_offset for segment in self._log.segments(_check_partition(partition))]
 
     def read(
         self,

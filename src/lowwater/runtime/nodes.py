@@ -153,7 +153,11 @@ class SourceNode(Node):
         if isinstance(item, SourceRecord):
             self.rows_in_batch += 1
             self.rows_in += 1
-            self.emit(Record(item.value, item.timestamp, self.lane(item.partition), item.partition, item.offset))
+            record = Record(item.value, item.timestamp, self.lane(item.partition), item.partition, item.offset)
+            if item.error is not None:  # stored, but not an element
+                self.dead.add(record, BadRecordError(item.error))
+                return
+            self.emit(record)
         elif isinstance(item, SourceWatermark):
             self._pending.append((item.partition, LaneEvent("watermark", item.timestamp)))
         elif isinstance(item, SourceIdle):

@@ -34,6 +34,7 @@ from lowwater.api.sinks import Sink
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.spark import faults
+from lowwater.spark.field_check import check_field_names
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.native import NativeProcessor
 from lowwater.spark.plan import fingerprint, native_plan
@@ -179,6 +180,7 @@ class SparkRuntime:
 
         spark = self.spark or get_or_create_session()
         sources = find_sources(env)
+        check_field_names(env)  # before Spark starts and before the checkpoint is claimed
         plan, reason = native_plan(env)
         if self.path in ("native", "executor") and plan is None:
             raise PipelineError(f"this pipeline cannot take the native path: {reason}")

@@ -110,11 +110,37 @@ def with_executor_timestamps(
         from pyspark import cloudpickle
 
         blob = cloudpickle.dumps(((clock, pw), out.events), protocol=5)  # type: ignore[no-untyped-call]
-        ctl = base64.b64encode(blob).decode()
-        control = pd.DataFrame([{c: None for c in columns} | {"_partition": p, "_ctl": ctl}])
-        return pd.concat([pdf[columns], control[columns]], ignore_index=True)
+        return with_control_row(pdf[columns], p, base64.b64encode(blob).decode())
 
     return df.groupBy("_partition").applyInPandas(per_partition, schema)
+
+
+def with_control_row(rows: Any, partition: int, ctl: str) -> Any:
+    """``rows`` (a pandas DataFrame) and one more row: only ``_partition`` and ``_ctl`` set.
+
+    The control row is built in the rows' own column dtypes (nullable where it needs a null),
+    so the concatenation never decides a dtype from an all-null column (pandas warned about
+    that with a ``FutureWarning`` per partition and batch)."""
+    import pandas as pd
+
+    control = {}
+    for name, dtype in rows.dtypes.items():
+        if name == "_partition":
+            value: Any = [partition]
+        elif name == "_ctl":
+            value = [ctl]
+        else:
+            value = [None]
+        if dtype.kind in "iu":  # numpy ints hold no null: their nullable twin
+            dtype = pd.api.types.pandas_dtype(str(dtype).replace("int", "Int").replace("uInt", "UInt"))
+        elif dtype.kind == "b":
+            dtype = pd.BooleanDtype()
+        control[name] = pd.array(value, dtype=dtype if name != "_partition" else rows.dtypes[name])
+    if rows.empty:
+        return pd.DataFrame(control)
+    fixed = {name: rows[name].astype(control[name].dtype) for name in rows.columns
+             if rows[name].dtype != control[name].dtype}
+    return pd.concat([rows.assign(**fixed) if fixed else rows, pd.DataFrame(control)], ignore_index=True)
 
 
 def encode_states(states: dict[int, PartitionState]) -> dict[int, bytes]:

@@ -123,7 +123,8 @@ class GeneralProcessor:
                 unparsed.append(unparsed_dead_letter(r))
                 continue
             i = int(r[SOURCE_COLUMN]) if several else 0
-            items[i].append(SourceRecord({f: r[f] for f in fields[i]}, int(r["_partition"]), int(r["_offset"]),
+            items[i].append(SourceRecord({f: r[f] for f in fields[i]}, int(r["_partition"]),
+                                         None if r["_offset"] is None else int(r["_offset"]),
                                          None if r["_source_ts"] is None else int(r["_source_ts"])))
             arrival[i].append(pos)
         return [SourceBatch(tuple(it), None, tuple(a) if several else None)

@@ -4,13 +4,15 @@ Every source yields the same columns, so the engine needs to know nothing else:
 
 ============== ======= ==========================================================
 ``_partition``  int     the source partition (a Kafka ``(topic, partition)``, a log dir)
-``_offset``     long    the record's position in its partition
+``_offset``     long    the record's position in its partition, or null
 ``_source_ts``  long    the source timestamp in epoch ms (Kafka's record timestamp), or null
 ``_seq``        long    the arrival order within the micro-batch, or null for (partition, offset)
 *fields*        any     the element's fields, as top-level columns
 ============== ======= ==========================================================
 
-An element (what user functions see) is the dict of the field columns.
+An element (what user functions see) is the dict of the field columns. The base class
+is in :mod:`lowwater.spark.source_base`, the DataFrame and Kafka-shaped sources in
+:mod:`lowwater.spark.dataframe_source`; this module re-exports them.
 """
 
 from __future__ import annotations
@@ -21,26 +23,31 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.sources import Source, SourceBatch, SourceRecord
-from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.api.sources import SourceBatch, SourceRecord
+from lowwater.core.errors import ConfigurationError
+from lowwater.spark.dataframe_source import DataFrameSource, KafkaShapedSource
+from lowwater.spark.source_base import STANDARD_COLUMNS, SparkSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["STANDARD_COLUMNS", "BatchFilesSource", "KafkaShapedSource", "PartitionedLogSource", "SparkSource"]
+    from lowwater.io import PartitionedLogReader
+    from lowwater.io.log_batches import LogBatching
 
-STANDARD_COLUMNS = ("_partition", "_offset", "_source_ts", "_seq")
+__all__ = [
+    "STANDARD_COLUMNS", "BatchFilesSource", "DataFrameSource", "KafkaShapedSource", "PartitionedLogSource",
+    "SparkSource",
+]
 
 
-class SparkSource(Source):
-    """A source the Spark engine can read: ``spark_stream`` returns the standard columns."""
+class _Default:
+    """The type of a parameter's default that depends on other parameters."""
 
-    def spark_stream(self, spark: SparkSession) -> DataFrame:
-        raise NotImplementedError
+    def __repr__(self) -> str:
+        return "<default>"
 
-    def fields(self) -> list[str]:
-        """The element's field names."""
-        raise NotImplementedError
+
+_DEFAULT = _Default()
 
 
 class BatchFilesSource(SparkSource):
@@ -132,132 +139,126 @@ class BatchFilesSource(SparkSource):
         )
 
 
-class KafkaShapedSource(SparkSource):
-    """Any streaming DataFrame with Spark's Kafka source schema.
-
-    ``topic, partition, offset, timestamp, key, value`` (``value`` binary or string JSON)
-    map to the standard columns: each ``(topic, partition)`` is one lowwater partition
-    (numbered in ``topics`` order: ``index * partitions_per_topic + partition``), the
-    Kafka record timestamp is the source timestamp an assigner receives as
-    ``previous_element_timestamp``, and ``value`` is parsed as JSON with ``value_fields``
-    (``[("user", "STRING"), ("amount", "BIGINT"), ...]``).
-    A value that does not parse yields null fields; such records are counted and sent to
-    the dead-letter output by the engine.
-    """
-
-    def __init__(self, df: DataFrame, value_fields: Sequence[tuple[str, str]], topics: Sequence[str] | None = None,
-                 partitions_per_topic: int = 1 << 20) -> None:
-        missing = {"topic", "partition", "offset", "timestamp", "value"} - set(df.columns)
-        if missing:
-            raise ConfigurationError("df", f"is not Kafka-shaped: missing column(s) {sorted(missing)}")
-        self.df = df
-        self.value_fields = list(value_fields)
-        self.topics = list(topics) if topics else None
-        self.partitions_per_topic = partitions_per_topic
-
-    def partitions(self) -> list[int]:
-        return []
-
-    def batches(self) -> Iterator[SourceBatch]:
-        raise LowwaterError("a Kafka-shaped source runs on the spark runtime only")
-
-    def fields(self) -> list[str]:
-        return [name for name, _ in self.value_fields]
-
-    def spark_stream(self, spark: SparkSession) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        if self.topics:
-            topic_index = F.lit(0)
-            for i, t in enumerate(self.topics):
-                topic_index = F.when(F.col("topic") == t, F.lit(i)).otherwise(topic_index)
-            part = topic_index * F.lit(self.partitions_per_topic) + F.col("partition")
-        else:
-            part = F.col("partition")
-        schema = ", ".join(f"`{n}` {t}" for n, t in self.value_fields)
-        value = F.from_json(F.col("value").cast("string"), schema)
-        ts = F.col("timestamp")
-        ts_ms = F.when(ts.isNull(), F.lit(None)).otherwise((F.unix_micros(ts.cast("timestamp")) / 1000).cast("long"))
-        return self.df.select(
-            part.cast("int").alias("_partition"), F.col("offset").cast("long").alias("_offset"),
-            ts_ms.alias("_source_ts"), F.lit(None).cast("long").alias("_seq"), value.alias("_value"),
-        ).select("_partition", "_offset", "_source_ts", "_seq", "_value.*")
-
-
 class PartitionedLogSource(SparkSource):
     """The embedded default: a :mod:`lowwater.io.partitioned_log` directory.
 
-    On Spark, new segment files are read as they appear (``max_files_per_trigger``
-    bounds a micro-batch); the partition comes from the record (or its ``partition=N``
-    directory) and the offset from the record, as lowwater's writer stores them. A line
-    that does not parse keeps its partition and goes to the dead-letter output.
-    The reference runtime reads the same log through :class:`PartitionedLogReader`,
-    ``records_per_batch`` records per partition per micro-batch.
+    Both runtimes read the log the same way, through :class:`~lowwater.io.PartitionedLogReader`
+    (on Spark inside a Python streaming data source, :mod:`lowwater.spark.log_stream`):
+
+    * the files of the layout only; the directory names a record's partition; a record's
+      offset is its position;
+    * every line is one record: a line that is not one good record (not UTF-8, not JSON,
+      not an object, a wrong envelope field, a value that is not its declared type) is a
+      dead letter with the reason, at its partition and offset;
+    * the same micro-batches (:class:`~lowwater.io.log_batches.LogBatching`): per partition
+      at most ``records_per_batch`` records and ``segments_per_batch`` segments. On Spark
+      the batch ends are Spark's own offsets, so a restart replays the same batches.
 
     Parameters
     ----------
     root:
         The log directory.
     value_fields:
-        The element's fields and their Spark SQL types, e.g. ``[("user", "STRING"), ("ts", "BIGINT")]``.
+        The element's fields and their types, e.g. ``[("user", "STRING"), ("ts", "BIGINT")]``;
+        see :mod:`lowwater.io.fields` for what each type reads (``TIMESTAMP`` and ``DATE``
+        become epoch milliseconds).
+    records_per_batch:
+        At most this many records per partition per micro-batch (``None``: no limit). The
+        default is 1000 unless ``segments_per_batch`` is given.
+    segments_per_batch:
+        At most this many segments per partition per micro-batch (``None``: no limit).
+    max_files_per_trigger:
+        Deprecated: the former Spark-only limit. Read as ``segments_per_batch`` =
+        ``max(1, max_files_per_trigger // partitions)``, with the partitions the log has
+        when the run starts.
     """
 
     def __init__(self, root: str | os.PathLike[str], value_fields: Sequence[tuple[str, str]],
-                 max_files_per_trigger: int | None = None, records_per_batch: int = 1000) -> None:
+                 max_files_per_trigger: int | None = None, records_per_batch: int | _Default | None = _DEFAULT,
+                 segments_per_batch: int | None = None) -> None:
+        from lowwater.io.fields import parse_fields
+
         self.root = Path(root)
-        self.value_fields = list(value_fields)
+        self.declared_fields = parse_fields(value_fields)
+        self.value_fields = [(n, t) for n, t in self.declared_fields]
         self.max_files_per_trigger = max_files_per_trigger
-        self.records_per_batch = records_per_batch
+        limited = segments_per_batch is not None or max_files_per_trigger is not None
+        self.records_per_batch = (None if limited else 1000) if isinstance(records_per_batch, _Default) \
+            else records_per_batch
+        self.segments_per_batch = segments_per_batch
 
-    def _format(self) -> str:
-        manifest = self.root / "_partitions.json"
-        if not manifest.exists():
-            raise ConfigurationError("root", f"{self.root} is not a lowwater partitioned log (no _partitions.json)")
-        return str(json.loads(manifest.read_text()).get("format", "jsonl"))
+    def batching(self) -> LogBatching:
+        """This source's micro-batch (the same on both runtimes)."""
+        from lowwater.io.log_batches import LogBatching
 
-    def partitions(self) -> list[int]:
+        segments = self.segments_per_batch
+        if segments is None and self.max_files_per_trigger is not None:
+            segments = max(1, self.max_files_per_trigger // max(1, len(self.partitions())))
+        return LogBatching(self.records_per_batch, segments)
+
+    def _reader(self) -> PartitionedLogReader:
         from lowwater.io import PartitionedLogReader
 
-        return PartitionedLogReader(self.root).partitions()
+        return PartitionedLogReader(self.root)
+
+    def partitions(self) -> list[int]:
+        return self._reader().partitions()
 
     def fields(self) -> list[str]:
         return [name for name, _ in self.value_fields]
 
     def batches(self) -> Iterator[SourceBatch]:
-        from lowwater.io import PartitionedLogReader
+        from lowwater.io.fields import FieldError, read_element
 
-        reader = PartitionedLogReader(self.root)
-        end = reader.end_offsets()
-        pos = {p: 0 for p in end}
-        while any(pos[p] < end[p] for p in end):
-            records = reader.read(pos, end, max_records_per_partition=self.records_per_batch)
+        reader = self._reader()
+        batching = self.batching()
+        available = reader.end_offsets()
+        pos: dict[int, int] = {}
+        while True:
+            end = batching.next_end(reader, pos, available)
+            if all(end[p] <= pos.get(p, 0) for p in end):
+                return
             items = []
-            for r in records:
-                pos[r.partition] = r.offset + 1
+            for r in reader.read({p: pos.get(p, 0) for p in end}, end):
+                error = r.error
                 if r.value is not None:
-                    items.append(SourceRecord(r.value, r.partition, r.offset, r.timestamp))
+                    try:
+                        items.append(SourceRecord(read_element(r.value, self.declared_fields), r.partition,
+                                                  r.offset, r.timestamp))
+                        continue
+                    except FieldError as e:
+                        error = str(e)
+                items.append(SourceRecord(None, r.partition, r.offset, r.timestamp, error=error))
+            pos = dict(end)
             yield SourceBatch(tuple(items))
 
-    def spark_stream(self, spark: SparkSession) -> DataFrame:
-        from pyspark.sql import functions as F
+    def check_before_run(self, sample: int = 200) -> None:
+        """The log exists, and every declared field reads as its type in at least one of the
+        first ``sample`` records of each partition that have it (else a wrong declaration
+        would make every record a dead letter)."""
+        from lowwater.io.fields import FieldError, read_value
 
-        fmt = self._format()
-        struct = ", ".join(f"`{n}`: {t}" for n, t in self.value_fields)
-        reader = spark.readStream.option("recursiveFileLookup", "true").option("pathGlobFilter", f"segment-*.{fmt}")
-        if self.max_files_per_trigger:
-            reader = reader.option("maxFilesPerTrigger", self.max_files_per_trigger)
-        if fmt == "parquet":
-            df = reader.schema("partition INT, offset BIGINT, timestamp BIGINT, value STRING").parquet(str(self.root))
-            value = F.from_json(F.col("value"), f"STRUCT<{struct}>")
-        else:
-            df = reader.schema(
-                f"partition INT, offset BIGINT, timestamp BIGINT, value STRUCT<{struct}>, _corrupt_record STRING"
-            ).option("columnNameOfCorruptRecord", "_corrupt_record").json(str(self.root))
-            value = F.col("value")
-        from_path = F.regexp_extract(F.col("_metadata.file_path"), r"partition=(\d+)", 1).cast("int")
-        corrupt = F.col("_corrupt_record") if fmt != "parquet" else F.lit(None).cast("string")
-        return df.select(
-            F.coalesce(F.col("partition"), from_path).alias("_partition"), F.col("offset").alias("_offset"),
-            F.col("timestamp").alias("_source_ts"), F.lit(None).cast("long").alias("_seq"), value.alias("_value"),
-            corrupt.alias("_corrupt"), F.col("_metadata.file_name").alias("_file"),
-        ).select("_partition", "_offset", "_source_ts", "_seq", "_value.*", "_corrupt", "_file")
+        reader = self._reader()
+        records = reader.read({p: 0 for p in reader.partitions()}, max_records_per_partition=sample)
+        for name, declared in self.declared_fields:
+            present = [r.value[name] for r in records if r.value is not None and r.value.get(name) is not None]
+            errors = []
+            for v in present:
+                try:
+                    read_value(v, declared)
+                    break
+                except FieldError as e:
+                    errors.append(str(e))
+            else:
+                if present:
+                    raise ConfigurationError(
+                        "value_fields", f"field {name!r} is declared {declared}, but none of the "
+                        f"{len(present)} values in the first records of {self.root} reads as one "
+                        f"({errors[0]}). Declare the type the data has; see lowwater.io.fields for "
+                        "what each type reads")
+
+    def spark_stream(self, spark: SparkSession) -> DataFrame:
+        from lowwater.spark.log_stream import log_stream
+
+        self._reader()  # the root must be a log: say so before Spark starts
+        return log_stream(spark, str(self.root), self.declared_fields, self.batching())

@@ -70,20 +70,27 @@ class StateStore:
 
     # -- which pipeline this checkpoint belongs to -------------------------------------
     def claim(self, fingerprint: dict[str, Any]) -> None:
-        """Record the pipeline on first use; refuse a checkpoint made by a different one."""
+        """Record the pipeline on first use; refuse a checkpoint made by a different one.
+
+        A checkpoint is bound once a batch's state is committed: a run that failed before
+        that (a wrong field name, a raising function) leaves it free for the fixed pipeline."""
         from lowwater.core.errors import ConfigurationError
 
         path = self.root / "pipeline.json"
         if path.exists():
             recorded = json.loads(path.read_text())
-            if recorded != fingerprint:
+            if recorded != fingerprint and self.latest_version() is not None:
                 changed = sorted(k for k in set(recorded) | set(fingerprint) if recorded.get(k) != fingerprint.get(k))
+                what = "; ".join(f"was {recorded.get(k, 'nothing')!r}, now {fingerprint.get(k, 'nothing')!r}"
+                                 for k in changed)
                 raise ConfigurationError(
                     "checkpoint_location",
-                    f"{self.root.parent} belongs to a different pipeline (changed: {', '.join(changed)}). "
-                    "Use a new checkpoint location, or run the pipeline that made this one",
+                    f"{self.root.parent} belongs to a different pipeline ({what}). Use a new "
+                    "checkpoint location (checkpoint_location=, or --checkpoint on the CLI), or run the "
+                    "pipeline that made this one",
                 )
-            return
+            if recorded == fingerprint:
+                return
         _atomic_write(path, json.dumps(fingerprint, sort_keys=True, indent=1).encode())
 
     # -- the batch log ----------------------------------------------------------------

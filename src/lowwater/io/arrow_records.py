@@ -1,0 +1,151 @@
+"""A partitioned log's records as Arrow batches of typed columns: exactly the records
+:class:`~lowwater.io.PartitionedLogReader` and :func:`~lowwater.io.fields.read_element` make.
+
+:func:`to_arrow` converts decoded records. :func:`read_arrow` reads a range and takes a
+fast path where it can prove the answer is the same: a JSON-lines segment's lines are
+parsed by Arrow's JSON reader with the envelope and the declared fields as an explicit
+schema, and the result is used only if every line starts with ``{`` and is valid UTF-8, Arrow parsed each line
+as one row, every ``value`` is an object, every stored ``offset``/``partition`` matches the
+position and directory, and every ``DOUBLE`` is finite. Arrow refuses every other
+disagreement with the codec (a type mismatch, a non-object line, a duplicate key, an
+integer out of range, ``NaN``), and then those lines go through the codec. Fields declared
+``TIMESTAMP``, ``DATE``, ``FLOAT`` or a small integer type, and Parquet segments, always
+take the codec. One known difference: a line whose *undeclared* fields nest more deeply
+than Python's recursion limit (about 1,000 levels) is a dead letter through the codec but
+a record on the fast path.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from lowwater.io.fields import FieldError, column_type, read_element
+from lowwater.io.partitioned_log import LogRecord, PartitionedLogReader
+
+__all__ = ["ARROW_ROWS", "arrow_schema", "read_arrow", "to_arrow"]
+
+ARROW_ROWS = 65_536
+"""The most rows in one Arrow batch."""
+
+_FAST_TYPES = frozenset({"STRING", "BIGINT", "DOUBLE", "BOOLEAN"})
+
+
+def _arrow_type(declared: str) -> Any:
+    import pyarrow as pa
+
+    return {"BIGINT": pa.int64(), "INT": pa.int32(), "SMALLINT": pa.int16(), "TINYINT": pa.int8(),
+            "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "STRING": pa.string(),
+            "BOOLEAN": pa.bool_()}[column_type(declared)]
+
+
+def arrow_schema(fields: Sequence[tuple[str, str]]) -> Any:
+    """``_partition, _offset, _source_ts, _seq``, the fields, ``_corrupt``."""
+    import pyarrow as pa
+
+    return pa.schema([("_partition", pa.int32()), ("_offset", pa.int64()), ("_source_ts", pa.int64()),
+                      ("_seq", pa.int64()), *((n, _arrow_type(t)) for n, t in fields), ("_corrupt", pa.string())])
+
+
+def to_arrow(records: Sequence[LogRecord], fields: Sequence[tuple[str, str]]) -> Any:
+    """Decoded records as one Arrow batch; ``_corrupt`` is the reason a record is not an element."""
+    import pyarrow as pa
+
+    elements: list[dict[str, Any] | None] = []
+    corrupt: list[str | None] = []
+    for rec in records:
+        if rec.value is None:
+            elements.append(None)
+            corrupt.append(rec.error)
+            continue
+        try:
+            elements.append(read_element(rec.value, fields))
+            corrupt.append(None)
+        except FieldError as e:
+            elements.append(None)
+            corrupt.append(str(e))
+    arrays = [
+        pa.array([rec.partition for rec in records], pa.int32()),
+        pa.array([rec.offset for rec in records], pa.int64()),
+        pa.array([rec.timestamp for rec in records], pa.int64()),
+        pa.nulls(len(records), pa.int64()),
+        *(pa.array([None if e is None else e[name] for e in elements], _arrow_type(t)) for name, t in fields),
+        pa.array(corrupt, pa.string()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(fields))
+
+
+def _fast(lines: list[bytes], partition: int, first: int, fields: Sequence[tuple[str, str]]) -> Any | None:
+    """The lines (offsets ``first, first + 1, ...``) as an Arrow table, or ``None``: use the codec."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    if not all(line[:1] == b"{" for line in lines):
+        return None  # not an object line (Arrow 26 crashes on a block of only "null" lines)
+    data = b"\n".join(lines) + b"\n"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    value = pa.struct([(n, _arrow_type(t)) for n, t in fields])
+    schema = pa.schema([("partition", pa.int64()), ("offset", pa.int64()), ("timestamp", pa.int64()),
+                        ("value", value)])
+    try:
+        table = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    n = len(lines)
+    if table.num_rows != n or table.column("value").null_count:
+        return None  # a blank line (Arrow skips it), or a line with no value object
+    positions = pa.array(range(first, first + n), pa.int64())
+    for name, expected in (("offset", positions), ("partition", pa.scalar(partition, pa.int64()))):
+        col = table.column(name)
+        if col.null_count < n and not pc.all(pc.or_kleene(pc.is_null(col), pc.equal(col, expected))).as_py():
+            return None
+    values = table.column("value").combine_chunks()
+    out = {"_partition": pa.array([partition] * n, pa.int32()), "_offset": positions,
+           "_source_ts": table.column("timestamp").combine_chunks(), "_seq": pa.nulls(n, pa.int64())}
+    for i, (name, declared) in enumerate(fields):
+        col = values.field(i)
+        if declared == "DOUBLE" and not pc.all(pc.or_kleene(pc.is_null(col), pc.is_finite(col))).as_py():
+            return None
+        out[name] = col
+    out["_corrupt"] = pa.nulls(n, pa.string())
+    return pa.Table.from_pydict(out, schema=arrow_schema(fields))
+
+
+def read_arrow(reader: PartitionedLogReader, partition: int, start: int, end: int,
+               fields: Sequence[tuple[str, str]]) -> Iterator[Any]:
+    """Records ``start <= offset < end`` of ``partition`` as Arrow batches (see the module)."""
+    if start >= end:
+        return
+    fast = all(t in _FAST_TYPES for _, t in fields)
+    segments = reader.segment_files(partition)
+    bounds = [f for f, _ in segments] + [None]
+    ok = fast and segments and segments[0][0] <= start
+    pos = start
+    for (first, path), nxt in zip(segments, bounds[1:], strict=True):
+        if pos >= end:
+            break
+        if nxt is not None and nxt <= pos:
+            continue
+        stop = end if nxt is None else min(end, nxt)
+        table = None
+        if ok and path.suffix == ".jsonl":
+            lines = path.read_bytes().split(b"\n")
+            tail = lines.pop()
+            whole = nxt is None or (not tail and len(lines) == nxt - first)  # a closed segment must line up
+            if whole and first + len(lines) >= stop:
+                table = _fast(lines[pos - first:stop - first], partition, pos, fields)
+        if table is not None:
+            yield from table.to_batches(max_chunksize=ARROW_ROWS)
+        else:  # the codec: also raises CorruptLogError for segments that do not line up
+            for lo in range(pos, stop, ARROW_ROWS):
+                hi = min(stop, lo + ARROW_ROWS)
+                yield to_arrow(reader.read({partition: lo}, {partition: hi}), fields)
+        pos = stop
+    if pos < end:
+        yield to_arrow(reader.read({partition: pos}, {partition: end}), fields)

@@ -1,0 +1,169 @@
+"""Any streaming DataFrame as a lowwater source; the Kafka source schema is one such DataFrame."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lowwater.api.sources import SourceBatch
+from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.spark.source_base import SparkSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["ColumnLike", "DataFrameSource", "KafkaShapedSource"]
+
+
+ColumnLike = Any  # a column name (str) or a pyspark Column
+"""How DataFrameSource takes a column: by name, or as a Column expression."""
+
+_TIME_TYPES = ("TimestampType", "DateType")
+_INTEGRAL_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
+
+
+def _event_time_ms(col: Any, type_name: str) -> Any:
+    """A column's value in epoch milliseconds: TIMESTAMP at ms precision (floored), DATE at
+    midnight UTC, integral numbers as they are."""
+    from pyspark.sql import functions as F
+
+    if type_name == "TimestampType":
+        return F.unix_millis(col)
+    if type_name == "DateType":
+        return F.unix_date(col).cast("long") * F.lit(86_400_000)
+    return col.cast("long")
+
+
+class DataFrameSource(SparkSource):
+    """Any streaming DataFrame as a lowwater source, typed, with no re-encoding.
+
+    Parameters
+    ----------
+    df:
+        A streaming DataFrame. Every column whose name does not start with ``_`` is a field
+        of the element (a ``TIMESTAMP`` or ``DATE`` column arrives as epoch milliseconds,
+        like every time in lowwater).
+    partition:
+        The lowwater partition of a row (a column name or a Column expression, an integer
+        ``>= 0``); ``None``: one partition, 0.
+    offset:
+        The row's position in its partition (name or Column), the arrival order the executor
+        and general paths step rows in, and the position a dead letter names; ``None``: no
+        order within a batch's partition is promised.
+    timestamp:
+        The source timestamp (name or Column): a ``TIMESTAMP`` (at millisecond precision,
+        floored), a ``DATE`` (midnight UTC) or an integral number of epoch milliseconds. A
+        strategy without an assigner takes it as event time, like a Kafka record timestamp.
+        Any other type is a :class:`ConfigurationError` when the source is made.
+
+    Examples
+    --------
+    ``DataFrameSource(spark.readStream.table("clicks"), partition="p", offset="o",
+    timestamp=F.col("event_time"))``
+    """
+
+    def __init__(self, df: DataFrame, *, partition: ColumnLike = None, offset: ColumnLike = None,
+                 timestamp: ColumnLike = None) -> None:
+        hidden = [c for c in df.columns if c.startswith("_")]
+        if hidden:
+            raise ConfigurationError("df", f"column(s) {hidden} start with '_', which lowwater keeps for its own "
+                                     "columns; rename them (withColumnRenamed)")
+        self.df = df
+        self.partition, self.offset, self.timestamp = partition, offset, timestamp
+        self._types = {f.name: type(f.dataType).__name__ for f in df.schema.fields}
+        for what, col, allowed in (("partition", partition, _INTEGRAL_TYPES), ("offset", offset, _INTEGRAL_TYPES),
+                                   ("timestamp", timestamp, _INTEGRAL_TYPES + _TIME_TYPES)):
+            if col is not None and self._type_of(col) not in allowed:
+                raise ConfigurationError(what, f"{col!r} is a {self._type_of(col)}; it must be one of "
+                                         f"{', '.join(allowed)}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Without the DataFrame and Column objects (they live in the driver's JVM): a source
+        is pickled with the state of the general path, which never reads it again."""
+        return {k: (v if isinstance(v, str | int | list | dict | type(None)) else repr(v))
+                for k, v in self.__dict__.items()}
+
+    def _column(self, col: ColumnLike) -> Any:
+        from pyspark.sql import functions as F
+
+        return F.col(f"`{col.replace('`', '``')}`") if isinstance(col, str) else col
+
+    def _type_of(self, col: ColumnLike) -> str:
+        if isinstance(col, str):
+            if col not in self._types:
+                raise ConfigurationError("df", f"no column {col!r}; the columns are {', '.join(self.df.columns)}")
+            return self._types[col]
+        return type(self.df.select(col).schema.fields[0].dataType).__name__
+
+    def partitions(self) -> list[int]:
+        return []
+
+    def batches(self) -> Iterator[SourceBatch]:
+        raise LowwaterError(f"a {type(self).__name__} runs on the spark runtime only")
+
+    def fields(self) -> list[str]:
+        return list(self.df.columns)
+
+    def spark_stream(self, spark: SparkSession) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        none = F.lit(None).cast("long")
+        ts = none if self.timestamp is None else _event_time_ms(self._column(self.timestamp),
+                                                                 self._type_of(self.timestamp))
+        columns = [
+            (F.lit(0) if self.partition is None else self._column(self.partition)).cast("int").alias("_partition"),
+            (none if self.offset is None else self._column(self.offset).cast("long")).alias("_offset"),
+            ts.alias("_source_ts"), none.alias("_seq"),
+        ]
+        for name in self.fields():
+            col, kind = self._column(name), self._types[name]
+            columns.append((_event_time_ms(col, kind) if kind in _TIME_TYPES else col).alias(name))
+        return self.df.select(*columns)
+
+
+class KafkaShapedSource(DataFrameSource):
+    """Any streaming DataFrame with Spark's Kafka source schema.
+
+    ``topic, partition, offset, timestamp, key, value`` (``value`` binary or string JSON)
+    map to the standard columns: each ``(topic, partition)`` is one lowwater partition
+    (numbered in ``topics`` order: ``index * partitions_per_topic + partition``), the
+    Kafka record timestamp is the source timestamp an assigner receives as
+    ``previous_element_timestamp``, and ``value`` is parsed as JSON with ``value_fields``
+    (``[("user", "STRING"), ("amount", "BIGINT"), ...]``; a ``TIMESTAMP`` string without a
+    zone is UTC, and arrives as epoch milliseconds, like a ``DATE``).
+    A value that does not parse yields null fields; such records are counted and sent to
+    the dead-letter output by the engine. It is a :class:`DataFrameSource` over the parsed
+    value's fields.
+    """
+
+    def __init__(self, df: DataFrame, value_fields: Sequence[tuple[str, str]], topics: Sequence[str] | None = None,
+                 partitions_per_topic: int = 1 << 20) -> None:
+        from pyspark.sql import functions as F
+
+        missing = {"topic", "partition", "offset", "timestamp", "value"} - set(df.columns)
+        if missing:
+            raise ConfigurationError("df", f"is not Kafka-shaped: missing column(s) {sorted(missing)}")
+        self.kafka_df = df
+        self.value_fields = list(value_fields)
+        self.topics = list(topics) if topics else None
+        self.partitions_per_topic = partitions_per_topic
+        if self.topics:
+            topic_index = F.lit(0)
+            for i, t in enumerate(self.topics):
+                topic_index = F.when(F.col("topic") == t, F.lit(i)).otherwise(topic_index)
+            part = topic_index * F.lit(self.partitions_per_topic) + F.col("partition")
+        else:
+            part = F.col("partition")
+        schema = ", ".join(f"`{n}` {t}" for n, t in self.value_fields)
+        value = F.from_json(F.col("value").cast("string"), schema, {"timeZone": "UTC"})
+        parsed = df.select(part.cast("int").alias("_p"), F.col("offset").cast("long").alias("_o"),
+                           F.col("timestamp").alias("_t"), value.alias("_v"))
+        names = [n for n, _ in self.value_fields]
+        flat = parsed.select(*[F.col(f"_v.`{n}`").alias(f"v_{i}") for i, n in enumerate(names)],
+                             F.col("_p").alias("p_"), F.col("_o").alias("o_"), F.col("_t").alias("t_"))
+        self._names = names
+        super().__init__(flat.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(names)],
+                                     "p_", "o_", "t_"), partition="p_", offset="o_", timestamp="t_")
+
+    def fields(self) -> list[str]:
+        return list(self._names)

@@ -1,0 +1,98 @@
+"""Field names a pipeline uses, checked against the fields its source declares, before Spark starts.
+
+A source on Spark declares its element's fields (``value_fields``). A pipeline names some
+of them directly on the source's elements: the timestamp field of a strategy
+(``with_timestamp_assigner("ts")``), the key of ``key_by("user")`` and the field of a
+built-in aggregate (``sum("amount")``), when only ``assign_timestamps_and_watermarks``
+stands between them and the source. A name the source does not declare would make every
+record a dead letter, or fail the query after Spark has started; :func:`check_field_names`
+says so at once, in the words of the pipeline.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from lowwater.api.environment import StreamExecutionEnvironment
+from lowwater.api.transformations import (
+    AssignTransformation,
+    SourceTransformation,
+    Transformation,
+    WindowTransformation,
+)
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.watermarks import FieldTimestampAssigner, WatermarkStrategy
+from lowwater.core.windows import AggregatingContents, BuiltinAggregate
+
+__all__ = ["check_field_names", "field_uses"]
+
+
+def _walk(env: StreamExecutionEnvironment) -> list[Transformation]:
+    seen: dict[int, Transformation] = {}
+    stack: list[Transformation] = list(env.sinks)
+    while stack:
+        t = stack.pop()
+        if t.id not in seen:
+            seen[t.id] = t
+            stack.extend(t.inputs)
+    return sorted(seen.values(), key=lambda t: t.id)
+
+
+def _source_of(t: Transformation) -> SourceTransformation | None:
+    """The source whose elements ``t`` receives unchanged, if any."""
+    while isinstance(t, AssignTransformation):
+        t = t.input
+    return t if isinstance(t, SourceTransformation) else None
+
+
+def _timestamp_field(strategy: WatermarkStrategy[Any] | None) -> str | None:
+    proto = None if strategy is None else strategy.assigner_prototype
+    return proto.field if isinstance(proto, FieldTimestampAssigner) else None
+
+
+def field_uses(env: StreamExecutionEnvironment) -> list[tuple[SourceTransformation, str, str]]:
+    """``(source, what, field)`` for every field name used on a source's own elements."""
+    uses: list[tuple[SourceTransformation, str, str]] = []
+    for t in _walk(env):
+        if isinstance(t, SourceTransformation):
+            field = _timestamp_field(t.strategy)
+            if field is not None:
+                uses.append((t, f'with_timestamp_assigner("{field}")', field))
+        elif isinstance(t, AssignTransformation):
+            source, field = _source_of(t.input), _timestamp_field(t.strategy)
+            if source is not None and field is not None:
+                uses.append((source, f'with_timestamp_assigner("{field}")', field))
+        elif isinstance(t, WindowTransformation):
+            source = _source_of(t.input)
+            if source is None:
+                continue
+            key = getattr(t.key_selector, "field_name", None)
+            if key is not None:
+                uses.append((source, f'key_by("{key}")', key))
+            agg = t.contents.function if isinstance(t.contents, AggregatingContents) else None
+            if isinstance(agg, BuiltinAggregate) and agg.field is not None:
+                uses.append((source, f'{agg.name}("{agg.field}")', agg.field))
+    return uses
+
+
+def check_field_names(env: StreamExecutionEnvironment) -> None:
+    """Raise :class:`ConfigurationError` for a field name no source declares (see the module),
+    or for a source whose data cannot be read as it declares (its ``check_before_run``)."""
+    for t in _walk(env):
+        check = getattr(t.source, "check_before_run", None) if isinstance(t, SourceTransformation) else None
+        if callable(check):
+            check()
+    for source, what, field in field_uses(env):
+        fields_of = getattr(source.source, "fields", None)
+        if not callable(fields_of):
+            continue
+        declared = list(fields_of())
+        if field in declared:
+            continue
+        close = difflib.get_close_matches(field, declared, n=1)
+        hint = f'; did you mean "{close[0]}"?' if close else ""
+        raise ConfigurationError(
+            "fields", f"{what} names a field that {type(source.source).__name__} does not declare; "
+            f"its fields are {', '.join(declared) or '(none)'}{hint} Fix the name, or declare the field "
+            "in the source's value_fields")

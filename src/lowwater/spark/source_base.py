@@ -1,0 +1,39 @@
+"""The base of every source the Spark engine reads, and the columns they all yield.
+
+============== ======= ==========================================================
+``_partition``  int     the source partition (a Kafka ``(topic, partition)``, a log dir)
+``_offset``     long    the record's position in its partition, or null
+``_source_ts``  long    the source timestamp in epoch ms (Kafka's record timestamp), or null
+``_seq``        long    the arrival order within the micro-batch, or null for (partition, offset)
+*fields*        any     the element's fields, as top-level columns
+============== ======= ==========================================================
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lowwater.api.sources import Source
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["STANDARD_COLUMNS", "SparkSource"]
+
+STANDARD_COLUMNS = ("_partition", "_offset", "_source_ts", "_seq")
+
+
+class SparkSource(Source):
+    """A source the Spark engine can read: ``spark_stream`` returns the standard columns."""
+
+    def spark_stream(self, spark: SparkSession) -> DataFrame:
+        raise NotImplementedError
+
+    def fields(self) -> list[str]:
+        """The element's field names."""
+        raise NotImplementedError
+
+    def check_before_run(self) -> None:
+        """Raise :class:`ConfigurationError` for what would fail the run or every record.
+
+        The engine calls it before Spark starts; by default there is nothing to check."""

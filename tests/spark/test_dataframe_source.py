@@ -1,0 +1,79 @@
+"""Any streaming DataFrame in: partition, offset and timestamp by name or Column, TIMESTAMP as milliseconds."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.sources import DataFrameSource
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "p INT, o BIGINT, at TIMESTAMP, user STRING, amount BIGINT"
+T0 = dt.datetime(2024, 5, 1, 10, 0, tzinfo=dt.timezone.utc)
+T0_MS = 1_714_557_600_000
+
+
+def _at(ms: int) -> dt.datetime:
+    return T0 + dt.timedelta(milliseconds=ms)
+
+
+def _stream(spark: Any, root: Path, batches: list[list[tuple[Any, ...]]]) -> Any:
+    for i, rows in enumerate(batches):
+        spark.createDataFrame(rows, SCHEMA).coalesce(1).write.parquet(str(root / f"b{i}"))
+    return (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).option("recursiveFileLookup", "true")
+            .option("pathGlobFilter", "*.parquet").parquet(str(root)))
+
+
+@pytest.mark.parametrize("by", ["name", "column"])
+def test_a_timestamp_column_is_event_time_in_milliseconds_per_partition(spark: Any, tmp_path: Path, by: str) -> None:
+    from pyspark.sql import functions as F
+
+    df = _stream(spark, tmp_path / "in", [[
+        (0, 0, _at(999), "ann", 1),          # [T0, T0 + 1 s)
+        (1, 0, _at(1_000), "ann", 2),        # [T0 + 1 s, T0 + 2 s)
+        (0, 1, _at(2_500), "bob", 4),
+        (1, 1, _at(1_999), "ann", 8),
+    ]])
+    cols = {"partition": "p", "offset": "o", "timestamp": "at"} if by == "name" else \
+        {"partition": F.col("p") + 0, "offset": F.col("o"), "timestamp": F.col("at")}
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    out = (env.from_source(DataFrameSource(df, **cols), WatermarkStrategy.for_bounded_out_of_orderness(0))
+           .key_by("user").window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).sum("amount"))
+    results = out.collect()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    assert job.path == "native"
+    assert sorted((r.key, r.window_start - T0_MS, r.value) for r in results.results) == [
+        ("ann", 0, 1), ("ann", 1000, 10), ("bob", 2000, 4)]
+
+
+def test_the_element_sees_a_timestamp_field_as_milliseconds_and_rows_need_no_offset(
+        spark: Any, tmp_path: Path) -> None:
+    df = _stream(spark, tmp_path / "in", [[(0, 0, _at(1_500), "ann", 3), (0, 1, _at(1_600), None, 5)]])
+    env = StreamExecutionEnvironment()
+    seen = (env.from_source(DataFrameSource(df, partition="p"),  # no offset: the general path steps them anyway
+                            WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("at"))
+            .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount")).collect()
+    dead = CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="general",
+                       dead_letter_sink=dead).execute(env)  # type: ignore[arg-type]
+    assert [(r.window_start - T0_MS, r.value) for r in seen.results] == [(1000, 3)]
+    assert [(d["partition"], d["offset"], d["reason"]) for d in dead.results] == [(0, None, "missing key (user)")]
+    assert str(job.accounting()) == "2 rows in = 1 windowed + 0 late + 1 dead-lettered"
+
+
+def test_a_timestamp_of_another_type_is_an_error_when_the_source_is_made(spark: Any, tmp_path: Path) -> None:
+    df = _stream(spark, tmp_path / "in", [[(0, 0, _at(0), "ann", 1)]])
+    with pytest.raises(ConfigurationError, match="'user' is a StringType"):
+        DataFrameSource(df, timestamp="user")
+    with pytest.raises(ConfigurationError, match="no column 'time'"):
+        DataFrameSource(df, timestamp="time")
