@@ -353,11 +353,23 @@ class _BatchDriver:
         faults.at("after_state", batch_id)
         metrics = dict(out.metrics)
         pairs = self.sinks_of(out)
-        results = out.results if self.native else None
-        persisted = None
-        if isinstance(results, Output) and results.frame is not None and pairs:
-            persisted = results.frame = results.frame.persist()  # read once per sink, computed once
-            metrics["windows_fired"] = results.frame.count()
+        persisted = []
+        if self.native:  # each output is computed once for all its sinks: rows collected once, or cached
+            for output in (out.results, out.late, out.dead):
+                takers = [s for s, p in pairs if p is output]
+                if output.frame is None or not takers:
+                    continue
+                if all(isinstance(s, DataFrameSink) for s in takers) and len(takers) == 1 and output is not out.results:
+                    continue
+                if not any(isinstance(s, DataFrameSink) for s in takers):
+                    output.collected = output.rows()
+                    n = len(output.collected)
+                else:
+                    output.frame = output.frame.persist()
+                    persisted.append(output.frame)
+                    n = output.frame.count()
+                if output is out.results:
+                    metrics["windows_fired"] = n
         try:
             for i, (sink, payload) in enumerate(pairs):
                 if id(sink) not in self.opened:
@@ -367,8 +379,8 @@ class _BatchDriver:
                 if i == 0:
                     faults.at("after_first_sink", batch_id)
         finally:
-            if persisted is not None:
-                persisted.unpersist()
+            for frame in persisted:
+                frame.unpersist()
         faults.at("after_sinks", batch_id)
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()

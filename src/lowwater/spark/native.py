@@ -71,12 +71,20 @@ class Output:
     to_rows: Callable[[DataFrame], list[Any]]
     hidden: tuple[str, ...] = ()
     """Columns only for ordering the collected rows."""
+    empty: Callable[[], DataFrame | None] = lambda: None
+    """The output's empty DataFrame, built only when a DataFrame sink needs it (no rows this batch)."""
 
     def dataframe(self) -> DataFrame | None:
-        return None if self.frame is None else self.frame.drop(*self.hidden)
+        frame = self.empty() if self.frame is None else self.frame
+        return None if frame is None else frame.drop(*self.hidden)
+
+    collected: list[Any] | None = None
+    """The rows, once collected (every row-list sink of this output gets the same list)."""
 
     def rows(self) -> list[Any]:
-        return [] if self.frame is None else self.to_rows(self.frame)
+        if self.collected is None:
+            self.collected = [] if self.frame is None else self.to_rows(self.frame)
+        return self.collected
 
 
 @dataclass
@@ -241,19 +249,16 @@ class NativeProcessor:
             st.metrics = {**metrics, "_schema": schema}
         else:
             st.metrics = dict(metrics)
-        if results is None and schema is not None:
-            results = spark.createDataFrame([], self._result_ddl(schema) + ", _o1 INT, _o2 BIGINT, _o3 BIGINT, "
-                                                                           "_o4 BIGINT")
-        if late is not None:
-            late = self._late_frame(late)
-        elif schema is not None and plan.late_sinks:
-            late = spark.createDataFrame([], self._late_ddl(schema) + ", _seq BIGINT, _partition INT, "
-                                                                       "_offset BIGINT")
-        dead_frame = self._dead_frame(dead) if dead is not None else None
+        def empty(ddl: Callable[[dict[str, Any]], str], hidden: str) -> Callable[[], DataFrame | None]:
+            return lambda: None if schema is None else spark.createDataFrame([], f"{ddl(schema)}, {hidden}")
+
         return BatchOutput(
-            Output(results, self._result_rows, ("_o1", "_o2", "_o3", "_o4")),
-            Output(late, self._late_rows, ("_seq", "_partition", "_offset")),
-            Output(dead_frame, lambda _: self._dead_rows(dead) if dead is not None else []),
+            Output(results, self._result_rows, ("_o1", "_o2", "_o3", "_o4"),
+                   empty(self._result_ddl, "_o1 INT, _o2 BIGINT, _o3 BIGINT, _o4 BIGINT")),
+            Output(None if late is None else self._late_frame(late), self._late_rows, ("_seq", "_partition", "_offset"),
+                   empty(self._late_ddl, "_seq BIGINT, _partition INT, _offset BIGINT")),
+            Output(None if dead is None else self._dead_frame(dead),
+                   lambda _: self._dead_rows(dead) if dead is not None else [], ("_x",), empty(_dead_ddl, "_x INT")),
             metrics,
         )
 
@@ -604,6 +609,10 @@ class NativeProcessor:
             "open_windows": None,
             "open_window_starts": len(st.open_starts),
         }
+
+
+def _dead_ddl(_: dict[str, Any]) -> str:
+    return "reason STRING, partition INT, offset BIGINT, file STRING, record STRING"
 
 
 _RESULT_COLUMNS = ("key", "window_start", "window_end", "value", "fire_index", "window", "_o1", "_o2", "_o3", "_o4")
