@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.runtime == "spark":
         from lowwater.spark.engine import SparkRuntime
 
-        SparkRuntime(str(out / "checkpoint")).execute(env, "quickstart")
+        SparkRuntime(str(out / "checkpoint"), end_of_input=True).execute(env, "quickstart")  # the log is complete
     else:
         env.execute("quickstart")
     from lowwater.spark.sinks import read_directory

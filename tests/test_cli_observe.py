@@ -83,7 +83,7 @@ def test_every_batch_appends_one_line_and_readers_keep_a_replays_last_line(check
 def test_a_line_holds_the_batchs_watermarks_idleness_counts_and_state(checkpoint: Path) -> None:
     line = read_checkpoint(checkpoint)[3]
     assert line == {
-        "batch_id": 3, "processing_time_ms": T0 + 15_000, "end_of_input": False, "path": "native",
+        "batch_id": 3, "spark_batch_id": 3, "processing_time_ms": T0 + 15_000, "end_of_input": False, "path": "native",
         "watermark_before": T0 + 6_999, "combined_watermark": T0 + 11_999,
         "partition_watermarks": {"0": T0 + 19_999, "1": T0 + 11_999, "2": T0 + 8_999},
         "idle_partitions": ["2"], "rows_in": 200, "rows_late": 5, "rows_late_by_partition": {"2": 5},
@@ -138,7 +138,8 @@ def test_the_tail_calls_back_once_per_line_appended_after_it_started(checkpoint:
 
 def test_a_progress_line_shows_watermark_lag_idle_late_fired_and_duration(checkpoint: Path) -> None:
     line = progress_line(read_checkpoint(checkpoint)[3])
-    assert line.split() == ["3", "2023-11-14", "22:13:31.999", "3.0", "s", "2", "200", "5", "6", "720", "ms"]
+    assert line.split() == ["3", "2023-11-14", "22:13:31.999", "3.0", "s", "2", "200", "5", "0", "6", "720",
+                            "ms"]
     assert PROGRESS_HEADER.split()[:3] == ["batch", "combined", "watermark"]
 
 
@@ -308,12 +309,12 @@ def test_run_on_the_reference_runtime_prints_a_line_per_batch_and_keeps_metrics_
     assert out[0] == "lowwater run pipeline: reference runtime, 4 batches"
     assert out[1] == PROGRESS_HEADER
     rows = [r.split() for r in out[2:6]]
-    # batch, watermark, lag, idle, rows in, late, fired (the reference runtime does not time batches)
+    # batch, watermark, lag, idle, rows in, late, dead, fired (the reference runtime does not time batches)
     assert rows == [
-        ["0", "-1", "100.0", "s", "-", "2", "0", "0", "-"],
-        ["1", "12999", "92.0", "s", "-", "2", "0", "1", "-"],  # fires [0, 10000)
-        ["2", "12999", "97.0", "s", "-", "2", "1", "0", "-"],  # ts 2000 is late
-        ["3*", "MAX", "(end", "of", "input)", "-", "-", "0", "0", "2", "-"],
+        ["0", "-1", "100.0", "s", "-", "2", "0", "0", "0", "-"],
+        ["1", "12999", "92.0", "s", "-", "2", "0", "0", "1", "-"],  # fires [0, 10000)
+        ["2", "12999", "97.0", "s", "-", "2", "1", "0", "0", "-"],  # ts 2000 is late
+        ["3*", "MAX", "(end", "of", "input)", "-", "-", "0", "0", "0", "2", "-"],
     ]
     lines = read_checkpoint(ck)
     assert [x["batch_id"] for x in lines] == [0, 1, 2, 3]

@@ -18,8 +18,9 @@ The pipeline file of ``lowwater run`` is plain Python that defines::
 
 ``build`` wires sources and sinks on the environment it is given (its return value is
 ignored). ``RUNTIME_OPTIONS`` is optional: keyword arguments for the runtime. For
-``SparkRuntime`` they are ``path``, ``trigger``, ``clock``, ``end_of_input`` and
-``snapshot_every``; for ``ReferenceRuntime`` they are ``clock`` and ``max_batches``.
+``SparkRuntime`` they are ``path``, ``trigger``, ``clock``, ``end_of_input``,
+``snapshot_every`` and ``dead_letter_sink``; for ``ReferenceRuntime`` they are ``clock``,
+``max_batches`` and ``dead_letter_sink``.
 ``clock`` is a :class:`~lowwater.core.clock.Clock` or a function of the batch id on both.
 Options for the other runtime are ignored, and an unknown option is an error.
 The file's directory is importable while it loads, and relative paths are relative to
@@ -47,8 +48,8 @@ __all__ = ["main"]
 
 log = logging.getLogger("lowwater.cli")
 
-SPARK_OPTIONS = ("path", "trigger", "clock", "end_of_input", "snapshot_every")
-REFERENCE_OPTIONS = ("clock", "max_batches")
+SPARK_OPTIONS = ("path", "trigger", "clock", "end_of_input", "snapshot_every", "dead_letter_sink")
+REFERENCE_OPTIONS = ("clock", "max_batches", "dead_letter_sink")
 
 
 class CliError(LowwaterError):
@@ -76,8 +77,13 @@ StreamExecutionEnvironment it is given, and optionally RUNTIME_OPTIONS:
             .window(TumblingEventTimeWindows.of("1 min")).count().print())
 
 RUNTIME_OPTIONS are keyword arguments for the runtime: path, trigger, clock, end_of_input,
-snapshot_every (spark); clock, max_batches (reference). clock is a Clock or a function of
-the batch id. An interval trigger runs until Ctrl-C; rerunning resumes from the checkpoint.
+snapshot_every, dead_letter_sink (spark); clock, max_batches, dead_letter_sink (reference).
+clock is a Clock or a function of the batch id. An interval trigger runs until Ctrl-C;
+rerunning resumes from the checkpoint.
+With the default trigger, available_now, a run reads what the source holds and stops with
+the windows that are still open kept in the checkpoint; the next run resumes there, so a
+series of runs equals one. --end-of-input (or end_of_input=True) declares the input
+complete: a MAX watermark fires every open window, once, and for good.
 """
 
 
@@ -96,6 +102,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="checkpoint location (default: checkpoints/<file name>); a rerun resumes from it")
     run.add_argument("--runtime", choices=["spark", "reference"], default="spark",
                      help="spark (default), or the in-process reference runtime")
+    run.add_argument("--end-of-input", action="store_true",
+                     help="declare the input complete (spark, available_now): a MAX watermark fires every "
+                          "open window, and records read by later runs are late; without it a rerun resumes")
 
     st = sub.add_parser("status", help="watermarks, idle partitions, state and the last batches of a checkpoint")
     st.add_argument("checkpoint", metavar="CHECKPOINT", help="the job's checkpoint location")
@@ -239,9 +248,33 @@ def _build(module: ModuleType, file: str) -> Any:
 
 
 def _print_progress(line: dict[str, Any]) -> None:
+    from lowwater.observe.dead_letters import describe_reasons
     from lowwater.observe.progress import progress_line
 
     print(progress_line(line), flush=True)
+    dead, rows_in = int(line.get("rows_dead_lettered") or 0), int(line.get("rows_in") or 0)
+    if not dead:
+        return
+    reasons = describe_reasons(line.get("dead_letter_reasons") or {})
+    sample = line.get("dead_letter_sample") or {}
+    where = f"partition {sample.get('partition')} offset {sample.get('offset')}"
+    if dead == rows_in:
+        print(f"WARNING: batch {line['batch_id']} dead-lettered every one of its {rows_in} rows: {reasons}; "
+              f"e.g. {where}: {sample.get('record')}; hint: check the source's declared fields and types "
+              "against the data", file=sys.stderr, flush=True)
+    else:
+        print(f"        {dead} dead-lettered: {reasons}", flush=True)
+
+
+def _dead_letter_summary(lines: list[dict[str, Any]], has_sink: bool) -> str | None:
+    from lowwater.observe.dead_letters import describe_reasons, merge_reasons
+
+    dead = sum(int(x.get("rows_dead_lettered") or 0) for x in lines)
+    if not dead:
+        return None
+    where = "in the dead-letter sink" if has_sink else (
+        "kept nowhere; hint: add \"dead_letter_sink\": DirectorySink(...) to RUNTIME_OPTIONS to keep them")
+    return f"{dead} records dead-lettered ({describe_reasons(merge_reasons(lines))}), {where}"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -251,6 +284,8 @@ def _run(args: argparse.Namespace) -> int:
     name = Path(args.file).stem
     if args.runtime == "reference":
         return _run_reference(env, name, options, args.checkpoint)
+    if args.end_of_input:
+        options["end_of_input"] = True
     return _run_spark(env, name, options, args.checkpoint or str(Path("checkpoints") / name), args.verbose)
 
 
@@ -294,6 +329,11 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
         if mlog is not None:
             mlog.append(line)
         _print_progress(line)
+    if result.dead_letters:
+        from lowwater.observe.dead_letters import describe_reasons, summarize_dead
+
+        reasons = summarize_dead(result.dead_letters)["dead_letter_reasons"]
+        print(f"{len(result.dead_letters)} records dead-lettered ({describe_reasons(reasons)})", file=sys.stderr)
     if checkpoint is not None:
         print(f"metrics: {MetricsLog(checkpoint).path}\nnext: lowwater status {checkpoint}; "
               f"lowwater plot {checkpoint} -o watermarks.png")
@@ -338,25 +378,20 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
                 return 130
     finally:
         spark.streams.removeListener(listener)
+    summary = _dead_letter_summary(MetricsLog(checkpoint).read(), "dead_letter_sink" in options)
+    if summary:
+        print(summary, file=sys.stderr)
     print(f"{tail.seen} batches; metrics: {MetricsLog(checkpoint).path}\n"
           f"next: lowwater status {checkpoint}; lowwater plot {checkpoint} -o watermarks.png")
     return 0
 
 
 # -- errors -----------------------------------------------------------------------------
-_LOWWATER_ERROR = re.compile(r"(lowwater\.[\w.]*Error): (.+)")
-
-
 def _first_line(message: str) -> str:
-    """The useful line of a long (JVM, Python worker) message: a lowwater error's own message
-    if one is inside, else the first non-empty line."""
-    found = _LOWWATER_ERROR.findall(message)
-    if found:
-        return str(found[-1][1]).strip()
-    for text in message.splitlines():
-        if text.strip():
-            return text.strip()[:400]
-    return message[:400]
+    """The useful line of a long (JVM, Python worker) message: the one naming its cause."""
+    from lowwater.core.failures import root_cause
+
+    return root_cause(message)
 
 
 def _error(e: BaseException, verbose: bool, hint: str = "") -> int:

@@ -37,7 +37,8 @@ def main(log: str, checkpoint: str, out: str) -> None:
     )
     result.add_sink(DirectorySink(f"{out}/results", "parquet"))
     result.get_side_output(late).add_sink(DirectorySink(f"{out}/late", "parquet"))
-    job = SparkRuntime(checkpoint, spark=spark, path="native", clock=lambda b: 1_000 * b).execute(env, "cluster")
+    job = SparkRuntime(checkpoint, spark=spark, path="native", clock=lambda b: 1_000 * b,
+                       end_of_input=True).execute(env, "cluster")
     print("MASTER", spark.sparkContext.master)
     print("ACCOUNTING", job.accounting())
     spark.stop()

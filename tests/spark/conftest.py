@@ -24,7 +24,7 @@ def spark() -> Iterator[object]:
     jar = postgres_jdbc_jar()
     if jar is None:
         pytest.fail(f"PostgreSQL JDBC driver /usr/share/java/postgresql.jar not found; {_FIX}")
-    session = get_or_create_session(app_name="lowwater-tests", jars=[jar])
+    session = get_or_create_session(app_name="lowwater-tests", jars=[jar], conf={"spark.ui.enabled": "false"})
     try:
         session._jvm.java.lang.Class.forName("org.postgresql.Driver")
     except Exception as e:  # an earlier session without the jar, for instance

@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
         postgres = PostgresSink(args.jdbc_url, args.table or "crash_results", user=args.user)
     env = StreamExecutionEnvironment()
     build(env, args.log, args.out, postgres)
-    runtime = SparkRuntime(args.checkpoint, spark=spark, path=args.path, clock=lambda b: 1_000 * b)
+    runtime = SparkRuntime(args.checkpoint, spark=spark, path=args.path, clock=lambda b: 1_000 * b,
+                           end_of_input=True)
     runtime.execute(env, "crash test")
 
 

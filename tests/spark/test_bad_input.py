@@ -34,7 +34,8 @@ def _job(spark: Any, log: Path, ck: Path, strategy: Any = None,
     counts = (env.from_source(PartitionedLogSource(log, FIELDS, max_files_per_trigger=1), strategy)
               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).count())
     results, lates, dead = counts.collect(), counts.get_side_output(late).collect(), CollectSink()
-    job = SparkRuntime(str(ck), spark=spark, dead_letter_sink=dead, path=path).execute(env)  # type: ignore[arg-type]
+    job = SparkRuntime(str(ck), spark=spark, dead_letter_sink=dead, path=path,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
     return job, results, lates, dead
 
 

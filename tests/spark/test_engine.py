@@ -287,7 +287,8 @@ def test_records_that_cannot_be_windowed_go_to_the_dead_letter_sink(spark: Any, 
     results = (env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
                .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
     dead = CollectSink()
-    job = env.execute(runtime="spark", checkpoint_location=str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead)
+    job = env.execute(runtime="spark", checkpoint_location=str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead,
+                      end_of_input=True)
     assert sorted((r.key, r.value) for r in results.results) == [("a", 1), ("b", 8)]
     assert sorted((d["offset"], d["reason"].split(" (")[0]) for d in dead.results) == [
         (1, "missing key"), (2, "missing or non-numeric timestamp")]
@@ -348,7 +349,7 @@ def test_old_batch_records_are_forgotten_and_the_metrics_log_keeps_every_batch(
     sink = (env.from_source(PartitionedLogSource(log, FIELDS, max_files_per_trigger=1),
                             WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
             .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1000 * b).execute(env)
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1000 * b, end_of_input=True).execute(env)
     kept = sorted(int(p.stem) for p in (tmp_path / "ck" / "lowwater" / "batches").glob("*.json"))
     assert kept == [4, 5], "the newest two: the last micro-batch and the end-of-input step"
     assert [m["batch_id"] for m in job.metrics()] == [0, 1, 2, 3, 4, 5]

@@ -55,7 +55,7 @@ def test_kafka_partitions_and_record_timestamps_drive_the_watermarks(spark: Any,
         .key_by("user").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).sum("amount")
     )
     results, lates = result.collect(), result.get_side_output(late).collect()
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
 
     marks = [b["combined_watermark"] for b in job.watermarks()]
     # batch 0: p0 999, p1 1999 -> 999; batch 1: p1 still 1999 -> 1999; batch 2: min(14999, 11999)

@@ -66,7 +66,8 @@ def test_a_spark_job_logs_one_metrics_line_per_batch_that_status_progress_and_pl
     listener = LowwaterProgressListener(ck, query_name="observe", on_progress=progress.append)
     spark.streams.addListener(listener)
     try:
-        job = SparkRuntime(str(ck), spark=spark, clock=lambda b: T0 + 5_000 * b).execute(env, "observe")
+        job = SparkRuntime(str(ck), spark=spark, clock=lambda b: T0 + 5_000 * b,
+                           end_of_input=True).execute(env, "observe")
         spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()  # progress events are delivered async
     finally:
         spark.streams.removeListener(listener)

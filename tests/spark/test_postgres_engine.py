@@ -39,7 +39,7 @@ def test_refirings_upsert_and_a_replayed_batch_changes_nothing(spark: Any, pg: A
                          WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
          .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness("10 s").sum("value")
          .add_sink(PostgresSink(pg.jdbc_url, "window_totals", user=pg.user)))
-        return SparkRuntime(str(checkpoint), spark=spark).execute(env)
+        return SparkRuntime(str(checkpoint), spark=spark, end_of_input=True).execute(env)
 
     job = run(tmp_path / "ck")
     expected = [("a", 0, 25.0, 2), ("a", 10_000, 4.0, 0), ("b", 0, 2.0, 0)]

@@ -75,7 +75,8 @@ def test_no_per_key_row_reaches_the_driver_with_dataframe_sinks(
     result.add_sink(DirectorySink(tmp_path / "out", "parquet"))
     result.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "parquet"))
     spy = _DriverRows(monkeypatch)
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path).execute(env)  # type: ignore[arg-type]
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
     monkeypatch.undo()
     # per batch: one row per partition and per window start (2 partitions, at most 3 starts)
     assert spy.sizes and max(spy.sizes) <= 2 + 3, spy.sizes
@@ -117,7 +118,7 @@ def test_a_checkpoint_uri_goes_through_hadoop_and_gives_the_local_answer(spark: 
                                 WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
                 .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness(5000).sum("value")
                 .collect())
-        SparkRuntime(location, spark=spark).execute(env)
+        SparkRuntime(location, spark=spark, end_of_input=True).execute(env)
         return sorted((r.key, r.window_start, r.value, r.fire_index) for r in sink.results)
 
     local = run(str(tmp_path / "local"))
@@ -145,7 +146,7 @@ def test_outputs_are_dataframes_with_the_window_struct_and_where_late_rows_came_
     result.add_sink(ForeachDataFrameSink(lambda df, b: seen.append((b, df.columns))))
     result.add_sink(DirectorySink(tmp_path / "out", "parquet"))
     result.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "json"))
-    SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
 
     assert [b for b, _ in seen] == [0, 1, 2, 3], "every batch is delivered, also one that fires nothing"
     assert seen[0][1] == ["key", "window_start", "window_end", "value", "fire_index", "window"]
@@ -175,7 +176,7 @@ def test_timestamps_at_the_ends_of_the_64_bit_range_are_dead_lettered_not_an_ove
                .collect())
     dead = CollectSink()
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
-                       dead_letter_sink=dead).execute(env)
+                       dead_letter_sink=dead, end_of_input=True).execute(env)
     assert [(r.key, r.window_start, r.value) for r in results.results] == [("a", 0, 1)]
     assert sorted(d["record"]["ts"] for d in dead.results) == [MIN + 1, MAX - 1000, MAX]
     assert all("64-bit range" in d["reason"] for d in dead.results)
@@ -197,7 +198,7 @@ def test_an_integer_sum_wraps_around_like_a_java_long_on_time_and_when_refired(s
                                WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
                .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness(10_000).sum("value")
                .collect())
-    SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
     assert sorted((r.key, r.window_start, r.value, r.fire_index) for r in results.results) == [
         ("a", 0, java_long(2 * big), 0), ("a", 0, java_long(3 * big), 1), ("b", 10_000, 1, 0)]
     assert java_long(2 * big) == MIN

@@ -100,6 +100,7 @@ def batch_line(
     state_rows = m.get("state_rows", m.get("open_windows"))
     return {
         "batch_id": int(record["batch_id"]),
+        "spark_batch_id": record.get("spark_batch_id", None if record.get("end_of_input") else record["batch_id"]),
         "processing_time_ms": record.get("clock_ms"),
         "end_of_input": bool(record.get("end_of_input", False)),
         "path": path,
@@ -123,6 +124,7 @@ def batch_line(
         "state_rows": state_rows,
         "state_bytes": m.get("state_bytes"),
         "duration_ms": m.get("duration_ms"),
+        **({k: m[k] for k in ("dead_letter_reasons", "dead_letter_sample") if m.get(k)}),
     }
 
 

@@ -4,8 +4,8 @@
 thread and calls back with each new line; it needs no hook into the engine and works for
 any process writing that checkpoint. :func:`progress_line` is what ``lowwater run`` prints::
 
-     batch  combined watermark         lag       idle  rows in  late  fired  duration
-         3  2023-11-14 22:13:47.999    12.0 s    3        16000    12    150     1.2 s
+     batch  combined watermark         lag       idle  rows in  late  dead  fired  duration
+         3  2023-11-14 22:13:47.999    12.0 s    3        16000    12     0    150     1.2 s
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from lowwater.observe.status import lag_ms
 __all__ = ["PROGRESS_HEADER", "MetricsTail", "progress_line"]
 
 _COLUMNS = ((">6", "batch"), ("<25", "combined watermark"), (">9", "lag"), ("<6", "idle"), (">8", "rows in"),
-            (">6", "late"), (">6", "fired"), (">9", "duration"))
+            (">6", "late"), (">6", "dead"), (">6", "fired"), (">9", "duration"))
 PROGRESS_HEADER = "  ".join(f"{name:{spec}}" for spec, name in _COLUMNS).rstrip()
 
 
 def progress_line(line: dict[str, Any]) -> str:
     """One batch: combined watermark, its lag behind processing time, idle partitions, rows,
-    late rows, windows fired and how long the batch took."""
+    late rows, dead-lettered rows, windows fired and how long the batch took."""
     cells = (
         str(line["batch_id"]) + ("*" if line.get("end_of_input") else ""),
         fmt_watermark(line.get("combined_watermark")),
@@ -36,6 +36,7 @@ def progress_line(line: dict[str, Any]) -> str:
         ",".join(line.get("idle_partitions") or []) or "-",
         str(line.get("rows_in", 0)),
         str(line.get("rows_late", 0)),
+        str(line.get("rows_dead_lettered", 0)),
         str(line.get("windows_fired", 0)),
         fmt_duration(line.get("duration_ms")),
     )

@@ -95,6 +95,14 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
                f"{s['windows_fired']} window firings")
     accounting = s["accounting"]
     out.append(f"accounting: {accounting}" + (" (balanced)" if accounting.balanced else ""))
+    if s["rows_dead_lettered"]:
+        from lowwater.observe.dead_letters import describe_reasons, merge_reasons
+
+        out.append(f"dead letters: {describe_reasons(merge_reasons(lines))}")
+        sample = next((x["dead_letter_sample"] for x in reversed(lines) if x.get("dead_letter_sample")), None)
+        if sample:
+            out.append(f"  e.g. partition {sample.get('partition')} offset {sample.get('offset')}: "
+                       f"{sample.get('reason')}: {sample.get('record')}")
     cur = s["current"]
     out.append("")
     out.append(f"watermarks after batch {cur['batch_id']} (processing time {fmt_time(cur['processing_time_ms'])}):")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -118,7 +117,7 @@ class SparkJob:
 
         if self.query is None:
             return []
-        lines = {m["batch_id"]: m for m in self.metrics()}
+        lines = {m.get("spark_batch_id", m["batch_id"]): m for m in self.metrics()}
         return [{"batch_id": p.batchId, "spark": progress_fields(p), "lowwater": lines.get(p.batchId)}
                 for p in self.query.recentProgress]
 
@@ -136,13 +135,17 @@ class SparkRuntime:
         ``auto`` picks the native path when the pipeline allows it (see :mod:`.plan`);
         ``executor`` forces timestamps and watermarks through Python on the executors.
     trigger:
-        ``"available_now"`` processes what the source holds, then ends (with a MAX
-        watermark when ``end_of_input`` is set); an interval such as ``"1 second"`` runs
-        until stopped, emitting watermarks on every interval even with no data.
+        ``"available_now"`` processes what the source holds, then stops; a rerun resumes
+        where it stopped, so a series of runs over a growing input equals one continuous
+        run. An interval such as ``"1 second"`` runs until stopped, emitting watermarks on
+        every interval even with no data.
     clock:
         Processing time for idleness and time lag; a Clock, or a function of the batch id.
     end_of_input:
-        With ``available_now``: after the last batch, a MAX watermark fires every window.
+        Off by default. With ``available_now``, ``True`` declares the input complete: after
+        the last batch, a MAX watermark fires every window that is still open. This is
+        final for the checkpoint: records read by a later run are late for every window
+        (late output, counted), as in Flink after a bounded source ends.
     dead_letter_sink:
         Receives records that cannot be processed (unparseable, or no timestamp, key or value),
         each as ``{"reason", "partition", "offset", "record"}``, on every path; they are always
@@ -152,7 +155,7 @@ class SparkRuntime:
     def __init__(
         self, checkpoint_location: str, *, spark: SparkSession | None = None, path: PathChoice = "auto",
         trigger: str = "available_now", clock: Clock | Callable[[int], int] | None = None,
-        end_of_input: bool = True, snapshot_every: int = 20, dead_letter_sink: Sink | None = None,
+        end_of_input: bool = False, snapshot_every: int = 20, dead_letter_sink: Sink | None = None,
     ) -> None:
         self.checkpoint = str(checkpoint_location)
         self.spark = spark
@@ -208,6 +211,7 @@ class SparkRuntime:
         job = SparkJob(None, store, path, reason)
         driver = _BatchDriver(processor, store, sinks_of, self._now, job, spark)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
+        driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
         stream = source.spark_stream(spark)
         ticking = self.trigger != "available_now"
@@ -266,24 +270,18 @@ def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
     return stream.withColumn("_tick", F.lit(False)).unionByName(ticks)
 
 
-_LOWWATER_ERROR = re.compile(
-    r"lowwater\.core\.errors\.(UserFunctionError|MonotonyViolationError|ConfigurationError|PipelineError"
-    r"|LowwaterError): ([^\n]+)"
-)
-
-
 def _root_cause(e: BaseException) -> str:
-    """The lowwater error inside a failed query (raised in a task or in foreachBatch), else its first line."""
-    texts = [str(e)]
-    cause = e.__cause__ or e.__context__
-    if cause is not None:
-        texts.append(str(cause))
-    for text in texts:
-        m = _LOWWATER_ERROR.search(text)
-        if m:
-            return f"{m.group(1)}: {m.group(2).strip()}"
-    first = texts[0].strip()
-    return first.splitlines()[0] if first else type(e).__name__
+    """The line naming the cause of a failed query (:func:`lowwater.core.failures.root_cause`),
+    searched in the exception and the exceptions it wraps."""
+    from lowwater.core.failures import root_cause
+
+    texts, seen = [], set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        texts.append(str(cur))
+        cur = cur.__cause__ or cur.__context__
+    return root_cause("\n".join(texts))
 
 
 def _query_name(job_name: str) -> str:
@@ -316,29 +314,62 @@ class _BatchDriver:
         state = self.store.load(version, self.processor.empty_state, self.processor.apply_delta)
         return self.processor.rebind(state)  # the checkpoint's data, the current code
 
+    def step_of(self, spark_batch_id: int) -> int:
+        """lowwater's step id for Spark's micro-batch ``spark_batch_id``.
+
+        Steps are Spark's batch ids, except that the end-of-input step ``E`` (if any) takes a
+        step of its own: Spark's batch ``b >= E`` is step ``b + 1``. State versions, batch
+        records, metrics lines and sink batches are all keyed by step id, so a run after the
+        end of input never rewrites the end-of-input step's output (or the other way round)."""
+        end = self.store.end_of_input()
+        return spark_batch_id + 1 if end is not None and spark_batch_id >= int(end["step"]) else spark_batch_id
+
     def on_batch(self, df: DataFrame, batch_id: int) -> None:
         if "_tick" in df.columns:
             df = df.filter(~df["_tick"]).drop("_tick")
-        self._run(df, batch_id, end_of_input=False)
+        self._run(df, self.step_of(batch_id), end_of_input=False, spark_batch_id=batch_id)
 
     def finish(self) -> None:
-        """End of bounded input: one more version whose MAX watermark fires everything left.
+        """End of input, as the user declared it: one more step whose MAX watermark fires
+        every window still open.
 
-        It takes the id after the last micro-batch; a restart that finds it recorded redoes
-        it under the same id (replacing, not repeating, its output)."""
-        records = self.store.batch_records()
-        ends = [r["batch_id"] for r in records if r.get("end_of_input")]
-        if ends:
-            batch_id = ends[0]
-        else:
-            batch_id = max((r["batch_id"] for r in records), default=-1) + 1
-        self._run(None, batch_id, end_of_input=True)
+        It happens once per checkpoint. Its step id ``E`` is the one after the last step,
+        recorded in the end-of-input marker before the step runs; a restart that finds the
+        marker but not its completion redoes the step under the same id (replacing, not
+        repeating, its output). Once done, a later ``finish`` does nothing: the combined
+        watermark is already MAX, and whatever a later run reads is late."""
+        end = self.store.end_of_input()
+        if end is None:
+            records = self.store.batch_records()
+            step = max((int(r["batch_id"]) for r in records), default=-1) + 1
+            end = {"step": step, "done": False}
+            self.store.write_end_of_input(end)
+        if end.get("done"):
+            log.info("the input already ended at step %d; nothing more to fire", end["step"])
+            return
+        self._run(None, int(end["step"]), end_of_input=True)
+        self.store.write_end_of_input({**end, "done": True})
 
-    def _run(self, df: DataFrame | None, batch_id: int, end_of_input: bool) -> None:
+    def complete_end_of_input(self) -> None:
+        """Before a query starts: finish an end-of-input step that a crash interrupted, so no
+        later batch is processed against state that lacks it."""
+        end = self.store.end_of_input()
+        if end is not None and not end.get("done"):
+            log.info("completing the end-of-input step %d that an earlier run did not finish", end["step"])
+            self.finish()
+
+    def _run(self, df: DataFrame | None, batch_id: int, end_of_input: bool, spark_batch_id: int | None = None) -> None:
         started = time.monotonic()
         record = self.store.batch_record(batch_id)
+        if record is not None and bool(record.get("end_of_input")) != end_of_input:
+            raise PipelineError(  # the step ids would overlap: never process one step as the other
+                f"step {batch_id} is recorded as {'an end-of-input' if record.get('end_of_input') else 'a data'} "
+                f"step but is being run as {'an end-of-input' if end_of_input else 'a data'} step; "
+                f"the checkpoint {self.store.root.parent} is inconsistent")
         if record is None:
             record = {"batch_id": batch_id, "clock_ms": self.now(batch_id), "end_of_input": end_of_input}
+            if spark_batch_id is not None:
+                record["spark_batch_id"] = spark_batch_id
             self.store.write_batch_record(batch_id, record)
         faults.at("start", batch_id)
         state = self._state_after(batch_id - 1)
@@ -382,6 +413,7 @@ class _BatchDriver:
             for frame in persisted:
                 frame.unpersist()
         faults.at("after_sinks", batch_id)
+        metrics.update(_dead_summary(out))  # why records were rejected, even with no dead-letter sink
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()
         self.store.write_batch_record(batch_id, {**record, "metrics": metrics})
@@ -396,6 +428,29 @@ class _BatchDriver:
             record_batch(self.store, {**record, "metrics": metrics}, self.job.path)
         except OSError as e:
             log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
+
+
+def _dead_summary(out: Any) -> dict[str, Any]:
+    """The batch's dead-letter reasons and one sample (:mod:`lowwater.observe.dead_letters`); on the
+    native paths computed by Spark (a count per reason kind and one row), not from collected rows."""
+    from lowwater.observe.dead_letters import SAMPLE_CHARS, TOP_REASONS, summarize_dead
+
+    dead = out.dead
+    if not isinstance(dead, Output):
+        return summarize_dead(dead)
+    if dead.collected is not None or dead.frame is None:
+        return summarize_dead(dead.rows())
+    frame = dead.dataframe()
+    assert frame is not None
+    kinds = (frame.selectExpr("substring_index(reason, ': ', 1) AS kind").groupBy("kind").count()
+             .orderBy("count", ascending=False).limit(TOP_REASONS).collect())
+    first = frame.limit(1).collect()
+    if not first:
+        return {}
+    row = first[0]
+    sample = {"reason": row["reason"], "partition": row["partition"], "offset": row["offset"],
+              "record": (row["record"] or "")[:SAMPLE_CHARS]}
+    return {"dead_letter_reasons": {r["kind"]: int(r["count"]) for r in kinds}, "dead_letter_sample": sample}
 
 
 def _deliver(sink: Sink, payload: Any, batch_id: int) -> None:

@@ -66,7 +66,9 @@ class LowwaterProgressListener(StreamingQueryListener):
 
     def _line(self, batch_id: int) -> dict[str, Any] | None:
         for line in self.follower.poll():
-            self.lines[int(line["batch_id"])] = line
+            spark_id = line.get("spark_batch_id", line["batch_id"])  # Spark's id, not lowwater's step id
+            if spark_id is not None:
+                self.lines[int(spark_id)] = line
         return self.lines.get(batch_id)
 
     def onQueryStarted(self, event: Any) -> None:

@@ -55,10 +55,18 @@ def get_or_create_session(
 ) -> SparkSession:
     """Return the active SparkSession, or start one configured for lowwater.
 
-    * master: ``master`` if given, else the env var ``LOWWATER_SPARK_MASTER``, else ``local[*]``.
-    * ``spark.sql.shuffle.partitions`` = :data:`DEFAULT_SHUFFLE_PARTITIONS` (unless in ``conf``),
-      ``spark.sql.session.timeZone`` = ``UTC``, the web UI off, log level WARN, and Spark's
-      status store capped at 200 jobs, stages and SQL executions (1000 by default).
+    What the user configured wins over lowwater's defaults:
+
+    * an active session is returned as it is (a warning names any requested jar it lacks);
+    * under ``spark-submit``, its ``--master`` and every ``--conf`` it was given are kept,
+      and lowwater's defaults only fill in the settings it left out;
+    * otherwise the master is ``master`` if given, else the env var ``LOWWATER_SPARK_MASTER``,
+      else ``local[*]``.
+
+    lowwater's defaults: ``spark.sql.shuffle.partitions`` = :data:`DEFAULT_SHUFFLE_PARTITIONS`,
+    ``spark.sql.session.timeZone`` = ``UTC``, log level WARN, and Spark's status store capped
+    at 200 jobs, stages and SQL executions (1000 by default). The web UI stays as Spark has it
+    (on); pass ``conf={"spark.ui.enabled": "false"}`` to turn it off.
     * ``jars``: local jar files (e.g. :func:`postgres_jdbc_jar`) put on the driver and executor
       class path and shipped with ``spark.jars``. On the driver's system class path a JDBC
       driver is visible to ``java.sql.DriverManager``, which the JDBC sinks use directly.
@@ -70,7 +78,15 @@ def get_or_create_session(
     """
     from pyspark.sql import SparkSession
 
-    master = master or os.environ.get("LOWWATER_SPARK_MASTER") or "local[*]"
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        _warn_lacking(active, [os.path.abspath(j) for j in jars])
+        return active
+    submitted = _spark_submit_conf()  # None unless this process was started by spark-submit
+    if master is None and submitted is None:
+        master = os.environ.get("LOWWATER_SPARK_MASTER") or "local[*]"
+    if master is None:
+        master = submitted.get("spark.master", "local[*]") if submitted is not None else "local[*]"
     jars = [os.path.abspath(j) for j in jars]
     missing = [j for j in jars if not os.path.isfile(j)]
     if missing:
@@ -79,7 +95,6 @@ def get_or_create_session(
     settings: dict[str, str] = {
         "spark.sql.shuffle.partitions": str(DEFAULT_SHUFFLE_PARTITIONS),
         "spark.sql.session.timeZone": "UTC",
-        "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         # Spark's status store keeps this many jobs, stages and SQL executions even with the UI
         # off; a micro-batch runs several, so the default 1000 fills only after hundreds of
@@ -98,23 +113,49 @@ def get_or_create_session(
         settings["spark.jars"] = ",".join(jars)
         settings["spark.driver.extraClassPath"] = os.pathsep.join(jars)
         settings["spark.executor.extraClassPath"] = os.pathsep.join(jars)
+    if submitted is not None:  # spark-submit's own settings win; ours fill the gaps
+        for key in [k for k in settings if k in submitted]:
+            if key in ("spark.jars", "spark.driver.extraClassPath", "spark.executor.extraClassPath"):
+                settings[key] = _join_paths(submitted[key], settings[key], "," if key == "spark.jars" else os.pathsep)
+            else:
+                del settings[key]
     settings.update({k: str(v) for k, v in (conf or {}).items()})
 
-    already = SparkSession.getActiveSession()
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if submitted is None or "spark.master" not in submitted:
+        builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-
-    if already is not None and jars:
-        have = spark.sparkContext.getConf().get("spark.driver.extraClassPath", "") or ""
-        lacking = [j for j in jars if j not in have.split(os.pathsep)]
-        if lacking:
-            warnings.warn(
-                f"a SparkSession was already running without {', '.join(lacking)} on its "
-                "class path; stop it first (spark.stop()) to start one with these jars",
-                RuntimeWarning,
-                stacklevel=2,
-            )
     return spark
+
+
+def _spark_submit_conf() -> dict[str, str] | None:
+    """The settings spark-submit gave this process (its JVM is already running, and
+    ``PYSPARK_GATEWAY_PORT`` points at it), or ``None`` outside spark-submit."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM; starts nothing
+    return dict(SparkConf().getAll())
+
+
+def _join_paths(first: str, second: str, sep: str) -> str:
+    parts = [p for p in first.split(sep) if p]
+    return sep.join(parts + [p for p in second.split(sep) if p and p not in parts])
+
+
+def _warn_lacking(spark: SparkSession, jars: list[str]) -> None:
+    if not jars:
+        return
+    have = spark.sparkContext.getConf().get("spark.driver.extraClassPath", "") or ""
+    lacking = [j for j in jars if j not in have.split(os.pathsep)]
+    if lacking:
+        warnings.warn(
+            f"a SparkSession was already running without {', '.join(lacking)} on its "
+            "class path; stop it first (spark.stop()) to start one with these jars",
+            RuntimeWarning,
+            stacklevel=3,
+        )

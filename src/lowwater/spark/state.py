@@ -98,6 +98,24 @@ class StateStore:
         if batch_id >= 0:
             self.fs.delete(join(self.batches, f"{batch_id}.json"))
 
+    # -- end of input -------------------------------------------------------------------
+    def end_of_input(self) -> dict[str, Any] | None:
+        """The end-of-input marker, ``{"step": E, "done": bool}``, or ``None`` if the input has not ended.
+
+        Step ``E`` is lowwater's own step id of the end-of-input step (its MAX watermark). It is
+        recorded before the step runs, and never pruned: every later Spark batch ``b >= E`` runs
+        as step ``b + 1``, so the step cannot take the id of a batch that Spark runs later."""
+        marker: dict[str, Any] | None = self._json(join(self.location, "end_of_input.json"))
+        if marker is not None:
+            return marker
+        legacy = [r for r in self.batch_records() if r.get("end_of_input")]  # checkpoints before the marker
+        if legacy:
+            return {"step": int(legacy[0]["batch_id"]), "done": "metrics" in legacy[0]}
+        return None
+
+    def write_end_of_input(self, marker: dict[str, Any]) -> None:
+        self.fs.write_atomic(join(self.location, "end_of_input.json"), json.dumps(marker, sort_keys=True).encode())
+
     def batch_records(self) -> list[dict[str, Any]]:
         ids = sorted(int(n[:-5]) for n in self.fs.names(self.batches) if n.endswith(".json") and n[:-5].isdigit())
         return [r for r in (self.batch_record(i) for i in ids) if r is not None]

@@ -1,0 +1,58 @@
+"""The cause of a failure, from the text of the exceptions that wrap it.
+
+A query that fails on Spark surfaces as a ``StreamingQueryException`` whose text nests a
+Spark error class (``[STREAM_FAILED]``), a JVM trace, a py4j proxy error and the Python
+traceback of the task or of ``foreachBatch``. :func:`root_cause` finds the line that names
+the cause, in this order: a lowwater error; the innermost Python exception of a traceback;
+a Spark error class that is not a wrapper (``[ARITHMETIC_OVERFLOW]``); a Java exception
+(``java.io.IOException: No space left on device``); else the first line::
+
+    >>> root_cause("[STREAM_FAILED] Query ... An exception was raised by the Python Proxy. "
+    ...            "Return Message: Traceback (most recent call last):\\n  File \\"x.py\\", line 1\\n"
+    ...            "PermissionError: [Errno 13] Permission denied: '/out'")
+    "PermissionError: [Errno 13] Permission denied: '/out'"
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["root_cause"]
+
+_LOWWATER = re.compile(
+    r"lowwater\.core\.errors\.(UserFunctionError|MonotonyViolationError|ConfigurationError|PipelineError"
+    r"|BadRecordError|LowwaterError): ([^\n]+)")
+_PYTHON = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): ?(.*)$", re.MULTILINE)
+_SPARK_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]{3,}(?:\.[A-Z0-9_]+)?)\]\s*([^\n]*)")
+_JAVA = re.compile(r"((?:java|javax|org|scala)\.[\w.$]+(?:Exception|Error)): ([^\n]+)")
+
+#: Spark error classes that only say that something inside failed.
+_WRAPPERS = frozenset({
+    "STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR", "PYTHON_EXCEPTION", "TASK_WRITE_FAILED",
+    "FAILED_EXECUTE_UDF", "PYTHON_DATA_SOURCE_ERROR", "INTERNAL_ERROR",
+})
+_PY4J_WRAPPERS = ("py4j.", "Py4JJavaError", "Py4JError", "StreamingQueryException", "PythonException",
+                  "CapturedException")
+
+
+def root_cause(text: str, limit: int = 400) -> str:
+    """The one line that names the cause of a failure described by ``text``."""
+    found = _LOWWATER.findall(text)
+    if found:
+        name, message = found[-1]
+        return f"{name}: {message.strip()}"[:limit]
+    if "Traceback (most recent call last)" in text:
+        tail = text[text.rindex("Traceback (most recent call last)"):]
+        for name, message in _PYTHON.findall(tail):
+            if not any(w in name for w in _PY4J_WRAPPERS):
+                return f"{name.rsplit('.', 1)[-1]}: {message.strip()}"[:limit]
+    for name, message in _SPARK_CLASS.findall(text):
+        if name.split(".")[0] not in _WRAPPERS:
+            return f"[{name}] {message.strip()}"[:limit]
+    for name, message in _JAVA.findall(text):
+        if "SparkException" not in name and "StreamingQueryException" not in name:
+            return f"{name}: {message.strip()}"[:limit]
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:limit]
+    return text[:limit]

@@ -1,0 +1,115 @@
+"""``lowwater run`` on Spark as a user drives it: reruns over a growing log, dead letters
+that are shown, not hidden, and failures whose first line names their cause."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.cli import main
+from lowwater.io import PartitionedLogWriter
+from lowwater.observe.metrics import read_checkpoint
+
+pytestmark = pytest.mark.spark
+
+PIPELINE = """
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.sinks import DirectorySink
+from lowwater.spark.sources import PartitionedLogSource
+
+RUNTIME_OPTIONS = {{"clock": lambda b: 1_000 * b{extra}}}
+
+def build(env):
+    source = PartitionedLogSource({log!r}, [("user", "STRING"), ("ts", "{ts_type}"), ("n", "BIGINT")],
+                                  max_files_per_trigger=1)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n")
+        .add_sink(DirectorySink({out!r}, "jsonl")))
+"""
+
+
+def _pipeline(tmp_path: Path, log: Path, ts_type: str = "BIGINT", extra: str = "") -> str:
+    path = tmp_path / "p.py"
+    path.write_text(textwrap.dedent(PIPELINE.format(log=str(log), out=str(tmp_path / "out"), ts_type=ts_type,
+                                                    extra=extra)))
+    return str(path)
+
+
+def _records(start: int, n: int) -> list[dict[str, Any]]:
+    return [{"user": "u", "ts": start + 1_000 * i, "n": 1} for i in range(n)]
+
+
+def test_rerunning_lowwater_run_after_new_records_loses_none_and_status_counts_them(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, _records(0, 20))
+    p, ck = _pipeline(tmp_path, log), str(tmp_path / "ck")
+    assert main(["run", p, "--checkpoint", ck]) == 0
+    writer.append(0, _records(20_000, 15))
+    assert main(["run", p, "--checkpoint", ck]) == 0
+    assert main(["run", p, "--checkpoint", ck, "--end-of-input"]) == 0
+    capsys.readouterr()
+    lines = read_checkpoint(ck)
+    assert sum(x["rows_in"] for x in lines) == 35
+    assert main(["status", ck]) == 0
+    status = capsys.readouterr().out
+    assert "35 rows in = 35 windowed + 0 late + 0 dead-lettered (balanced)" in status
+    assert "end of input reached" in status
+    from lowwater.spark.sinks import read_directory
+
+    assert sorted((r["window_start"], r["value"]) for r in read_directory(tmp_path / "out")) == [
+        (0, 10), (10_000, 10), (20_000, 10), (30_000, 5)]
+
+
+def test_a_run_that_dead_letters_every_row_warns_loudly_and_status_shows_why(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"user": "yesterday", "n": 1} for _ in range(4)])
+    dead = tmp_path / "dead"
+    extra = f', "dead_letter_sink": DirectorySink({str(dead)!r}, "jsonl")'
+    ck = str(tmp_path / "ck")
+    assert main(["run", _pipeline(tmp_path, log, extra=extra), "--checkpoint", ck]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING: batch 0 dead-lettered every one of its 4 rows" in err
+    assert "missing or non-numeric timestamp (ts) x4" in err, "reasons are grouped by their kind"
+    assert "yesterday" in err, "a sample record is shown"
+    assert "4 records dead-lettered" in err and "in the dead-letter sink" in err
+    from lowwater.spark.sinks import read_directory
+
+    assert len(read_directory(dead)) == 4
+    assert main(["status", ck]) == 0
+    out = capsys.readouterr().out
+    assert "dead letters: missing or non-numeric timestamp (ts) x4" in out
+    assert "yesterday" in out
+
+
+def test_a_failed_query_names_its_cause_in_the_first_line(spark: Any, tmp_path: Path) -> None:
+    from lowwater.api import ForeachBatchSink, StreamExecutionEnvironment
+    from lowwater.core.errors import PipelineError
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.engine import SparkRuntime
+    from lowwater.spark.sources import PartitionedLogSource
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, _records(0, 12))
+
+    def refuse(rows: list[Any], batch_id: int) -> None:
+        raise PermissionError(13, "Permission denied", "/srv/results")
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(log, [("user", "STRING"), ("ts", "BIGINT"), ("n", "BIGINT")]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n").add_sink(ForeachBatchSink(refuse)))
+    with pytest.raises(PipelineError) as failed:
+        SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    first = str(failed.value).splitlines()[0]
+    assert first.startswith("the streaming query failed: PermissionError: [Errno 13] Permission denied"), first
+    assert "Python Proxy" not in first and "STREAM_FAILED" not in first

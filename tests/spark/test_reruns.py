@@ -1,0 +1,115 @@
+"""Incremental runs: ``available_now`` again and again over a growing log equals one run.
+
+The defect this guards against (issue 9, item 1): the end-of-input step took the id of the
+next Spark micro-batch, so a rerun after new records arrived wrote that batch's output and
+then the replayed end-of-input step overwrote it; the new records reached no sink, Spark
+committed their offsets, and the accounting still said "balanced".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.api import OutputTag, StreamExecutionEnvironment
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.io import PartitionedLogWriter
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.sinks import DirectorySink, read_directory
+from lowwater.spark.sources import PartitionedLogSource
+
+pytestmark = pytest.mark.spark
+
+FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+
+
+def _records(start_ts: int, n: int, key: str = "a") -> list[dict[str, Any]]:
+    return [{"key": key, "ts": start_ts + 1_000 * i, "value": 1} for i in range(n)]
+
+
+def _pipeline(log: Path, out: Path) -> StreamExecutionEnvironment:
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    sums = (env.from_source(PartitionedLogSource(log, FIELDS, max_files_per_trigger=1),
+                            WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+            .key_by("key").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).sum("value"))
+    sums.add_sink(DirectorySink(out / "results", "jsonl"))
+    sums.get_side_output(late).add_sink(DirectorySink(out / "late", "jsonl"))
+    return env
+
+
+def _run(log: Path, out: Path, spark: Any, **options: Any) -> Any:
+    return SparkRuntime(str(out / "ck"), spark=spark, clock=lambda b: 1_000 * b, **options).execute(
+        _pipeline(log, out))
+
+
+def _windows(out: Path) -> list[tuple[str, int, int]]:
+    return sorted((r["key"], r["window_start"], r["value"]) for r in read_directory(out / "results"))
+
+
+def test_a_series_of_available_now_runs_equals_one_run(spark: Any, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, _records(0, 25))
+    writer.append(1, _records(0, 25, "b"))
+    _run(log, tmp_path / "inc", spark)
+    writer.append(0, _records(25_000, 15))  # 15 new records after the first run
+    writer.append(1, _records(25_000, 15, "b"))
+    job = _run(log, tmp_path / "inc", spark)
+    _run(log, tmp_path / "one", spark)  # the same log in one run
+
+    assert _windows(tmp_path / "inc") == _windows(tmp_path / "one")
+    assert sum(v for _, _, v in _windows(tmp_path / "inc")) == 60, "windows up to the watermark, every record"
+    accounting = job.accounting()
+    assert accounting.rows_in == 80 and accounting.balanced
+    assert not any(m["end_of_input"] for m in job.metrics()), "available_now alone does not end the input"
+
+
+def test_records_read_after_a_declared_end_of_input_go_to_the_late_output_not_into_the_void(
+    spark: Any, tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, _records(0, 25))
+    out = tmp_path / "out"
+    _run(log, out, spark, end_of_input=True)
+    first = _windows(out)
+    assert first == [("a", 0, 10), ("a", 10_000, 10), ("a", 20_000, 5)], "the MAX watermark fired every window"
+
+    writer.append(0, _records(25_000, 15))  # the input had been declared complete
+    job = _run(log, out, spark, end_of_input=True)
+
+    assert _windows(out) == first, "the end-of-input step's output is never rewritten by a later batch"
+    late = sorted(r["ts"] for r in read_directory(out / "late"))
+    assert late == [25_000 + 1_000 * i for i in range(15)], "every record read after the end is late, and kept"
+    accounting = job.accounting()
+    assert (accounting.rows_in, accounting.rows_late) == (40, 15) and accounting.balanced
+    steps = [(m["batch_id"], m["spark_batch_id"], m["end_of_input"]) for m in job.metrics()]
+    end_step = next(b for b, _, end in steps if end)
+    assert [b for b, _, _ in steps] == list(range(len(steps))), "one step id each, none reused"
+    assert all(s == b - 1 for b, s, end in steps if b > end_step), "Spark's later batches step past the end"
+
+
+def test_an_end_of_input_step_interrupted_by_a_crash_is_completed_before_new_batches(
+    spark: Any, tmp_path: Path
+) -> None:
+    from lowwater.spark.state import StateStore
+
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, _records(0, 25))
+    out = tmp_path / "out"
+    _run(log, out, spark)
+    store = StateStore(out / "ck")
+    step = max(r["batch_id"] for r in store.batch_records()) + 1
+    store.write_end_of_input({"step": step, "done": False})  # as a crash inside finish() leaves it
+    writer.append(0, _records(25_000, 15))
+    job = _run(log, out, spark)  # even without end_of_input: the recorded end is final
+
+    assert store.end_of_input() == {"step": step, "done": True}
+    assert _windows(out) == [("a", 0, 10), ("a", 10_000, 10), ("a", 20_000, 5)]
+    assert len(read_directory(out / "late")) == 15
+    assert job.accounting().balanced and job.accounting().rows_in == 40
