@@ -30,7 +30,10 @@ from typing import Any
 
 from lowwater.spark.fs import CheckpointFS, checkpoint_fs, is_uri, join
 
-__all__ = ["KEEP_BATCH_RECORDS", "StateStore"]
+__all__ = ["KEEP_BATCH_RECORDS", "KEEP_JSON_VERSIONS", "StateStore"]
+
+KEEP_JSON_VERSIONS = 10
+"""How many versions of the native paths' JSON state are kept before the newest one."""
 
 KEEP_BATCH_RECORDS = 1000
 """How many of the newest ``batches/<id>.json`` records the engine keeps (Spark keeps 100
@@ -132,11 +135,15 @@ class StateStore:
 
     def commit_json(self, version: int, data: dict[str, Any]) -> None:
         """Record the control-plane state after batch ``version`` (atomically; the ``state_write`` fault
-        point is inside), then delete versions older than the previous one and any later one."""
+        point is inside), and delete versions more than :data:`KEEP_JSON_VERSIONS` older.
+
+        Later versions stay: a replay rewrites version ``v`` with the same content, and a later
+        one (the end-of-input step after the last batch, which Spark may replay) is still valid.
+        The files are O(partitions + open window starts) each, so keeping a few costs little."""
         self.fs.write_atomic(join(self.state, f"{version}.json"), json.dumps(data, sort_keys=True).encode(),
                              fault_batch=version)
         for v in self._versions("json"):
-            if v < version - 1 or v > version:
+            if v < version - KEEP_JSON_VERSIONS:
                 self.fs.delete(join(self.state, f"{v}.json"))
 
     def load_json(self, version: int) -> dict[str, Any]:

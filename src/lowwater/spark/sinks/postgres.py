@@ -301,7 +301,7 @@ class PostgresUpsertSink:
                     first = line.strip()
                     break
             raise PipelineError(f"PostgreSQL upsert into {self.table} at {mask_jdbc_url(self.jdbc_url)} failed "
-                                f"(batch {batch_id}): {mask_jdbc_url(first)}") from None
+                                f"(batch {batch_id}): {mask_jdbc_url(first.lstrip(': '))}") from None
 
     def _write(self, df: DataFrame, fields: list[T.StructField], batch_id: int) -> int:
         check_jdbc_driver(df.sparkSession)
