@@ -35,6 +35,7 @@ import importlib.util
 import json
 import logging
 import re
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -359,24 +360,27 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
     print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}")
     print(PROGRESS_HEADER, flush=True)
     job = None
+    # Ctrl-C only asks the run to stop: PySpark's own handler calls into the JVM from inside the
+    # py4j call the main thread is waiting in, which breaks the connection and prints tracebacks
+    interrupted = runtime.stop_requested
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
         with MetricsTail(checkpoint, _print_progress) as tail:
-            try:
-                job = runtime.execute(env, name)
-                if job.query is not None and job.query.isActive:
-                    print("running until Ctrl-C", flush=True)
-                    while not job.query.awaitTermination(1):
-                        pass
-                    if job.query.exception() is not None:
-                        raise CliError(f"the streaming query failed: {_first_line(str(job.query.exception()))}; "
-                                       "hint: fix the cause and rerun; the job resumes from its checkpoint")
-            except KeyboardInterrupt:
-                for q in spark.streams.active:
-                    if q.name == _query_name(name):
-                        q.stop()
-                print(f"\ninterrupted: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
-                return 130
+            job = runtime.execute(env, name)
+            if job.query is not None and job.query.isActive and not interrupted.is_set():
+                print("running until Ctrl-C", flush=True)
+                while not job.query.awaitTermination(1) and not interrupted.is_set():
+                    pass
+                if job.query.isActive:
+                    job.query.stop()
+                if job.query.exception() is not None:
+                    raise CliError(f"the streaming query failed: {_first_line(str(job.query.exception()))}; "
+                                   "hint: fix the cause and rerun; the job resumes from its checkpoint")
+        if interrupted.is_set():
+            print(f"\ninterrupted: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
+            return 130
     finally:
+        signal.signal(signal.SIGINT, previous)
         spark.streams.removeListener(listener)
     summary = _dead_letter_summary(MetricsLog(checkpoint).read(), "dead_letter_sink" in options)
     if summary:

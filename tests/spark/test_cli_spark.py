@@ -113,3 +113,38 @@ def test_a_failed_query_names_its_cause_in_the_first_line(spark: Any, tmp_path: 
     first = str(failed.value).splitlines()[0]
     assert first.startswith("the streaming query failed: PermissionError: [Errno 13] Permission denied"), first
     assert "Python Proxy" not in first and "STREAM_FAILED" not in first
+
+
+@pytest.mark.parametrize("trigger", ["500 ms", "available_now"])
+def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger: str) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    for i in range(40 if trigger == "available_now" else 1):  # enough batches to interrupt one
+        writer.append(0, _records(10_000 * i, 3))
+    p = _pipeline(tmp_path, log, extra=f', "trigger": {trigger!r}')
+    lowwater = Path(sys.executable).parent / "lowwater"
+    proc = subprocess.Popen([str(lowwater), "run", p, "--checkpoint", str(tmp_path / "ck")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        assert proc.stdout is not None
+        for line in proc.stdout:  # interrupt once the query runs, or after the first batch's progress line
+            words = line.split()
+            if "running until Ctrl-C" in line or (trigger == "available_now" and words and words[0].isdigit()):
+                break
+            assert time.monotonic() < deadline, "the run did not start"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-3000:]
+    assert "interrupted: the checkpoint keeps the progress" in out
+    assert "Traceback" not in err and "py4j" not in err, err[-3000:]

@@ -113,3 +113,50 @@ def test_an_end_of_input_step_interrupted_by_a_crash_is_completed_before_new_bat
     assert _windows(out) == [("a", 0, 10), ("a", 10_000, 10), ("a", 20_000, 5)]
     assert len(read_directory(out / "late")) == 15
     assert job.accounting().balanced and job.accounting().rows_in == 40
+
+
+def test_interval_and_available_now_runs_resume_each_others_checkpoints(spark: Any, tmp_path: Path) -> None:
+    """Drain a continuous job with available_now, then run it continuously again (issue 9, item 5)."""
+    import time
+
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, _records(0, 12))
+    out = tmp_path / "out"
+    job = _run(log, out, spark, trigger="300 ms")
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and sum(m["rows_in"] for m in job.metrics()) < 12:
+            time.sleep(0.5)
+    finally:
+        job.stop()
+    writer.append(0, _records(12_000, 10))
+    _run(log, out, spark)  # available_now drains what the interval job had not read
+    writer.append(0, _records(22_000, 10))
+    job = _run(log, out, spark, trigger="300 ms")  # and the continuous job resumes after it
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and sum(m["rows_in"] for m in job.metrics()) < 32:
+            time.sleep(0.5)
+    finally:
+        job.stop()
+    accounting = job.accounting()
+    assert accounting.rows_in == 32 and accounting.balanced
+    assert _windows(out) == [("a", 0, 10), ("a", 10_000, 10), ("a", 20_000, 10)]
+
+
+def test_a_checkpoint_with_another_number_of_sources_is_refused_up_front_with_what_to_do(
+    spark: Any, tmp_path: Path
+) -> None:
+    from lowwater.core.errors import ConfigurationError
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, _records(0, 3))
+    out = tmp_path / "out"
+    _run(log, out, spark)
+    offsets = out / "ck" / "spark" / "offsets"
+    latest = max((p for p in offsets.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    lines = latest.read_text().splitlines()
+    latest.write_text("\n".join(lines[:-1]))  # as an older lowwater (no tick source) wrote it
+    with pytest.raises(ConfigurationError, match=r"written by a query with 1 source\(s\).*new checkpoint location"):
+        _run(log, out, spark)

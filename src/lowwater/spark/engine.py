@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -179,6 +180,9 @@ class SparkRuntime:
             raise ConfigurationError("dead_letter_sink",
                                      f"expected a lowwater Sink, got {type(dead_letter_sink).__name__}")
         self.dead_letter_sink = dead_letter_sink
+        self.stop_requested = threading.Event()
+        """Set it (from a signal handler, say) to stop an ``available_now`` run after the batch in
+        progress; the checkpoint keeps everything up to there, and a rerun resumes."""
 
     def _now(self, batch_id: int) -> int:
         if callable(self.clock) and not hasattr(self.clock, "now_ms"):
@@ -214,9 +218,8 @@ class SparkRuntime:
         driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
         stream = source.spark_stream(spark)
-        ticking = self.trigger != "available_now"
-        if ticking:
-            stream = _with_ticks(spark, stream)
+        _check_source_count(Path(self.checkpoint) / "spark")
+        stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable
         writer = stream.writeStream.foreachBatch(driver.on_batch).option(
             "checkpointLocation", join(self.checkpoint, "spark")
         ).queryName(_query_name(job_name))
@@ -224,11 +227,14 @@ class SparkRuntime:
             writer = writer.trigger(availableNow=True)
             query = writer.start()
             job.query = query
-            try:
-                query.awaitTermination()
+            try:  # poll, so that a stop request (Ctrl-C in the CLI) is seen between py4j calls
+                while not query.awaitTermination(1):
+                    if self.stop_requested.is_set():
+                        query.stop()
+                        return job
             except Exception as e:  # StreamingQueryException: say what failed, not the JVM's trace
                 raise PipelineError(f"the streaming query failed: {_root_cause(e)}") from e
-            if self.end_of_input:
+            if self.end_of_input and not self.stop_requested.is_set():
                 driver.finish()
         else:
             from lowwater.core.time import to_millis
@@ -261,13 +267,39 @@ class SparkRuntime:
 def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
     """Union one tick row per micro-batch, so Spark runs a batch every trigger interval
     even with no data: periodic emission then lets time-lag watermarks advance and idle
-    partitions be detected. Ticks are dropped before any processing."""
+    partitions be detected. Ticks are dropped before any processing.
+
+    The tick source is part of the query on every trigger, so a checkpoint written with an
+    interval trigger can be resumed with ``available_now`` (to drain it, or to finish a
+    backfill) and the other way round: Spark refuses a checkpoint whose number of sources
+    differs. Under ``available_now`` the tick source has one row per run: it joins the
+    first batch, or, when no data arrived since the last run, makes one empty batch, a
+    periodic emission at the run's processing time."""
     from pyspark.sql import functions as F
 
     ticks = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
     cols = [F.lit(None).cast(f.dataType).alias(f.name) for f in stream.schema.fields]
     ticks = ticks.select(*cols, F.lit(True).alias("_tick"))
     return stream.withColumn("_tick", F.lit(False)).unionByName(ticks)
+
+
+def _check_source_count(spark_checkpoint: Path) -> None:
+    """Refuse, before Spark does with an assertion, a checkpoint whose query had another number
+    of sources: one written before the tick source was part of every query."""
+    offsets = spark_checkpoint / "offsets"
+    if not offsets.is_dir():
+        return
+    ids = sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
+    if not ids:
+        return
+    lines = (offsets / str(ids[-1])).read_text().splitlines()
+    sources = len(lines) - 2  # "v1", the batch metadata, then one line per source
+    if sources != 2:
+        raise ConfigurationError(
+            "checkpoint_location",
+            f"{spark_checkpoint.parent} was written by a query with {sources} source(s), and lowwater's query "
+            "now has 2 (the source and the tick source, on every trigger); Spark cannot resume it. "
+            "Finish it with the lowwater version that wrote it, or start over with a new checkpoint location")
 
 
 def _root_cause(e: BaseException) -> str:
