@@ -158,11 +158,11 @@ def run_state(spark: Any, workdir: Path, batches: int, keys: int, partitions: in
     job, _, _progress, _ = H.lowwater(spark, d / "log", d / "ck", partitions, WINDOW_MS, BOUND_MS)
     recs = job.batches()
     series = [{"batch_id": r["batch_id"], "state_bytes": r["metrics"]["state_bytes"],
-               "open_windows": r["metrics"]["open_windows"], "duration_ms": r["metrics"]["duration_ms"]}
+               "open_window_starts": r["metrics"].get("open_window_starts"),
+               "duration_ms": r["metrics"]["duration_ms"]}
               for r in recs]
     state_dir = Path(job.store.state)
-    snaps = sorted(state_dir.glob("*.snap"), key=lambda p: int(p.stem))
-    deltas = sorted(state_dir.glob("*.delta"), key=lambda p: int(p.stem))
+    states = sorted(state_dir.glob("*.json"), key=lambda p: int(p.stem))
 
     def pick(i: int) -> dict[str, Any]:
         return series[i]
@@ -173,9 +173,8 @@ def run_state(spark: Any, workdir: Path, batches: int, keys: int, partitions: in
                    "snapshot_every": 20, "keep_snapshots": 2},
         "first": pick(0), "middle": pick(len(series) // 2), "last": pick(-1),
         "max_state_bytes": max(s["state_bytes"] for s in series),
-        "max_open_windows": max(s["open_windows"] for s in series),
-        "latest_snapshot_bytes": snaps[-1].stat().st_size if snaps else None,
-        "median_delta_bytes": sorted(p.stat().st_size for p in deltas)[len(deltas) // 2] if deltas else None,
+        "max_open_window_starts": max(s["open_window_starts"] or 0 for s in series),
+        "latest_control_state_json_bytes": states[-1].stat().st_size if states else None,
         "series": series,
     }
     shutil.rmtree(d, ignore_errors=True)

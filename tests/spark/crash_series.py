@@ -205,7 +205,7 @@ class Series:
         batches = sorted(int(p.stem) for p in (self.workdir / "clean" / "ck" / "lowwater" / "batches").glob("*.json"))
         last = batches[-1]
         with_rows = {int(d.name.split("=")[1]) for d in (self.workdir / "clean" / "out" / "results").glob("batch=*")
-                     if (d / "part.jsonl").stat().st_size > 0}
+                     if any(f.stat().st_size > 0 for f in d.glob("part*.json*"))}
         points = {b: [p for p in POINTS if p not in PG_POINTS or b in with_rows] for b in batches}
         self.reference = Reference(run.seconds, last, points, contents)
         return self.reference

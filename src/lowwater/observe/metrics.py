@@ -10,10 +10,13 @@ Each line holds what one batch did, with the same meaning on every path::
      "rows_in": 16000, "rows_late": 12, "rows_late_by_partition": {"0": 5, "2": 7},
      "rows_dead_lettered": 0, "rows_windowed": 15988, "rows_unassigned": 0, "direct": true,
      "operator_rows_in": 0, "operator_rows_dead_lettered": 0,   # general path, when not direct
-     "windows_fired": 150, "open_windows": 400,
+     "windows_fired": 150, "open_windows": 400, "open_window_starts": 2,
      "state_rows": 400, "state_bytes": 81234, "duration_ms": 812}
 
-Counters (``rows_*``, ``windows_fired``) are for this batch alone; a reader sums lines for
+``windows_fired`` counts the result rows handed to the sinks (window firings per key).
+``open_windows`` (per key) is ``null`` on the native paths, whose driver keeps only the open
+window *starts* (``open_window_starts``); the per-key contents are files on the executors'
+side. Counters (``rows_*``, ``windows_fired``) are for this batch alone; a reader sums lines for
 totals. Every row read is accounted for (:mod:`lowwater.observe.accounting`):
 ``rows_in = rows_windowed + rows_late + rows_dead_lettered + rows_unassigned`` summed over
 the batches, where ``direct`` (the window operator is fed straight from the source); with
@@ -117,6 +120,7 @@ def batch_line(
         "operator_rows_dead_lettered": int(counters["operator_rows_dead_lettered"] or 0),
         "windows_fired": int(counters["windows_fired"] or 0),
         "open_windows": m.get("open_windows"),
+        "open_window_starts": m.get("open_window_starts"),
         "state_rows": state_rows,
         "state_bytes": m.get("state_bytes"),
         "duration_ms": m.get("duration_ms"),

@@ -35,10 +35,14 @@ from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.spark import faults
 from lowwater.spark.field_check import check_field_names
+from lowwater.spark.fs import join
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
-from lowwater.spark.native import NativeProcessor
+from lowwater.spark.native import NativeProcessor, Output
+from lowwater.spark.native_state import from_json, to_json
 from lowwater.spark.plan import fingerprint, native_plan
+from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
+from lowwater.spark.window_store import WindowStore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,15 +90,27 @@ class SparkJob:
     def metrics(self) -> list[dict[str, Any]]:
         """One metrics line per batch, from ``<checkpoint>/lowwater/metrics.jsonl``
         (see :mod:`lowwater.observe.metrics` for the fields; a replayed batch's last line wins)."""
-        from lowwater.observe.metrics import read_checkpoint
+        from lowwater.observe.metrics import lines_from_records, read_checkpoint
 
+        if not self.store.local:  # no append on object stores: the lines are rebuilt from the batch records
+            return lines_from_records(list(self.store.batch_records()))
         return read_checkpoint(self.store.root.parent)
 
     def accounting(self) -> Accounting:
-        """Where every record read so far went (``rows in = windowed + late + dead-lettered``),
-        from the metrics log; ``.balanced`` is the invariant."""
-        from lowwater.observe.accounting import from_lines
+        """Where every record read so far went (``rows in = windowed + late + dead-lettered``);
+        ``.balanced`` is the invariant. On the native paths the totals are read from the last
+        committed state (the same file, written in the same step, as the state itself), so a
+        metrics line that failed to append cannot make it look balanced; on the general path
+        from the metrics log."""
+        from lowwater.observe.accounting import Accounting, from_lines
 
+        if self.path != "general":
+            version = self.store.latest_version()
+            if version is None:
+                return Accounting(0, 0, 0, 0)
+            t = self.store.load_json(version)["totals"]
+            return Accounting(int(t["rows_in"]), int(t.get("rows_windowed", 0)), int(t["rows_late"]),
+                              int(t["rows_dead"]))
         return from_lines(self.metrics())
 
     def progress(self) -> list[dict[str, Any]]:
@@ -194,18 +210,22 @@ class SparkRuntime:
             processor, path = GeneralProcessor(env, sources), "general"
             sinks_of = self._general_sinks(env, self.dead_letter_sink)
             reason = reason if plan is None else "general path requested"
-        store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1)
+        store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
+                           spark=spark)
         store.claim({"path": path, **fingerprint(env)})
+        if isinstance(processor, NativeProcessor):
+            processor.bind(WindowStore(join(store.location, "windows"), store.fs))
         job = SparkJob(None, store, path, reason)
-        driver = _BatchDriver(processor, store, sinks_of, self._now, job)
+        driver = _BatchDriver(processor, store, sinks_of, self._now, job, spark)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
         driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
         stream = read_sources(spark, sources)
-        _check_source_count(Path(self.checkpoint) / "spark")
+        if store.local:  # (a URI checkpoint: Spark's own assertion remains)
+            _check_source_count(Path(self.checkpoint) / "spark")
         stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable
         writer = stream.writeStream.foreachBatch(driver.on_batch).option(
-            "checkpointLocation", str(Path(self.checkpoint) / "spark")
+            "checkpointLocation", join(self.checkpoint, "spark")
         ).queryName(_query_name(job_name))
         if self.trigger == "available_now":
             writer = writer.trigger(availableNow=True)
@@ -228,8 +248,8 @@ class SparkRuntime:
         return job
 
     @staticmethod
-    def _native_sinks(plan: Any, dead: Sink | None) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
-        def sinks_of(out: Any) -> list[tuple[Sink, list[Any]]]:
+    def _native_sinks(plan: Any, dead: Sink | None) -> Callable[[Any], list[tuple[Sink, Any]]]:
+        def sinks_of(out: Any) -> list[tuple[Sink, Any]]:
             pairs = [(s, out.results) for s in plan.result_sinks] + [(s, out.late) for s in plan.late_sinks]
             return pairs + ([(dead, out.dead)] if dead is not None else [])
 
@@ -307,13 +327,15 @@ def _query_name(job_name: str) -> str:
 class _BatchDriver:
     """What ``foreachBatch`` calls: clock, state, processor, commit, sinks."""
 
-    def __init__(self, processor: Any, store: StateStore, sinks_of: Callable[[Any], list[tuple[Sink, list[Any]]]],
-                 now: Callable[[int], int], job: SparkJob) -> None:
+    def __init__(self, processor: Any, store: StateStore, sinks_of: Callable[[Any], list[tuple[Sink, Any]]],
+                 now: Callable[[int], int], job: SparkJob, spark: SparkSession) -> None:
         self.processor = processor
         self.store = store
         self.sinks_of = sinks_of
         self.now = now
         self.job = job
+        self.spark = spark
+        self.native = isinstance(processor, NativeProcessor)
         self.cached: tuple[int, Any] | None = None
         self.last_batch = -1
         self.opened: set[int] = set()
@@ -323,6 +345,8 @@ class _BatchDriver:
             return self.cached[1]
         if version < 0:
             return self.processor.empty_state()
+        if self.native:
+            return from_json(self.store.load_json(version), self.processor.plan.strategy)
         state = self.store.load(version, self.processor.empty_state, self.processor.apply_delta)
         return self.processor.rebind(state)  # the checkpoint's data, the current code
 
@@ -386,34 +410,95 @@ class _BatchDriver:
         faults.at("start", batch_id)
         state = self._state_after(batch_id - 1)
         self.cached = None  # the processor mutates the state in place
-        out = self.processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)
-        self.store.commit(batch_id, state, out.delta)
+        if self.native:
+            out = self.processor.run(state, df, batch_id, record["clock_ms"], self.spark, end_of_input=end_of_input)
+            self.store.commit_json(batch_id, to_json(state))
+        else:
+            out = self.processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)
+            self.store.commit(batch_id, state, out.delta)
         self.cached = (batch_id, state)
         faults.at("after_state", batch_id)
-        for i, (sink, rows) in enumerate(self.sinks_of(out)):
-            if id(sink) not in self.opened:
-                sink.open()
-                self.opened.add(id(sink))
-            sink.write_batch(batch_id, rows)
-            if i == 0:
-                faults.at("after_first_sink", batch_id)
-        faults.at("after_sinks", batch_id)
         metrics = dict(out.metrics)
-        from lowwater.observe.dead_letters import summarize_dead
-
-        metrics.update(summarize_dead(out.dead))  # why records were rejected, even with no dead-letter sink
+        pairs = self.sinks_of(out)
+        persisted = []
+        if self.native:  # each output is computed once for all its sinks: rows collected once, or cached
+            for output in (out.results, out.late, out.dead):
+                takers = [s for s, p in pairs if p is output]
+                if output.frame is None or not takers:
+                    continue
+                if all(isinstance(s, DataFrameSink) for s in takers) and len(takers) == 1 and output is not out.results:
+                    continue
+                if not any(isinstance(s, DataFrameSink) for s in takers):
+                    output.collected = output.rows()
+                    n = len(output.collected)
+                else:
+                    output.frame = output.frame.persist()
+                    persisted.append(output.frame)
+                    n = output.frame.count()
+                if output is out.results:
+                    metrics["windows_fired"] = n
+        try:
+            for i, (sink, payload) in enumerate(pairs):
+                if id(sink) not in self.opened:
+                    sink.open()
+                    self.opened.add(id(sink))
+                _deliver(sink, payload, batch_id)
+                if i == 0:
+                    faults.at("after_first_sink", batch_id)
+        finally:
+            for frame in persisted:
+                frame.unpersist()
+        faults.at("after_sinks", batch_id)
+        metrics.update(_dead_summary(out))  # why records were rejected, even with no dead-letter sink
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()
         self.store.write_batch_record(batch_id, {**record, "metrics": metrics})
         self.store.forget_batch_record(batch_id - KEEP_BATCH_RECORDS)
         self.last_batch = batch_id
         log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
+        if not self.store.local:
+            return
         try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)
             from lowwater.observe.metrics import record_batch
 
             record_batch(self.store, {**record, "metrics": metrics}, self.job.path)
         except OSError as e:
             log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
+
+
+def _dead_summary(out: Any) -> dict[str, Any]:
+    """The batch's dead-letter reasons and one sample (:mod:`lowwater.observe.dead_letters`); on the
+    native paths computed by Spark (a count per reason kind and one row), not from collected rows."""
+    from lowwater.observe.dead_letters import SAMPLE_CHARS, TOP_REASONS, summarize_dead
+
+    dead = out.dead
+    if not isinstance(dead, Output):
+        return summarize_dead(dead)
+    if dead.collected is not None or dead.frame is None:
+        return summarize_dead(dead.rows())
+    frame = dead.dataframe()
+    assert frame is not None
+    kinds = (frame.selectExpr("substring_index(reason, ': ', 1) AS kind").groupBy("kind").count()
+             .orderBy("count", ascending=False).limit(TOP_REASONS).collect())
+    first = frame.limit(1).collect()
+    if not first:
+        return {}
+    row = first[0]
+    sample = {"reason": row["reason"], "partition": row["partition"], "offset": row["offset"],
+              "record": (row["record"] or "")[:SAMPLE_CHARS]}
+    return {"dead_letter_reasons": {r["kind"]: int(r["count"]) for r in kinds}, "dead_letter_sample": sample}
+
+
+def _deliver(sink: Sink, payload: Any, batch_id: int) -> None:
+    """One output to one sink: a DataFrame to a :class:`DataFrameSink`, rows to a row-list sink."""
+    if not isinstance(payload, Output):  # rows, from the general path
+        sink.write_batch(batch_id, payload)
+    elif isinstance(sink, DataFrameSink):
+        frame = payload.dataframe()
+        if frame is not None:
+            sink.write(frame, batch_id)
+    else:  # a row-list sink: its rows come to the driver, as the user asked
+        sink.write_batch(batch_id, payload.rows())
 
 
 def run_batches(

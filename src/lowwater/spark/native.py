@@ -1,4 +1,4 @@
-"""The native path: Flink's window semantics with Spark column expressions.
+"""The native path: Flink's window semantics with Spark column expressions, window state on the executors.
 
 Per micro-batch ``k``, with ``W`` the combined watermark from the end of batch ``k-1``:
 
@@ -10,81 +10,89 @@ Per micro-batch ``k``, with ``W`` the combined watermark from the end of batch `
    * too late:       ``max_ts + allowed_lateness <= W``  (the element goes to the late
      output when *all* its windows are too late)
 
-2. ONE aggregation (grouping sets) computes, per partition, ``max(ts)`` and counts for the
-   watermark generators, and per (key, window) the on-time partial aggregate.
+2. ONE aggregation (grouping sets) computes per partition ``max(ts)`` and counts (for the
+   watermark generators), per window start the counts (which starts batch ``k`` wrote),
+   and per (key, window start) the partial aggregate. Only the first two come to the
+   driver: O(partitions + window starts). The partials are written by the executors to
+   the window store (:mod:`lowwater.spark.window_store`) under ``batch=<k>``.
 3. On the driver: the per-partition generators and idleness run with the batch's clock,
-   the multiplexer combines once (the new watermark ``W'``); the rare late-but-allowed
-   elements re-fire their windows in arrival order with full contents; the partials
-   merge into the open windows; windows with ``W < max_ts <= W'`` fire; windows with
-   ``max_ts + allowed_lateness <= W'`` are dropped.
+   the multiplexer combines once (the new watermark ``W'``). The driver decides which
+   window starts fire (``W < start + size - 1 <= W'``) and which are cleaned up
+   (``start + size - 1 + allowed_lateness <= W'``).
+4. Outputs are DataFrames, computed on the executors when a sink writes them
+   (:mod:`lowwater.spark.sinks.base`): a firing start is aggregated from its files; the
+   rare late-but-allowed elements re-fire their windows with a running aggregate in
+   arrival order over the stored contents (``fire_index`` 1, 2, ...); the late output and
+   the dead letters are filters of the batch.
 
-Open windows live on the driver grouped by window start (all keys of a start share one
-``max_ts``, so firing and cleanup are per group), and each batch writes only the groups it
-touched (:mod:`lowwater.spark.state`).
+Edge cases, the same on every Spark path and documented in docs/reliability.md:
+
+* A timestamp so close to the ends of the 64-bit range that its window's start, end or
+  cleanup time cannot be represented (``|ts|`` within ``size + slide + |offset| +
+  allowed_lateness`` of ``2**63``) is dead-lettered with that reason, never an
+  ``ARITHMETIC_OVERFLOW``; it still advances its partition's watermark.
+* An integer ``sum`` wraps around like Java's ``long`` (Flink's ``SumAggregator``): the
+  native path sums the high and low 32 bits apart, which cannot overflow, and wraps the
+  total modulo ``2**64``.
 """
 
 from __future__ import annotations
 
-import itertools
+import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from lowwater.core.clock import ManualClock
 from lowwater.core.errors import BadRecordError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
-from lowwater.runtime.exchange import Exchange
-from lowwater.runtime.restore import transfer_state
-from lowwater.spark.executor_watermarks import (
-    PartitionState,
-    decode,
-    encode_states,
-    new_partition,
-    with_executor_timestamps,
-)
+from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
+from lowwater.spark.native_state import NativeState
 from lowwater.spark.plan import NativePlan
+from lowwater.spark.window_store import WindowStore
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["NativeProcessor", "NativeState"]
+__all__ = ["BatchOutput", "NativeProcessor", "NativeState", "Output"]
 
-_AGG = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "avg": "sum"}
+_INTEGRAL = ("bigint", "int", "smallint", "tinyint")
+_WRAP = "CAST(pmod(CAST({hi} AS DECIMAL(30,0)) * 4294967296 + {lo} + 9223372036854775808, 18446744073709551616) " \
+        "- 9223372036854775808 AS BIGINT)"
 
 
 @dataclass
-class NativeState:
-    clock: ManualClock = field(default_factory=ManualClock)
-    exchange: Exchange = field(default_factory=lambda: Exchange(keep_history=False))
-    partitions: dict[int, PartitionWatermarking[Any]] = field(default_factory=dict)
-    windows: dict[int, pd.DataFrame] = field(default_factory=dict)
-    """Open windows: window start -> frame indexed by key with ``acc``, ``cnt``, ``fires``."""
-    rows_in: int = 0
-    rows_late: int = 0
-    rows_dead: int = 0
-    late_by_partition: dict[int, int] = field(default_factory=dict)
-    windows_fired: int = 0
-    started: bool = False
-    executor_states: dict[int, PartitionState] = field(default_factory=dict)
-    """With watermarks on the executors: each partition's clock, assigner and generator."""
+class Output:
+    """One output of a batch: a DataFrame for DataFrame sinks, rows (collected) for row-list sinks."""
 
-    @property
-    def watermark(self) -> int:
-        return self.exchange.watermark_or_min()
+    frame: DataFrame | None
+    to_rows: Callable[[DataFrame], list[Any]]
+    hidden: tuple[str, ...] = ()
+    """Columns only for ordering the collected rows."""
+    empty: Callable[[], DataFrame | None] = lambda: None
+    """The output's empty DataFrame, built only when a DataFrame sink needs it (no rows this batch)."""
+
+    def dataframe(self) -> DataFrame | None:
+        frame = self.empty() if self.frame is None else self.frame
+        return None if frame is None else frame.drop(*self.hidden)
+
+    collected: list[Any] | None = None
+    """The rows, once collected (every row-list sink of this output gets the same list)."""
+
+    def rows(self) -> list[Any]:
+        if self.collected is None:
+            self.collected = [] if self.frame is None else self.to_rows(self.frame)
+        return self.collected
 
 
 @dataclass
 class BatchOutput:
-    results: list[WindowResult]
-    late: list[dict[str, Any]]
-    dead: list[dict[str, Any]]
+    results: Output
+    late: Output
+    dead: Output
     metrics: dict[str, Any]
-    delta: dict[str, Any]
 
 
 def _apply(events: list[tuple[str, int]], out: Any) -> None:
@@ -102,17 +110,8 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _ints(col: pd.Series) -> list[int]:
-    """A column as Python ints."""
-    values: list[int] = col.tolist()
-    if col.dtype.kind in "iu":
-        return values
-    return [int(x) for x in values]
-
-
-def _empty_frame() -> pd.DataFrame:
-    return pd.DataFrame({"acc": pd.Series(dtype="float64"), "cnt": pd.Series(dtype="int64"),
-                         "fires": pd.Series(dtype="int64")})
+def _literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def unparsed_dead_letter(row: Any) -> dict[str, Any]:
@@ -125,38 +124,17 @@ def unparsed_dead_letter(row: Any) -> dict[str, Any]:
 class NativeProcessor:
     def __init__(self, plan: NativePlan) -> None:
         self.plan = plan
+        p = plan
+        self.margin_ms = p.size_ms + p.slide_ms + abs(p.offset_ms) + p.allowed_lateness_ms + 1
+        """Timestamps within this distance of MIN or MAX have windows that cannot be represented."""
+        self.store: WindowStore | None = None
 
-    # -- state --------------------------------------------------------------------------
+    def bind(self, store: WindowStore) -> None:
+        self.store = store
+
+    # -- state ----------------------------------------------------------------------------
     def empty_state(self) -> NativeState:
         return NativeState()
-
-    @staticmethod
-    def apply_delta(state: NativeState, delta: dict[str, Any]) -> None:
-        windows = state.windows
-        state.__dict__.update(delta["driver"].__dict__)
-        state.windows = windows
-        for ws in delta["dropped"]:
-            state.windows.pop(ws, None)
-        state.windows.update(delta["touched"])
-
-    def rebind(self, st: NativeState) -> NativeState:
-        """Loaded state, with assigners and generators rebuilt from the current strategy and
-        their data (max timestamps, idleness timers, clocks) carried over."""
-        strategy = self.plan.strategy
-        st.exchange.advanced_once = st.exchange.advanced_once or bool(st.exchange.history)
-        st.exchange.keep_history, st.exchange.history = False, st.exchange.history[-1:]
-        for p, old in list(st.partitions.items()):
-            fresh = strategy.create_partition(WatermarkGeneratorContext(partition=p, clock=st.clock))
-            transfer_state(old.assigner, fresh.assigner)
-            transfer_state(old.generator, fresh.generator)
-            st.partitions[p] = fresh
-        for p, (old_clock, old_pw) in list(st.executor_states.items()):
-            clock, pw = new_partition(strategy, p)
-            clock.set(old_clock.now_ms())
-            transfer_state(old_pw.assigner, pw.assigner)
-            transfer_state(old_pw.generator, pw.generator)
-            st.executor_states[p] = (clock, pw)
-        return st
 
     def _start(self, st: NativeState) -> None:
         for p in self.plan.source.partitions():
@@ -178,56 +156,71 @@ class NativeProcessor:
                 st.exchange.mux.register_new_output(p)
         return pw
 
-    # -- one micro-batch ----------------------------------------------------------------
-    def run(self, st: NativeState, df: DataFrame | None, batch_id: int, clock_ms: int,
+    # -- one micro-batch ------------------------------------------------------------------
+    def run(self, st: NativeState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
             end_of_input: bool = False) -> BatchOutput:
-        from pyspark.sql import functions as F
-
+        """Batch ``batch_id``: mutates ``st`` into the state after it; returns its outputs (lazy DataFrames)."""
+        assert self.store is not None, "bind(store) first"
+        store = self.store
         if not st.started:
             self._start(st)
         st.clock.set(clock_ms)
         plan = self.plan
         w_prev = st.watermark
-        touched: set[int] = set()
-        results: list[WindowResult] = []
-        late_rows: list[dict[str, Any]] = []
-        dead_rows: list[dict[str, Any]] = []
+        if st.pending_delete:  # cleaned up by batch k-1, which Spark has committed: no replay reads them
+            store.delete(st.pending_delete, st.open_starts, before=batch_id)
+            st.pending_delete = {}
         rows_in = late_n = dead_n = windowed_n = 0
+        late = dead = late_fires = None
+        written: list[int] = []
+        late_starts: list[int] = []
+        schema = st.metrics.get("_schema")
 
         if df is not None and not end_of_input:
             if plan.executor_watermarks:
                 df = with_executor_timestamps(df, plan.source.fields(), plan.strategy,
                                               encode_states(st.executor_states), clock_ms)
+            schema = self._schema(df)
             exploded, base_of = self._classify(df, w_prev)
-            agg: pd.DataFrame = self._aggregate(exploded).toPandas()
-            parts = agg[agg["gid"] == 3]
-            wins = agg[agg["gid"] == 4]
-            rows_in = int(parts["n"].sum()) + int(parts["n_bad"].sum())
-            late_n = int(parts["n_late"].sum())
-            dead_n = int(parts["n_bad"].sum())
-            windowed_n = int(parts["n_win"].sum())  # counted apart: the accounting checks the three
-            # generators see every valid element (one call with the partition's max suffices)
-            emitted: set[int] = set()
-            for p_, n, max_ts, n_late, ctl in zip(parts["_partition"].tolist(), parts["n"].tolist(),
-                                                  parts["max_ts"].tolist(), parts["n_late"].tolist(),
-                                                  parts["ctl"].tolist(), strict=True):
-                p = int(p_)
-                pw = self._partition(st, p)
-                if isinstance(ctl, str):  # the partition's state and events, from its executor
-                    st.executor_states[p], events = decode(ctl)
-                    _apply(events, st.exchange.mux.get_deferred_output(p))
-                    emitted.add(p)
-                elif n > 0 and not plan.executor_watermarks:
-                    pw.generator.on_event(None, int(max_ts), st.exchange.mux.get_deferred_output(p))
-                if n_late:
-                    st.late_by_partition[p] = st.late_by_partition.get(p, 0) + int(n_late)
-            if late_n and plan.late_sinks:
-                late_rows = self._rows(base_of().filter(F.col("_elate") & ~F.col("_bad")))
+            agg = self._aggregate(exploded, schema).persist()
+            try:
+                stats = agg.filter("gid != 4").select(
+                    "gid", "_partition", "_ws", "max_ts", "n", "n_bad", "n_edge", "n_late", "n_win", "n_lallow",
+                    "cnt", "ctl").collect()
+                parts = [r for r in stats if r["gid"] == 3]
+                starts = [r for r in stats if r["gid"] == 6 and r["_ws"] is not None and r["cnt"]]
+                rows_in = sum(int(r["n"]) + int(r["n_bad"]) for r in parts)
+                late_n = sum(int(r["n_late"]) for r in parts)
+                dead_n = sum(int(r["n_bad"]) + int(r["n_edge"]) for r in parts)
+                windowed_n = sum(int(r["n_win"]) for r in parts)
+                emitted: set[int] = set()
+                for r in parts:
+                    p = int(r["_partition"])
+                    pw = self._partition(st, p)
+                    if isinstance(r["ctl"], str):  # the partition's state and events, from its executor
+                        st.executor_states[p], events = decode(r["ctl"])
+                        _apply(events, st.exchange.mux.get_deferred_output(p))
+                        emitted.add(p)
+                    elif r["n"] and not plan.executor_watermarks:
+                        pw.generator.on_event(None, int(r["max_ts"]), st.exchange.mux.get_deferred_output(p))
+                    if r["n_late"]:
+                        st.late_by_partition[p] = st.late_by_partition.get(p, 0) + int(r["n_late"])
+                written = sorted(int(r["_ws"]) for r in starts)
+                late_starts = sorted(int(r["_ws"]) for r in starts if r["n_lallow"])
+                if written:
+                    store.append(agg.filter("gid = 4").selectExpr(
+                        "_ws AS start", "_k AS key", *self._partial_columns(schema)), batch_id)
+            finally:
+                agg.unpersist()
+            if late_starts:
+                before = {ws: st.open_starts.get(ws, []) for ws in late_starts}
+                late_fires = self._late_fires(spark, exploded, before, schema)
+            if late_n:
+                late = base_of().filter("_elate")
             if dead_n:
-                dead_rows = self._dead_rows(base_of().filter(F.col("_bad")))
-            if int(parts["n_lallow"].sum()):
-                results += self._late_allowed(st, exploded, touched)
-            self._merge(st, wins, touched)
+                dead = base_of().filter("_bad OR _edge")
+            for ws in written:
+                st.open_starts.setdefault(ws, []).append(batch_id)
             self._periodic_emit(st, clock_ms, skip=emitted)
         elif end_of_input:
             for p in [*st.partitions, *st.executor_states]:
@@ -237,18 +230,37 @@ class NativeProcessor:
 
         combined = st.exchange.combine()
         w_new = st.watermark
-        if combined.advanced_to is not None:
-            results += self._fire(st, w_prev, w_new, touched)
-        dropped = self._cleanup(st, w_new)
+        size = plan.size_ms
+        firing = [ws for ws in sorted(st.open_starts) if w_prev < ws + size - 1 <= w_new] \
+            if combined.advanced_to is not None else []
+        fires = self._fires(spark, {ws: st.open_starts[ws] for ws in firing}, schema) if firing else None
+        horizon = size - 1 + plan.allowed_lateness_ms
+        for ws in [ws for ws in st.open_starts if ws + horizon <= w_new]:
+            st.pending_delete[ws] = st.open_starts.pop(ws)
+        results = fires if late_fires is None else late_fires if fires is None else late_fires.unionByName(fires)
+        fired = len(firing)
         st.rows_in += rows_in
+        st.rows_windowed += windowed_n
         st.rows_late += late_n
         st.rows_dead += dead_n
-        st.windows_fired += len(results)
-        driver = NativeState(**{**st.__dict__, "windows": {}})
-        delta = {"driver": driver, "dropped": dropped,
-                 "touched": {ws: st.windows[ws] for ws in touched if ws in st.windows}}
-        metrics = self._metrics(st, rows_in, windowed_n, late_n, dead_n, len(results))
-        return BatchOutput(results, late_rows, dead_rows, metrics, delta)
+        st.windows_fired += fired
+        metrics = self._metrics(st, rows_in, windowed_n, late_n, dead_n, fired, len(late_starts))
+        if schema is not None:
+            st.metrics = {**metrics, "_schema": schema}
+        else:
+            st.metrics = dict(metrics)
+        def empty(ddl: Callable[[dict[str, Any]], str], hidden: str) -> Callable[[], DataFrame | None]:
+            return lambda: None if schema is None else spark.createDataFrame([], f"{ddl(schema)}, {hidden}")
+
+        return BatchOutput(
+            Output(results, self._result_rows, ("_o1", "_o2", "_o3", "_o4"),
+                   empty(self._result_ddl, "_o1 INT, _o2 BIGINT, _o3 BIGINT, _o4 BIGINT")),
+            Output(None if late is None else self._late_frame(late), self._late_rows, ("_seq", "_partition", "_offset"),
+                   empty(self._late_ddl, "_seq BIGINT, _partition INT, _offset BIGINT")),
+            Output(None if dead is None else self._dead_frame(dead),
+                   lambda _: self._dead_rows(dead) if dead is not None else [], ("_x",), empty(_dead_ddl, "_x INT")),
+            metrics,
+        )
 
     def _periodic_emit(self, st: NativeState, clock_ms: int, skip: set[int]) -> None:
         """Periodic emission of every partition (those done on an executor this batch excepted)."""
@@ -259,6 +271,44 @@ class NativeProcessor:
                 clock.set(clock_ms)
                 pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
 
+    # -- types ------------------------------------------------------------------------------
+    def _schema(self, df: DataFrame) -> dict[str, Any]:
+        """The types the outputs need (kept in the state, for batches with no input)."""
+        p = self.plan
+        types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        fields = [[f, types[f]] for f in p.source.fields() if f in types]
+        value = types[p.value_field] if p.value_field else "bigint"
+        return {"key": types[p.key_field], "value": value, "fields": fields}
+
+    def _value_type(self, schema: dict[str, Any]) -> str:
+        agg, value = self.plan.aggregate, str(schema["value"])
+        if agg == "count":
+            return "bigint"
+        if agg == "avg":
+            return "double"
+        if agg == "sum":
+            return "bigint" if value in _INTEGRAL else "double" if value in ("float", "double") else value
+        return value
+
+    def _wraps(self, schema: dict[str, Any]) -> bool:
+        return self.plan.aggregate == "sum" and schema["value"] in _INTEGRAL
+
+    def _result_ddl(self, schema: dict[str, Any]) -> str:
+        return (f"key {schema['key']}, window_start BIGINT, window_end BIGINT, value {self._value_type(schema)}, "
+                "fire_index INT, window STRUCT<start: TIMESTAMP, end: TIMESTAMP>")
+
+    def _late_names(self, schema: dict[str, Any]) -> tuple[str, str]:
+        names = {f for f, _ in schema["fields"]}
+        return ("source_partition" if "partition" in names else "partition",
+                "source_offset" if "offset" in names else "offset")
+
+    def _late_ddl(self, schema: dict[str, Any]) -> str:
+        part, off = self._late_names(schema)
+        cols = [f"{_quote(f)} {t}" for f, t in schema["fields"]]
+        return ", ".join([*cols, f"{part} INT", f"{off} BIGINT",
+                          "rejected_windows ARRAY<STRUCT<start: BIGINT, end: BIGINT>>"])
+
+    # -- classification and the one aggregation --------------------------------------------
     def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, Callable[[], DataFrame]]:
         """``exploded`` (one row per element and window), and how to build ``base`` (one row per
         element; only late and dead-lettered rows need it).
@@ -267,7 +317,8 @@ class NativeProcessor:
         every ``Column`` operation is a JVM round trip that also records its Python call
         site (about 1.5 ms each here), and every DataFrame call analyses the whole plan
         again; a chain of ``withColumn`` and ``Column`` arithmetic cost more driver time per
-        micro-batch than the aggregation of 100k rows."""
+        micro-batch than the aggregation of 100k rows. No expression can overflow: edge
+        timestamps are caught first (``_edge``) and CASE evaluates its branches lazily."""
         from pyspark.sql import functions as F
 
         p = self.plan
@@ -282,10 +333,12 @@ class NativeProcessor:
         key = _quote(p.key_field)
         value = _quote(p.value_field) if p.value_field else "1"
         bad = f"({data} AND ({ts} IS NULL OR {ts} = {MIN_TIMESTAMP} OR {key} IS NULL OR {value} IS NULL))"
-        last = f"CASE WHEN NOT {bad} THEN {ts} - pmod({ts} - {p.offset_ms}, {p.slide_ms}) END"
+        edge = f"({data} AND NOT {bad} AND ({ts} > {MAX_TIMESTAMP - self.margin_ms} OR " \
+               f"{ts} < {MIN_TIMESTAMP + self.margin_ms}))"
+        last = f"CASE WHEN NOT {bad} AND NOT {edge} THEN {ts} - pmod({ts} - {p.offset_ms}, {p.slide_ms}) END"
         never = w == MIN_TIMESTAMP
         elate = "false" if never else f"coalesce(({last}) + {p.size_ms - 1 + p.allowed_lateness_ms} <= {w}, false)"
-        new.update({"_ts": ts, "_k": key, "_v": value, "_bad": bad, "_last": last, "_elate": elate})
+        new.update({"_ts": ts, "_k": key, "_v": value, "_bad": bad, "_edge": edge, "_last": last, "_elate": elate})
         n = math.ceil(p.size_ms / p.slide_ms)
 
         def base_of() -> DataFrame:
@@ -293,35 +346,58 @@ class NativeProcessor:
 
         cols: dict[str, str] = {}
         if n == 1:  # one window per element: a single projection, the element's columns inlined
-            ex, bad_ref, ws = df, bad, f"({last})"
+            ex, skip, ws = df, f"({bad} OR {edge})", f"({last})"
             cols.update({**new, "_i": "0", "_ws": last})
         else:
             ex = base_of().withColumn("_i", F.expr(f"explode(sequence(0, {n - 1}))"))
             ex = ex.withColumn("_ws", F.expr(f"_last - _i * {p.slide_ms}"))
-            ex = ex.filter(f"_bad OR _i = 0 OR _ws > _ts - {p.size_ms}")
-            bad_ref, ws = "_bad", "_ws"
+            ex = ex.filter(f"_bad OR _edge OR _i = 0 OR _ws > _ts - {p.size_ms}")
+            skip, ws = "(_bad OR _edge)", "_ws"
         wmax = f"({ws} + {p.size_ms - 1})"
         if never:
-            ontime, lallow = f"NOT {bad_ref}", "false"
+            ontime, lallow = f"NOT {skip}", "false"
         else:
-            ontime = f"(NOT {bad_ref} AND {wmax} > {w})"
-            lallow = f"(NOT {bad_ref} AND {wmax} <= {w} AND {wmax} + {p.allowed_lateness_ms} > {w})"
+            ontime = f"(NOT {skip} AND {wmax} > {w})"
+            lallow = f"(NOT {skip} AND {wmax} <= {w} AND {wmax} + {p.allowed_lateness_ms} > {w})"
         first = data if n == 1 else f"(_i = 0 AND {data})"
         cols.update({"_ontime": f"({ontime} AND {data})", "_lallow": f"({lallow} AND {data})", "_first": first})
         return ex.withColumns({name: F.expr(text) for name, text in cols.items()}), base_of
 
-    def _aggregate(self, ex: DataFrame) -> DataFrame:
-        """ONE aggregation: per partition (``gid`` 3) the generators' inputs, per (key, window
-        start) (``gid`` 4) the on-time partial aggregate."""
+    def _partial_aggregates(self, schema: dict[str, Any]) -> list[str]:
+        """The per-(key, window) partial: over on-time and late-allowed elements."""
+        inw = "(_ontime OR _lallow)"
+        kind = self.plan.aggregate
+        if self._wraps(schema):
+            accs = [f"sum(CASE WHEN {inw} THEN shiftright(CAST(_v AS BIGINT), 32) END) AS acc_hi",
+                    f"sum(CASE WHEN {inw} THEN CAST(_v AS BIGINT) & 4294967295 END) AS acc_lo"]
+        elif kind in ("sum", "avg"):
+            accs = [f"sum(CASE WHEN {inw} THEN CAST(_v AS DOUBLE) END) AS acc"]
+        elif kind == "count":
+            accs = ["CAST(NULL AS BIGINT) AS acc"]
+        else:
+            accs = [f"{kind}(CASE WHEN {inw} THEN _v END) AS acc"]
+        return [*accs, f"count(CASE WHEN {inw} THEN 1 END) AS cnt", "count(CASE WHEN _lallow THEN 1 END) AS nl"]
+
+    def _partial_columns(self, schema: dict[str, Any]) -> list[str]:
+        accs = ["acc_hi", "acc_lo"] if self._wraps(schema) else ["acc"]
+        return [*accs, "cnt AS n", "nl"]
+
+    def _partial_ddl(self, schema: dict[str, Any]) -> str:
+        if self._wraps(schema):
+            acc = "acc_hi BIGINT, acc_lo BIGINT"
+        elif self.plan.aggregate in ("sum", "avg"):
+            acc = "acc DOUBLE"
+        elif self.plan.aggregate == "count":
+            acc = "acc BIGINT"
+        else:
+            acc = f"acc {schema['value']}"
+        return f"key {schema['key']}, {acc}, n BIGINT, nl BIGINT"
+
+    def _aggregate(self, ex: DataFrame, schema: dict[str, Any]) -> DataFrame:
+        """ONE aggregation: per partition (``gid`` 3) the generators' inputs, per window start
+        (``gid`` 6) its counts, per (key, window start) (``gid`` 4) the partial aggregate."""
         from pyspark.sql import functions as F
 
-        acc = {
-            "sum": "sum(CASE WHEN _ontime THEN _v END)",
-            "avg": "sum(CASE WHEN _ontime THEN _v END)",
-            "count": "count(CASE WHEN _ontime THEN 1 END)",
-            "min": "min(CASE WHEN _ontime THEN _v END)",
-            "max": "max(CASE WHEN _ontime THEN _v END)",
-        }[self.plan.aggregate]
         # max() over a string forces a SortAggregate (no hash map for variable-width buffers):
         # three times slower, so the control column is aggregated only when executors send one
         ctl = "max(_ctl)" if self.plan.executor_watermarks else "CAST(NULL AS STRING)"
@@ -330,29 +406,171 @@ class NativeProcessor:
             "max(CASE WHEN _first AND NOT _bad THEN _ts END) AS max_ts",
             "count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n",
             "count(CASE WHEN _first AND _bad THEN 1 END) AS n_bad",
-            "count(CASE WHEN _first AND _elate AND NOT _bad THEN 1 END) AS n_late",
+            "count(CASE WHEN _first AND _edge THEN 1 END) AS n_edge",
+            "count(CASE WHEN _first AND _elate THEN 1 END) AS n_late",
             "count(CASE WHEN _first AND (_ontime OR _lallow) THEN 1 END) AS n_win",
             "count(CASE WHEN _lallow THEN 1 END) AS n_lallow",
-            f"{acc} AS acc",
-            "count(CASE WHEN _ontime THEN 1 END) AS cnt",
+            *self._partial_aggregates(schema),
             f"{ctl} AS ctl",
         ]
-        agg = ex.groupingSets([["_partition"], ["_k", "_ws"]], "_partition", "_k", "_ws").agg(
+        agg = ex.groupingSets([["_partition"], ["_ws"], ["_k", "_ws"]], "_partition", "_k", "_ws").agg(
             *[F.expr(a) for a in aggregates])
         return agg.filter("gid = 3 OR cnt > 0")
 
-    def _rows(self, df: DataFrame) -> list[dict[str, Any]]:
-        fields = self.plan.source.fields()
-        order = ["_seq", "_partition", "_offset"]
-        return [{f: r[f] for f in fields} for r in df.orderBy(*order).select(*fields).collect()]
+    # -- outputs ------------------------------------------------------------------------------
+    def _value(self, schema: dict[str, Any], acc: str, n: str) -> str:
+        """The result value from merged accumulators (SQL)."""
+        kind = self.plan.aggregate
+        if self._wraps(schema):
+            return _WRAP.format(hi=f"{acc}_hi", lo=f"{acc}_lo")
+        if kind == "count":
+            return f"CAST({n} AS BIGINT)"
+        if kind == "avg":
+            return f"{acc} / {n}"
+        return f"CAST({acc} AS {self._value_type(schema)})"
 
-    def _dead_rows(self, df: DataFrame) -> list[dict[str, Any]]:
-        """Records that cannot be windowed, with the reason and their source position."""
+    def _merge_exprs(self, schema: dict[str, Any], prefix: str = "") -> list[str]:
+        kind = self.plan.aggregate
+        if self._wraps(schema):
+            accs = [f"sum(acc_hi) AS {prefix}acc_hi", f"sum(acc_lo) AS {prefix}acc_lo"]
+        elif kind in ("sum", "avg", "count"):
+            accs = [f"sum(acc) AS {prefix}acc"]
+        else:
+            accs = [f"{kind}(acc) AS {prefix}acc"]
+        return [*accs, f"sum(n) AS {prefix}n", f"sum(nl) AS {prefix}nl"]
+
+    def _with_window(self, df: DataFrame) -> DataFrame:
+        return df.withColumn("window", _window_struct())
+
+    def _fires(self, spark: SparkSession, starts: dict[int, list[int]], schema: dict[str, Any] | None
+               ) -> DataFrame | None:
+        """The windows starting at ``starts`` (start -> batches), every key with contents: fire 0."""
+        from pyspark.sql import functions as F
+
+        assert self.store is not None
+        if schema is None:
+            return None
+        parts = self.store.read(spark, self._partial_ddl(schema), starts)
+        if parts is None:
+            return None
+        merged = parts.groupBy("key", "start").agg(*[F.expr(e) for e in self._merge_exprs(schema)])
+        size = self.plan.size_ms
+        out = merged.selectExpr(
+            "key", "start AS window_start", f"start + {size} AS window_end",
+            f"{self._value(schema, 'acc', 'n')} AS value", "0 AS fire_index",
+            "1 AS _o1", "start AS _o2", "CAST(NULL AS BIGINT) AS _o3", "CAST(NULL AS BIGINT) AS _o4")
+        return self._with_window(out).select(*_RESULT_COLUMNS)
+
+    def _late_fires(self, spark: SparkSession, exploded: DataFrame, before: dict[int, list[int]],
+                    schema: dict[str, Any]) -> DataFrame:
+        """Each late-but-allowed element re-fires its window with full contents, in arrival order:
+        the stored contents (batches before this one) plus a running aggregate of this batch's
+        late-allowed elements of the same (key, window)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        assert self.store is not None
+        kind = self.plan.aggregate
+        late = exploded.filter("_lallow").selectExpr("_k AS key", "_ws AS start", "_v AS v", "_seq", "_partition",
+                                                     "_offset")
+        stored = self.store.read(spark, self._partial_ddl(schema), before)
+        if stored is not None:
+            base = stored.groupBy("key", "start").agg(*[F.expr(e) for e in self._merge_exprs(schema, "b_")])
+            late = late.join(base, ["key", "start"], "left")
+        else:
+            late = late.selectExpr("*", *[f"CAST(NULL AS {t}) AS {c}" for c, t in self._base_types(schema)])
+        order = Window.partitionBy("key", "start").orderBy("_seq", "_partition", "_offset") \
+            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        arrival = Window.partitionBy("key", "start").orderBy("_seq", "_partition", "_offset")
+        late = late.withColumn("_rank", F.row_number().over(arrival) - 1)
+        if self._wraps(schema):
+            late = late.withColumns({
+                "acc_hi": F.expr("coalesce(b_acc_hi, 0)") + F.sum(F.expr("shiftright(CAST(v AS BIGINT), 32)")).over(
+                    order),
+                "acc_lo": F.expr("coalesce(b_acc_lo, 0)") + F.sum(F.expr("CAST(v AS BIGINT) & 4294967295")).over(
+                    order)})
+        elif kind in ("sum", "avg"):
+            late = late.withColumn("acc", F.expr("coalesce(b_acc, 0D)") + F.sum(F.expr("CAST(v AS DOUBLE)")).over(
+                order))
+        elif kind == "min":
+            late = late.withColumn("acc", F.least(F.col("b_acc"), F.min("v").over(order)))
+        elif kind == "max":
+            late = late.withColumn("acc", F.greatest(F.col("b_acc"), F.max("v").over(order)))
+        else:
+            late = late.withColumn("acc", F.lit(None).cast("bigint"))
+        size = self.plan.size_ms
+        n = "(coalesce(b_n, 0) + _rank + 1)"
+        fire = "(CASE WHEN coalesce(b_n, 0) - coalesce(b_nl, 0) > 0 THEN 1 ELSE 0 END + coalesce(b_nl, 0) + _rank)"
+        out = late.selectExpr(
+            "key", "start AS window_start", f"start + {size} AS window_end",
+            f"{self._value(schema, 'acc', n)} AS value",
+            f"CAST({fire} AS INT) AS fire_index", "0 AS _o1", "_seq AS _o2", "CAST(_partition AS BIGINT) AS _o3",
+            "_offset AS _o4")
+        return self._with_window(out).select(*_RESULT_COLUMNS)
+
+    def _base_types(self, schema: dict[str, Any]) -> list[tuple[str, str]]:
+        if self._wraps(schema):
+            accs = [("b_acc_hi", "BIGINT"), ("b_acc_lo", "BIGINT")]
+        elif self.plan.aggregate in ("sum", "avg"):
+            accs = [("b_acc", "DOUBLE")]
+        elif self.plan.aggregate == "count":
+            accs = [("b_acc", "BIGINT")]
+        else:
+            accs = [("b_acc", schema["value"])]
+        return [*accs, ("b_n", "BIGINT"), ("b_nl", "BIGINT")]
+
+    def _result_rows(self, df: DataFrame) -> list[Any]:
+        rows = df.orderBy("_o1", "_o2", "_o3", "_o4").select(
+            "key", "window_start", "window_end", "value", "fire_index").collect()
+        return [WindowResult(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    def _late_frame(self, base: DataFrame) -> DataFrame:
+        """The late output: the element's fields, its source position and the windows that rejected it."""
+        p = self.plan
+        fields = [f for f in p.source.fields() if f in base.columns]
+        names = set(fields)
+        part = "source_partition" if "partition" in names else "partition"
+        off = "source_offset" if "offset" in names else "offset"
+        n = math.ceil(p.size_ms / p.slide_ms)
+        rejected = (f"filter(transform(sequence(0, {n - 1}), i -> named_struct('start', _last - i * {p.slide_ms}, "
+                    f"'end', _last - i * {p.slide_ms} + {p.size_ms})), w -> w.start > _ts - {p.size_ms})")
+        return base.selectExpr(*[_quote(f) for f in fields], f"_partition AS {part}", f"_offset AS {off}",
+                               f"{rejected} AS rejected_windows", "_seq", "_partition", "_offset")
+
+    def _late_rows(self, df: DataFrame) -> list[dict[str, Any]]:
+        fields = [f for f in self.plan.source.fields() if f in df.columns]
+        rows = df.orderBy("_seq", "_partition", "_offset").select(*[_quote(f) for f in fields]).collect()
+        return [{f: r[i] for i, f in enumerate(fields)} for r in rows]
+
+    def _dead_frame(self, base: DataFrame) -> DataFrame:
+        """Dead letters as a DataFrame: reason, partition, offset, file, record (the fields as JSON)."""
+        p = self.plan
+        field = p.timestamp_field or "source timestamp"
+        fields = [f for f in p.source.fields() if f in base.columns]
+        reasons = [
+            ("_why IS NOT NULL", "_why") if "_why" in base.columns else None,
+            ("_ts IS NULL", _literal(BadRecordError.missing_timestamp(field))),
+            (f"_ts = {MIN_TIMESTAMP}", _literal(BadRecordError.no_timestamp_marker(field))),
+            ("_edge", f"concat('timestamp ', _ts, ' is within {self.margin_ms} ms of the 64-bit range''s end: its "
+                      f"window or cleanup time cannot be represented')"),
+            ("_k IS NULL", _literal(BadRecordError.missing("key", str(p.key_field)))),
+        ]
+        if "_corrupt" in base.columns:
+            reasons.insert(0, ("_corrupt IS NOT NULL", "concat('record does not parse: ', substr(_corrupt, 1, 200))"))
+        whens = " ".join(f"WHEN {c} THEN {r}" for c, r in (x for x in reasons if x is not None))
+        value_reason = _literal(BadRecordError.missing("value", str(p.value_field)))
+        file = "_file" if "_file" in base.columns else "CAST(NULL AS STRING)"
+        record = f"to_json(named_struct({', '.join(f'{_literal(f)}, {_quote(f)}' for f in fields)}))"
+        return base.selectExpr(f"CASE {whens} ELSE {value_reason} END AS reason", "_partition AS partition",
+                               "_offset AS offset", f"{file} AS file", f"{record} AS record")
+
+    def _dead_rows(self, base: DataFrame) -> list[dict[str, Any]]:
+        """Records that cannot be windowed, with the reason and their source position (for row-list sinks)."""
         p = self.plan
         out = []
-        corrupt = "_corrupt" in df.columns
-        why = "_why" in df.columns  # a BadRecordError's reason, from an assigner on an executor
-        for r in df.orderBy("_seq", "_partition", "_offset").collect():
+        corrupt = "_corrupt" in base.columns
+        why = "_why" in base.columns  # a BadRecordError's reason, from an assigner on an executor
+        for r in base.filter("_bad OR _edge").orderBy("_seq", "_partition", "_offset").collect():
             if corrupt and r["_corrupt"] is not None:
                 out.append(unparsed_dead_letter(r))
                 continue
@@ -363,6 +581,9 @@ class NativeProcessor:
                 reason = BadRecordError.missing_timestamp(field)
             elif r["_ts"] == MIN_TIMESTAMP:
                 reason = BadRecordError.no_timestamp_marker(field)
+            elif r["_edge"]:
+                reason = (f"timestamp {r['_ts']} is within {self.margin_ms} ms of the 64-bit range's end: its "
+                          "window or cleanup time cannot be represented")
             elif r["_k"] is None:
                 reason = BadRecordError.missing("key", str(p.key_field))
             else:
@@ -371,101 +592,8 @@ class NativeProcessor:
             out.append({"reason": reason, "partition": r["_partition"], "offset": r["_offset"], "record": record})
         return out
 
-    # -- driver-side window state ----------------------------------------------------------
-    def _merge(self, st: NativeState, wins: pd.DataFrame, touched: set[int]) -> None:
-        how = _AGG[self.plan.aggregate]
-        for ws, part in wins.groupby("_ws", sort=False):
-            ws = int(ws)
-            new = part.set_index("_k")[["acc", "cnt"]]
-            old = st.windows.get(ws)
-            if old is None:
-                merged = new.assign(fires=0)
-            else:
-                both = pd.concat([old[["acc", "cnt"]], new])
-                merged = both.groupby(level=0, sort=False).agg({"acc": how, "cnt": "sum"})
-                merged["fires"] = old["fires"].reindex(merged.index, fill_value=0)
-            st.windows[ws] = merged
-            touched.add(ws)
-
-    def _values(self, frame: pd.DataFrame) -> list[Any]:
-        """``_value`` of every row of a window frame, column at a time (same Python values)."""
-        kind = self.plan.aggregate
-        if kind == "count":
-            return _ints(frame["cnt"])
-        if kind == "avg":
-            return [self._value(a, c) for a, c in zip(frame["acc"].tolist(), frame["cnt"].tolist(), strict=True)]
-        acc = frame["acc"]
-        if acc.dtype == object:  # may hold NumPy scalars
-            return [a.item() if hasattr(a, "item") else a for a in acc.tolist()]
-        values: list[Any] = acc.tolist()  # Python ints or floats already
-        return values
-
-    def _value(self, acc: Any, cnt: Any) -> Any:
-        kind = self.plan.aggregate
-        if kind == "count":
-            return int(cnt)
-        if kind == "avg":
-            return float(acc) / float(cnt) if cnt else None
-        return acc.item() if hasattr(acc, "item") else acc
-
-    def _late_allowed(self, st: NativeState, exploded: DataFrame, touched: set[int]) -> list[WindowResult]:
-        from pyspark.sql import functions as F
-
-        size = self.plan.size_ms
-        rows = (
-            exploded.filter(F.col("_lallow")).select("_k", "_ws", "_v", "_seq", "_partition", "_offset")
-            .orderBy("_seq", "_partition", "_offset").collect()
-        )
-        how = self.plan.aggregate
-        out: list[WindowResult] = []
-        for r in rows:
-            ws = int(r["_ws"])
-            frame = st.windows.get(ws)
-            if frame is None:
-                frame = st.windows[ws] = _empty_frame()
-            key, v = r["_k"], r["_v"]
-            if key in frame.index:
-                acc, cnt, fires = frame.at[key, "acc"], int(frame.at[key, "cnt"]), int(frame.at[key, "fires"])
-                if how in ("sum", "avg"):
-                    acc = acc + v
-                elif how == "count":
-                    acc = cnt + 1
-                elif how == "min":
-                    acc = min(acc, v)
-                else:
-                    acc = max(acc, v)
-                cnt += 1
-            else:
-                acc, cnt, fires = (1 if how == "count" else v), 1, 0
-            frame.loc[key] = [acc, cnt, fires + 1]
-            out.append(WindowResult(key, ws, ws + size, self._value(acc, cnt), fires))
-            touched.add(ws)
-        return out
-
-    def _fire(self, st: NativeState, w_prev: int, w_new: int, touched: set[int]) -> list[WindowResult]:
-        size = self.plan.size_ms
-        out: list[WindowResult] = []
-        for ws in sorted(st.windows):
-            wmax = ws + size - 1
-            if w_prev < wmax <= w_new:
-                frame = st.windows[ws]
-                n = len(frame)
-                out.extend(map(WindowResult, frame.index.tolist(), itertools.repeat(ws, n),
-                               itertools.repeat(ws + size, n), self._values(frame), _ints(frame["fires"])))
-                frame["fires"] = frame["fires"] + 1
-                touched.add(ws)
-        return out
-
-    def _cleanup(self, st: NativeState, w_new: int) -> list[int]:
-        horizon = self.plan.size_ms - 1 + self.plan.allowed_lateness_ms
-        dropped = [ws for ws in st.windows if ws + horizon <= w_new]
-        for ws in dropped:
-            del st.windows[ws]
-        return dropped
-
-
     def _metrics(self, st: NativeState, rows_in: int, windowed: int, late: int, dead: int,
-                 fired: int) -> dict[str, Any]:
+                 fired: int, refired_starts: int) -> dict[str, Any]:
         status = st.exchange.lane_status()
         return {
             "combined_watermark": st.watermark,
@@ -477,5 +605,24 @@ class NativeProcessor:
             "rows_dead_lettered": dead,
             "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
             "windows_fired": fired,
-            "open_windows": int(sum(len(f) for f in st.windows.values())),
+            "window_starts_refired": refired_starts,
+            "open_windows": None,
+            "open_window_starts": len(st.open_starts),
         }
+
+
+def _dead_ddl(_: dict[str, Any]) -> str:
+    return "reason STRING, partition INT, offset BIGINT, file STRING, record STRING"
+
+
+_RESULT_COLUMNS = ("key", "window_start", "window_end", "value", "fire_index", "window", "_o1", "_o2", "_o3", "_o4")
+
+
+def _window_struct() -> Any:
+    from pyspark.sql import functions as F
+
+    return F.expr("named_struct('start', timestamp_millis(window_start), 'end', timestamp_millis(window_end))")
+
+
+def schema_json(df: DataFrame) -> str:
+    return json.dumps(json.loads(df.schema.json()), sort_keys=True)

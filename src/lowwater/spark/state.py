@@ -1,11 +1,15 @@
 """State versioned by micro-batch id under the checkpoint: the basis of exactly-once.
 
-Layout under ``<checkpoint>/lowwater/``::
+Layout under ``<checkpoint>/lowwater/`` (a local directory or any Hadoop URI, :mod:`.fs`)::
 
+    pipeline.json            the pipeline this checkpoint belongs to
     batches/<id>.json        what batch <id> depended on besides its input (the clock),
                              written before its state; then its metrics
-    state/<id>.snap          a full snapshot of the engine state after batch <id>
-    state/<id>.delta         what batch <id> changed (touched windows, dropped windows)
+    state/<id>.json          native paths: the control-plane state after batch <id> (JSON,
+                             :mod:`.native_state`), with the batch's counters; window contents
+                             are Parquet under windows/ (:mod:`.window_store`)
+    state/<id>.snap          general path: a full snapshot of the engine state after batch <id>
+    state/<id>.delta         general path: what batch <id> changed (touched windows, dropped windows)
 
 A full snapshot is written every ``snapshot_every`` batches, a delta otherwise, so the
 cost of a batch grows with what it touches, not with the whole state. Loading version
@@ -24,31 +28,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lowwater.spark import faults
+from lowwater.spark.fs import CheckpointFS, checkpoint_fs, is_uri, join
 
-__all__ = ["KEEP_BATCH_RECORDS", "StateStore"]
+__all__ = ["KEEP_BATCH_RECORDS", "KEEP_JSON_VERSIONS", "StateStore"]
+
+KEEP_JSON_VERSIONS = 10
+"""How many versions of the native paths' JSON state are kept before the newest one."""
 
 KEEP_BATCH_RECORDS = 1000
 """How many of the newest ``batches/<id>.json`` records the engine keeps (Spark keeps 100
 batches of its own offsets and commits)."""
-
-
-def _atomic_write(path: Path, data: bytes, batch_id: int | None = None) -> None:
-    """Write ``data`` to a temporary file, then rename it to ``path``.
-
-    With ``batch_id``, a ``state_write`` fault for that batch (:mod:`lowwater.spark.faults`)
-    kills the process after half of the bytes are in the temporary file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        if batch_id is not None and faults.armed("state_write", batch_id):
-            f.write(data[: len(data) // 2])
-            f.flush()
-            os.fsync(f.fileno())
-            faults.at("state_write", batch_id)
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _dumps(obj: Any) -> bytes:
@@ -59,14 +48,23 @@ def _dumps(obj: Any) -> bytes:
 
 
 class StateStore:
-    def __init__(self, checkpoint: str | os.PathLike[str], snapshot_every: int = 20, keep_snapshots: int = 2) -> None:
+    def __init__(self, checkpoint: str | os.PathLike[str], snapshot_every: int = 20, keep_snapshots: int = 2,
+                 spark: Any = None) -> None:
+        self.location = join(str(checkpoint), "lowwater")
         self.root = Path(checkpoint) / "lowwater"
-        self.batches = self.root / "batches"
-        self.state = self.root / "state"
-        self.batches.mkdir(parents=True, exist_ok=True)
-        self.state.mkdir(parents=True, exist_ok=True)
+        """The local directory (plain paths); with a URI checkpoint, :attr:`location` is the truth."""
+        self.fs: CheckpointFS = checkpoint_fs(str(checkpoint), spark)
+        self.local = not is_uri(str(checkpoint))
+        self.batches = join(self.location, "batches")
+        self.state = join(self.location, "state")
+        self.fs.mkdirs(self.batches)
+        self.fs.mkdirs(self.state)
         self.snapshot_every = snapshot_every
         self.keep_snapshots = keep_snapshots
+
+    def _json(self, path: str) -> Any:
+        data = self.fs.read(path)
+        return None if data is None else json.loads(data)
 
     # -- which pipeline this checkpoint belongs to -------------------------------------
     def claim(self, fingerprint: dict[str, Any]) -> None:
@@ -76,30 +74,30 @@ class StateStore:
         that (a wrong field name, a raising function) leaves it free for the fixed pipeline."""
         from lowwater.core.errors import ConfigurationError
 
-        path = self.root / "pipeline.json"
-        if path.exists():
-            recorded = json.loads(path.read_text())
+        path = join(self.location, "pipeline.json")
+        recorded = self._json(path)
+        if recorded is not None:
             if recorded != fingerprint and self.latest_version() is not None:
                 changed = sorted(k for k in set(recorded) | set(fingerprint) if recorded.get(k) != fingerprint.get(k))
                 what = "; ".join(f"was {recorded.get(k, 'nothing')!r}, now {fingerprint.get(k, 'nothing')!r}"
                                  for k in changed)
                 raise ConfigurationError(
                     "checkpoint_location",
-                    f"{self.root.parent} belongs to a different pipeline ({what}). Use a new "
+                    f"{self.location.rsplit('/', 1)[0]} belongs to a different pipeline ({what}). Use a new "
                     "checkpoint location (checkpoint_location=, or --checkpoint on the CLI), or run the "
                     "pipeline that made this one",
                 )
             if recorded == fingerprint:
                 return
-        _atomic_write(path, json.dumps(fingerprint, sort_keys=True, indent=1).encode())
+        self.fs.write_atomic(path, json.dumps(fingerprint, sort_keys=True, indent=1).encode())
 
     # -- the batch log ----------------------------------------------------------------
     def batch_record(self, batch_id: int) -> dict[str, Any] | None:
-        p = self.batches / f"{batch_id}.json"
-        return json.loads(p.read_text()) if p.exists() else None
+        record: dict[str, Any] | None = self._json(join(self.batches, f"{batch_id}.json"))
+        return record
 
     def write_batch_record(self, batch_id: int, record: dict[str, Any]) -> None:
-        _atomic_write(self.batches / f"{batch_id}.json", json.dumps(record, sort_keys=True).encode())
+        self.fs.write_atomic(join(self.batches, f"{batch_id}.json"), json.dumps(record, sort_keys=True).encode())
 
     def forget_batch_record(self, batch_id: int) -> None:
         """Delete ``batches/<batch_id>.json``: a batch that old is never replayed (Spark replays
@@ -107,7 +105,7 @@ class StateStore:
         The engine forgets one record per batch, :data:`KEEP_BATCH_RECORDS` behind, so a job
         that runs for months keeps a bounded number of files."""
         if batch_id >= 0:
-            (self.batches / f"{batch_id}.json").unlink(missing_ok=True)
+            self.fs.delete(join(self.batches, f"{batch_id}.json"))
 
     # -- end of input -------------------------------------------------------------------
     def end_of_input(self) -> dict[str, Any] | None:
@@ -116,9 +114,8 @@ class StateStore:
         Step ``E`` is lowwater's own step id of the end-of-input step (its MAX watermark). It is
         recorded before the step runs, and never pruned: every later Spark batch ``b >= E`` runs
         as step ``b + 1``, so the step cannot take the id of a batch that Spark runs later."""
-        path = self.root / "end_of_input.json"
-        if path.exists():
-            marker: dict[str, Any] = json.loads(path.read_text())
+        marker: dict[str, Any] | None = self._json(join(self.location, "end_of_input.json"))
+        if marker is not None:
             return marker
         legacy = [r for r in self.batch_records() if r.get("end_of_input")]  # checkpoints before the marker
         if legacy:
@@ -126,50 +123,76 @@ class StateStore:
         return None
 
     def write_end_of_input(self, marker: dict[str, Any]) -> None:
-        _atomic_write(self.root / "end_of_input.json", json.dumps(marker, sort_keys=True).encode())
+        self.fs.write_atomic(join(self.location, "end_of_input.json"), json.dumps(marker, sort_keys=True).encode())
 
     def batch_records(self) -> list[dict[str, Any]]:
-        ids = sorted(int(p.stem) for p in self.batches.glob("*.json"))
+        ids = sorted(int(n[:-5]) for n in self.fs.names(self.batches) if n.endswith(".json") and n[:-5].isdigit())
         return [r for r in (self.batch_record(i) for i in ids) if r is not None]
 
-    # -- versions ---------------------------------------------------------------------
+    # -- versions (native paths: JSON) ----------------------------------------------------
     def _versions(self, suffix: str) -> list[int]:
-        return sorted(int(p.stem) for p in self.state.glob(f"*.{suffix}"))
+        end = f".{suffix}"
+        return sorted(int(n[: -len(end)]) for n in self.fs.names(self.state)
+                      if n.endswith(end) and n[: -len(end)].lstrip("-").isdigit())
 
     def latest_version(self) -> int | None:
-        vs = self._versions("snap") + self._versions("delta")
+        vs = self._versions("snap") + self._versions("delta") + self._versions("json")
         return max(vs) if vs else None
 
+    def commit_json(self, version: int, data: dict[str, Any]) -> None:
+        """Record the control-plane state after batch ``version`` (atomically; the ``state_write`` fault
+        point is inside), and delete versions more than :data:`KEEP_JSON_VERSIONS` older.
+
+        Later versions stay: a replay rewrites version ``v`` with the same content, and a later
+        one (the end-of-input step after the last batch, which Spark may replay) is still valid.
+        The files are O(partitions + open window starts) each, so keeping a few costs little."""
+        self.fs.write_atomic(join(self.state, f"{version}.json"), json.dumps(data, sort_keys=True).encode(),
+                             fault_batch=version)
+        for v in self._versions("json"):
+            if v < version - KEEP_JSON_VERSIONS:
+                self.fs.delete(join(self.state, f"{v}.json"))
+
+    def load_json(self, version: int) -> dict[str, Any]:
+        """The control-plane state after batch ``version``."""
+        data: dict[str, Any] | None = self._json(join(self.state, f"{version}.json"))
+        if data is None:
+            raise FileNotFoundError(
+                f"state for batch {version} is missing under {self.state}: the checkpoint is incomplete; "
+                "restore it, or start over with a new checkpoint location"
+            )
+        return data
+
+    # -- versions (general path: snapshots and deltas) ------------------------------------
     def load(self, version: int, empty: Callable[[], Any], apply_delta: Callable[[Any, Any], None]) -> Any:
         """The state after batch ``version`` (``empty()`` before any batch)."""
         snaps = [v for v in self._versions("snap") if v <= version]
         if snaps:
             base = snaps[-1]
-            state = pickle.loads((self.state / f"{base}.snap").read_bytes())
+            state = pickle.loads(self.fs.read(join(self.state, f"{base}.snap")) or b"")
         else:
             base, state = -1, empty()
         for v in range(base + 1, version + 1):
-            p = self.state / f"{v}.delta"
-            if not p.exists():
+            data = self.fs.read(join(self.state, f"{v}.delta"))
+            if data is None:
                 raise FileNotFoundError(
                     f"state for batch {v} is missing under {self.state}: the checkpoint is incomplete; "
                     "restore it, or start over with a new checkpoint location"
                 )
-            apply_delta(state, pickle.loads(p.read_bytes()))
+            apply_delta(state, pickle.loads(data))
         return state
 
     def commit(self, version: int, state: Any, delta: Any) -> None:
         """Record the state after batch ``version`` (a snapshot, or the delta from ``version - 1``)."""
-        for stale in (self.state / f"{version}.snap", self.state / f"{version}.delta"):
-            stale.unlink(missing_ok=True)
+        for stale in (f"{version}.snap", f"{version}.delta"):
+            self.fs.delete(join(self.state, stale))
         if version % self.snapshot_every == 0:
-            _atomic_write(self.state / f"{version}.snap", _dumps(state), batch_id=version)
+            self.fs.write_atomic(join(self.state, f"{version}.snap"), _dumps(state), fault_batch=version)
             self._prune(version)
         else:
-            _atomic_write(self.state / f"{version}.delta", _dumps(delta), batch_id=version)
+            self.fs.write_atomic(join(self.state, f"{version}.delta"), _dumps(delta), fault_batch=version)
         for later in [v for v in self._versions("snap") + self._versions("delta") if v > version]:
-            for p in (self.state / f"{later}.snap", self.state / f"{later}.delta"):
-                p.unlink(missing_ok=True)
+            for name in (f"{later}.snap", f"{later}.delta"):
+                self.fs.delete(join(self.state, name))
 
     def _prune(self, version: int) -> None:
         snaps = [v for v in self._versions("snap") if v <= version]
@@ -178,8 +201,9 @@ class StateStore:
         oldest_kept = snaps[-self.keep_snapshots]
         for v in self._versions("snap") + self._versions("delta"):
             if v < oldest_kept:
-                (self.state / f"{v}.snap").unlink(missing_ok=True)
-                (self.state / f"{v}.delta").unlink(missing_ok=True)
+                self.fs.delete(join(self.state, f"{v}.snap"))
+                self.fs.delete(join(self.state, f"{v}.delta"))
 
     def size_bytes(self) -> int:
-        return sum(p.stat().st_size for p in self.state.iterdir() if p.is_file())
+        """The bytes of state and window files under the checkpoint."""
+        return self.fs.size_bytes(self.state) + self.fs.size_bytes(join(self.location, "windows"))

@@ -1,6 +1,9 @@
-"""Sinks for the Spark engine: directories (exactly-once per batch) and PostgreSQL (upsert)."""
+"""Sinks for the Spark engine: each receives ``(DataFrame, batch_id)`` (:mod:`.base`), idempotently per batch:
+directories in any Spark file format, PostgreSQL (upsert through JDBC), and a function."""
 
+from lowwater.spark.sinks.base import DataFrameSink, ForeachDataFrameSink
 from lowwater.spark.sinks.files import DirectorySink, read_directory
 from lowwater.spark.sinks.postgres import PostgresSink, PostgresUpsertSink
 
-__all__ = ["DirectorySink", "PostgresSink", "PostgresUpsertSink", "read_directory"]
+__all__ = ["DataFrameSink", "DirectorySink", "ForeachDataFrameSink", "PostgresSink", "PostgresUpsertSink",
+           "read_directory"]

@@ -1,4 +1,9 @@
-"""Directory sinks: one sub-directory per micro-batch, replaced when a batch is replayed."""
+"""Directory sinks: one sub-directory per micro-batch, replaced when a batch is replayed.
+
+On Spark the executors write each batch's DataFrame (any Spark file format) to a temporary
+directory, which is then renamed to ``batch=<id>`` through Hadoop's FileSystem: the path may
+be local or any Hadoop URI. The reference runtime's rows are written from the process.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,14 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from lowwater.api.sinks import Sink
 from lowwater.core.errors import ConfigurationError
 from lowwater.spark import faults
+from lowwater.spark.sinks.base import DataFrameSink
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = ["DirectorySink", "read_directory", "to_dict"]
 
@@ -27,21 +35,47 @@ def to_dict(row: Any) -> dict[str, Any]:
     return {"value": row}
 
 
-class DirectorySink(Sink):
-    """Writes each batch to ``<path>/batch=<id>/part.<fmt>``, atomically, replacing a replay's.
+_SPARK_FORMAT = {"parquet": "parquet", "jsonl": "json", "json": "json", "orc": "orc"}
 
-    ``fmt`` is ``parquet`` (via pyarrow) or ``jsonl``. A replayed batch id rewrites the same
-    directory, so the sink's contents are exactly-once. An empty batch writes an empty marker.
+
+class DirectorySink(DataFrameSink):
+    """Writes each batch to ``<path>/batch=<id>/``, atomically, replacing a replay's.
+
+    ``fmt`` is a Spark file format: ``parquet``, ``json`` (``jsonl`` is the same: JSON
+    lines) or ``orc`` (CSV has no struct type for the ``window`` column).
+    On Spark, :meth:`write` has the executors write the batch's DataFrame into
+    ``<path>/.batch=<id>.tmp`` and renames it to ``batch=<id>`` (Hadoop FileSystem, so
+    ``path`` may be ``hdfs://...``); the reference runtime's rows are written as one file
+    ``part.jsonl`` or ``part.parquet`` (local paths). A replayed batch id rewrites the same
+    directory, so the sink's contents are exactly-once. An empty batch writes an empty one.
     """
 
-    def __init__(self, path: str | os.PathLike[str], fmt: Literal["parquet", "jsonl"] = "parquet") -> None:
-        if fmt not in ("parquet", "jsonl"):
-            raise ConfigurationError("fmt", f"must be 'parquet' or 'jsonl', got {fmt!r}")
+    def __init__(self, path: str | os.PathLike[str],
+                 fmt: Literal["parquet", "jsonl", "json", "orc"] = "parquet") -> None:
+        if fmt not in _SPARK_FORMAT:
+            raise ConfigurationError("fmt", f"must be one of {sorted(_SPARK_FORMAT)}, got {fmt!r}")
+        self.location = str(path)
         self.path = Path(path)
         self.fmt = fmt
 
+    def __repr__(self) -> str:
+        return f"DirectorySink({self.location!r}, {self.fmt!r})"
+
     def open(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        from lowwater.spark.fs import is_uri
+
+        if not is_uri(self.location):
+            self.path.mkdir(parents=True, exist_ok=True)
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        """Spark writes ``df`` from the executors; the directory then replaces ``batch=<id>``."""
+        from lowwater.spark.fs import checkpoint_fs, join
+
+        fs = checkpoint_fs(self.location, df.sparkSession)
+        tmp, final = join(self.location, f".batch={batch_id}.tmp"), join(self.location, f"batch={batch_id}")
+        df.write.mode("overwrite").format(_SPARK_FORMAT[self.fmt]).save(tmp)
+        faults.at("dir_sink_write", batch_id)
+        fs.replace_dir(tmp, final)
 
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -50,10 +84,12 @@ class DirectorySink(Sink):
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         records = [to_dict(r) for r in rows]
-        if self.fmt == "jsonl":
+        if self.fmt in ("jsonl", "json"):
             with open(tmp / "part.jsonl", "w") as f:
                 for r in records:
                     f.write(json.dumps(r, default=str) + "\n")
+        elif self.fmt != "parquet":
+            raise ConfigurationError("fmt", f"{self.fmt!r} is written by Spark only; use parquet or jsonl here")
         elif records:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -67,15 +103,18 @@ class DirectorySink(Sink):
 
 
 def read_directory(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Every row a :class:`DirectorySink` wrote, in batch order."""
+    """Every row a :class:`DirectorySink` wrote (JSON or Parquet, local paths), in batch order."""
     root = Path(path)
     out: list[dict[str, Any]] = []
     dirs = sorted(root.glob("batch=*"), key=lambda p: int(p.name.split("=")[1]))
     for d in dirs:
-        if (d / "part.jsonl").exists():
-            out += [json.loads(line) for line in (d / "part.jsonl").read_text().splitlines()]
-        elif (d / "part.parquet").exists():
-            import pyarrow.parquet as pq
+        for f in sorted(d.iterdir()):
+            if f.name.startswith((".", "_")):
+                continue
+            if f.suffix in (".jsonl", ".json"):
+                out += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+            elif f.suffix == ".parquet":
+                import pyarrow.parquet as pq
 
-            out += pq.read_table(d / "part.parquet").to_pylist()
+                out += pq.read_table(f).to_pylist()
     return out

@@ -38,20 +38,44 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
-from lowwater.api.sinks import Sink
-from lowwater.core.errors import ConfigurationError
+from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.spark import faults
+from lowwater.spark.sinks.base import DataFrameSink
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["PostgresSink", "PostgresUpsertSink", "execute_statements", "postgres_type"]
+__all__ = ["PostgresSink", "PostgresUpsertSink", "execute_statements", "mask_jdbc_url", "postgres_type"]
 
 FIRE_INDEX = "fire_index"
 _DRIVER = "org.postgresql.Driver"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TABLE = re.compile(rf"(?:{_IDENT.pattern}\.)?{_IDENT.pattern}")
 _MAX_IDENT = 63  # PostgreSQL's NAMEDATALEN - 1; longer names are silently truncated
+
+
+_SECRET_PARAM = re.compile(r"((?:password|pass|pwd|sslpassword|sslkey)=)[^&;]*", re.IGNORECASE)
+_USERINFO = re.compile(r"(//)[^/@]*@")
+_FIX_JAR = ("start the session with the driver jar: lowwater.spark.session.get_or_create_session("
+            "jars=[postgres_jdbc_jar()]) (bash scripts/ensure_postgres.sh installs /usr/share/java/postgresql.jar), "
+            "or spark-submit --jars postgresql.jar")
+
+
+def mask_jdbc_url(text: str) -> str:
+    """``text`` with credentials in JDBC URLs masked (``password=***``, ``//***@host``)."""
+    return _USERINFO.sub(r"\1***@", _SECRET_PARAM.sub(r"\1***", text))
+
+
+def check_jdbc_driver(spark: Any) -> None:
+    """Fail up front, naming the fix, when the session cannot load the PostgreSQL JDBC driver."""
+    jvm: Any = getattr(spark, "_jvm", None)
+    if jvm is None:
+        raise ConfigurationError("spark", "needs a classic (py4j) SparkSession; Spark Connect has no driver JVM access")
+    try:
+        jvm.org.apache.spark.sql.execution.datasources.jdbc.DriverRegistry.register(_DRIVER)
+    except Exception:
+        raise ConfigurationError("spark", f"the PostgreSQL JDBC driver ({_DRIVER}) is not on the session's class "
+                                          f"path; {_FIX_JAR}") from None
 
 
 def _quote(ident: str) -> str:
@@ -104,14 +128,14 @@ def execute_statements(
         raise ConfigurationError(
             "spark", "needs a classic (py4j) SparkSession; Spark Connect has no driver JVM access"
         )
+    check_jdbc_driver(spark)
     props = jvm.java.util.Properties()
     if user is not None:
         props.setProperty("user", user)
     if password is not None:
         props.setProperty("password", password)
-    # Spark's own driver registry makes drivers loaded by Spark's class loaders (spark.jars)
-    # visible to DriverManager too; with the jar on the system class path this is a no-op.
-    jvm.org.apache.spark.sql.execution.datasources.jdbc.DriverRegistry.register(_DRIVER)
+    # check_jdbc_driver registered it with Spark's DriverRegistry, which makes drivers loaded by
+    # Spark's class loaders (spark.jars) visible to DriverManager too
     conn = jvm.java.sql.DriverManager.getConnection(jdbc_url, props)
     try:
         conn.setAutoCommit(False)
@@ -159,7 +183,7 @@ class PostgresUpsertSink:
     ) -> None:
         if not isinstance(jdbc_url, str) or not jdbc_url.startswith("jdbc:postgresql:"):
             raise ConfigurationError(
-                "jdbc_url", f"must start with 'jdbc:postgresql:' (got {jdbc_url!r})"
+                "jdbc_url", f"must start with 'jdbc:postgresql:' (got {mask_jdbc_url(repr(jdbc_url))})"
             )
         if not isinstance(table, str) or not _TABLE.fullmatch(table):
             raise ConfigurationError(
@@ -190,7 +214,7 @@ class PostgresUpsertSink:
 
     def __repr__(self) -> str:
         return (
-            f"PostgresUpsertSink({self.jdbc_url!r}, {self.table!r}, "
+            f"PostgresUpsertSink({mask_jdbc_url(repr(self.jdbc_url))}, {self.table!r}, "
             f"key_columns={self.key_columns!r})"
         )
 
@@ -266,6 +290,21 @@ class PostgresUpsertSink:
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise ConfigurationError("batch_id", f"must be an int >= 0 (got {batch_id!r})")
         fields = self._check_columns(df.schema)
+        try:
+            return self._write(df, fields, batch_id)
+        except (ConfigurationError, PipelineError):
+            raise
+        except Exception as e:  # the JDBC driver's message may quote the URL: mask it, drop the Java trace
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            for line in str(e).splitlines():
+                if "PSQLException" in line or "SQLException" in line:
+                    first = line.strip()
+                    break
+            raise PipelineError(f"PostgreSQL upsert into {self.table} at {mask_jdbc_url(self.jdbc_url)} failed "
+                                f"(batch {batch_id}): {mask_jdbc_url(first.lstrip(': '))}") from None
+
+    def _write(self, df: DataFrame, fields: list[T.StructField], batch_id: int) -> int:
+        check_jdbc_driver(df.sparkSession)
         props = {"user": self.user, "password": self.password}
         writer = (
             df.write.format("jdbc")
@@ -289,15 +328,35 @@ class PostgresUpsertSink:
         return counts[1]
 
 
-class PostgresSink(Sink):
-    """The lowwater :class:`~lowwater.api.sinks.Sink` face of :class:`PostgresUpsertSink`.
+class PostgresSink(DataFrameSink):
+    """The lowwater sink face of :class:`PostgresUpsertSink`: upsert on (key, window_start, window_end).
 
-    Rows (``WindowResult``) become a small Spark DataFrame on the driver and are upserted
-    on (key, window_start, window_end); a re-firing replaces the earlier row.
+    On Spark, :meth:`write` receives the batch's results as a DataFrame and the executors copy
+    them into the staging table over JDBC (only the upsert statement runs on the driver); the
+    value keeps the aggregate's type (BIGINT for an integer sum, DOUBLE for avg...). Struct
+    columns (Spark's ``window``) are left out: the table has ``window_start``/``window_end``.
+    The reference runtime's rows become a small DataFrame first. A re-firing replaces the
+    earlier row. The session must have the JDBC driver jar; without it :meth:`open` fails
+    with the fix.
     """
 
     def __init__(self, jdbc_url: str, table: str, user: str | None = None, password: str | None = None) -> None:
         self.upsert = PostgresUpsertSink(jdbc_url, table, user=user, password=password)
+
+    def __repr__(self) -> str:
+        return f"PostgresSink({mask_jdbc_url(repr(self.upsert.jdbc_url))}, {self.upsert.table!r})"
+
+    def open(self) -> None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is not None:
+            check_jdbc_driver(spark)
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        flat = [f.name for f in df.schema.fields if not isinstance(f.dataType, (T.StructType, T.ArrayType,
+                                                                                   T.MapType))]
+        self.upsert.write(df.select(*flat), batch_id)
 
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         from pyspark.sql import SparkSession
@@ -308,7 +367,11 @@ class PostgresSink(Sink):
         if not records:
             return
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
-        schema = "key STRING, window_start BIGINT, window_end BIGINT, value DOUBLE, fire_index INT"
+        values = [r["value"] for r in records]
+        integral = all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values)
+        value_type = "BIGINT" if integral else "DOUBLE"
+        schema = f"key STRING, window_start BIGINT, window_end BIGINT, value {value_type}, fire_index INT"
         data = [(str(r["key"]), int(r["window_start"]), int(r["window_end"]),
-                 None if r["value"] is None else float(r["value"]), int(r["fire_index"])) for r in records]
+                 None if r["value"] is None else (r["value"] if integral else float(r["value"])),
+                 int(r["fire_index"])) for r in records]
         self.upsert.write(spark.createDataFrame(data, schema), batch_id)

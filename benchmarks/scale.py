@@ -1,0 +1,134 @@
+"""Keys scaling: lowwater's native path against Spark's own windowed aggregation, driver memory included.
+
+    .venv/bin/python benchmarks/scale.py [--keys 10000,100000,300000] [--rows 100000] [--batches 8]
+
+Per number of keys, one Parquet partitioned log (4 partitions, every micro-batch 10 s of event
+time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in a fresh Python process
+(``local[2]``, so the driver's memory is that run's alone; the order alternates):
+
+* Spark: ``withWatermark("event_time", "2 seconds").groupBy(window(event_time, "1 minute"), key)
+  .agg(sum(value))``, append mode, ``noop`` sink, HDFS-backed state store (Spark's default);
+* lowwater: tumbling 1-minute windows, bounded out-of-orderness 2 s, sum, native path, results
+  handed as a DataFrame to a ``noop`` write (:class:`harness.CountingSink`).
+
+Reported per run: median batch time over the batches after the first, CPU time per batch (JVM +
+Python driver, sampled from /proc), the driver's Python peak RSS (``ru_maxrss`` of the process
+that runs the query) and the JVM's peak RSS (``VmHWM``; in local mode the JVM is driver *and*
+executor, so it holds Spark's state store too), and the 1-minute load average before and after.
+Writes ``benchmarks/results/scale-<UTC timestamp>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+WINDOW_MS = 60_000
+SPAN_MS = 10_000
+BOUND_MS = 2_000
+PARTITIONS = 4
+
+
+def _hwm_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def child(engine: str, log: str, ckpt: str) -> dict[str, Any]:
+    """One engine's run on one log, in this (fresh) process."""
+    import harness as H
+    from cpu import CpuSampler
+
+    from lowwater.spark.session import get_or_create_session
+
+    spark = get_or_create_session(master="local[2]", app_name=f"scale-{engine}",
+                                  conf={"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g"})
+    jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+    with CpuSampler.for_session(spark) as sampler:
+        if engine == "spark":
+            _, progress, wall = H.spark_native(spark, Path(log), Path(ckpt), PARTITIONS, WINDOW_MS, BOUND_MS)
+            fired = None
+        else:
+            _job, sinks, progress, wall = H.lowwater(spark, Path(log), Path(ckpt), PARTITIONS, WINDOW_MS, BOUND_MS)
+            fired = sinks[0].rows
+    times = H.progress_times(progress, sampler)
+    out = {**H.summarize(times), "wall_s": round(wall, 1), "result_rows": fired,
+           "python_driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+           "jvm_peak_rss_mb": round(_hwm_kb(jvm_pid) / 1024, 1)}
+    spark.stop()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keys", default="10000,100000,300000")
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--batches", type=int, default=8)
+    ap.add_argument("--child", nargs=3, metavar=("ENGINE", "LOG", "CKPT"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print("RESULT " + json.dumps(child(*args.child)), flush=True)
+        return 0
+
+    import harness as H
+
+    runs = []
+    work = Path(tempfile.mkdtemp(prefix="lowwater-scale-"))
+    try:
+        for i, keys in enumerate(int(k) for k in args.keys.split(",")):
+            log = work / f"log-{keys}"
+            stream = H.stream_for(PARTITIONS, keys, args.rows, SPAN_MS, BOUND_MS)
+            H.write_log(log, stream, args.batches, args.rows)
+            cell: dict[str, Any] = {"keys": keys, "rows_per_batch": args.rows, "batches": args.batches,
+                                    "load_average_1m": [round(os.getloadavg()[0], 2)]}
+            for engine in (["lowwater", "spark"] if i % 2 == 0 else ["spark", "lowwater"]):
+                print(f"[scale {time.strftime('%H:%M:%S')}] {engine}: {keys} keys", file=sys.stderr, flush=True)
+                run = subprocess.run([sys.executable, __file__, "--child", engine, str(log),
+                                      str(work / f"ck-{engine}-{keys}")], capture_output=True, text=True)
+                line = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
+                if run.returncode != 0 or not line:
+                    raise RuntimeError(f"{engine} {keys}: {run.stderr[-3000:]}")
+                cell[engine] = json.loads(line[0][len("RESULT "):])
+                cell["load_average_1m"].append(round(os.getloadavg()[0], 2))
+            lw, sp = cell["lowwater"], cell["spark"]
+            cell["ratio_time"] = round(sp["median_batch_ms"] / lw["median_batch_ms"], 3)
+            if lw.get("median_batch_cpu_ms") and sp.get("median_batch_cpu_ms"):
+                cell["ratio_cpu"] = round(sp["median_batch_cpu_ms"] / lw["median_batch_cpu_ms"], 3)
+            print(json.dumps({k: cell[k] for k in ("keys", "ratio_time", "load_average_1m")} |
+                             {"ratio_cpu": cell.get("ratio_cpu"),
+                              "lowwater_python_rss_mb": lw["python_driver_peak_rss_mb"],
+                              "spark_python_rss_mb": sp["python_driver_peak_rss_mb"]}), file=sys.stderr)
+            runs.append(cell)
+            shutil.rmtree(log, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    doc = {"benchmark": "scale", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "config": {"partitions": PARTITIONS, "window_ms": WINDOW_MS, "event_time_per_batch_ms": SPAN_MS,
+                      "bound_ms": BOUND_MS, "master": "local[2]", "cpus": os.cpu_count()},
+           "note": "ratio_time = Spark median batch ms / lowwater median batch ms (> 1: lowwater faster); "
+                   "ratio_cpu the same for CPU ms per batch",
+           "runs": runs}
+    out = HERE / "results" / f"scale-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    out.write_text(json.dumps(doc, indent=1))
+    print(json.dumps(doc, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,207 @@
+"""The checkpoint's file system: a local directory, or any Hadoop URI (``file:``, ``hdfs:``, ``s3a:``...).
+
+Everything lowwater keeps under a checkpoint goes through one :class:`CheckpointFS`:
+
+* a plain path (``/data/ck``) is a local directory, written with Python's ``os`` calls;
+* a URI with a scheme (``file:///data/ck``, ``hdfs://nn:8020/ck``, ``s3a://bucket/ck``) goes
+  through Hadoop's ``FileContext``/``FileSystem`` in Spark's driver JVM, with the session's
+  Hadoop configuration: the same classes Spark's own checkpoint uses, so wherever Spark can
+  keep its checkpoint, lowwater can keep its own.
+
+Small files are written atomically: to a temporary name, then renamed over the target
+(``rename(2)`` locally, ``FileContext.rename(..., OVERWRITE)`` on Hadoop, as Spark's
+``FileContextBasedCheckpointFileManager`` does). A crash leaves the old or the new file.
+Files are created owner-only (mode 600) where the file system has permissions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Protocol
+
+from lowwater.spark import faults
+
+__all__ = ["CheckpointFS", "HadoopFS", "LocalFS", "checkpoint_fs", "is_uri", "join"]
+
+
+def is_uri(location: str) -> bool:
+    """Whether ``location`` names a scheme (``file:``, ``hdfs:``...) rather than a local path."""
+    head, sep, _ = location.partition(":")
+    return bool(sep) and len(head) > 1 and head.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *parts])
+
+
+class CheckpointFS(Protocol):
+    """What lowwater needs of a file system; paths are strings under the checkpoint."""
+
+    def read(self, path: str) -> bytes | None: ...
+    def write_atomic(self, path: str, data: bytes, fault_batch: int | None = None) -> None: ...
+    def exists(self, path: str) -> bool: ...
+    def delete(self, path: str) -> None: ...
+    def names(self, directory: str) -> list[str]: ...
+    def mkdirs(self, directory: str) -> None: ...
+    def replace_dir(self, src: str, dst: str) -> None: ...
+    def size_bytes(self, directory: str) -> int: ...
+
+
+class LocalFS:
+    """A local directory, with Python's ``os``."""
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write_atomic(self, path: str, data: bytes, fault_batch: int | None = None) -> None:
+        """Write ``data`` to a temporary file (mode 600), then rename it to ``path``.
+
+        With ``fault_batch``, a ``state_write`` fault for that batch (:mod:`lowwater.spark.faults`)
+        kills the process after half of the bytes are in the temporary file."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            if fault_batch is not None and faults.armed("state_write", fault_batch):
+                f.write(data[: len(data) // 2])
+                f.flush()
+                os.fsync(f.fileno())
+                faults.at("state_write", fault_batch)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def delete(self, path: str) -> None:
+        p = Path(path)
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+    def names(self, directory: str) -> list[str]:
+        try:
+            return sorted(os.listdir(directory))
+        except FileNotFoundError:
+            return []
+
+    def mkdirs(self, directory: str) -> None:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+
+    def replace_dir(self, src: str, dst: str) -> None:
+        if os.path.exists(dst):
+            shutil.rmtree(dst)
+        os.replace(src, dst)
+
+    def size_bytes(self, directory: str) -> int:
+        total = 0
+        for root, _, files in os.walk(directory):
+            total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+        return total
+
+
+class HadoopFS:
+    """Any Hadoop file system, through the Spark driver's JVM (``spark._jvm``)."""
+
+    def __init__(self, spark: Any) -> None:
+        jvm = getattr(spark, "_jvm", None)
+        if jvm is None:
+            from lowwater.core.errors import ConfigurationError
+
+            raise ConfigurationError("spark", "a checkpoint URI needs a classic (py4j) SparkSession, "
+                                              "not Spark Connect: use a local path, or a classic session")
+        self.jvm = jvm
+        self.gateway = spark.sparkContext._gateway
+        self.conf = spark._jsc.hadoopConfiguration()
+
+    def _path(self, path: str) -> Any:
+        return self.jvm.org.apache.hadoop.fs.Path(path)
+
+    def _fs(self, p: Any) -> Any:
+        return p.getFileSystem(self.conf)
+
+    def read(self, path: str) -> bytes | None:
+        p = self._path(path)
+        fs = self._fs(p)
+        if not fs.exists(p):
+            return None
+        stream = fs.open(p)
+        try:
+            return bytes(self.jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def write_atomic(self, path: str, data: bytes, fault_batch: int | None = None) -> None:
+        p = self._path(path)
+        fs = self._fs(p)
+        tmp = self._path(join(path.rsplit("/", 1)[0], f".{path.rsplit('/', 1)[1]}.tmp"))
+        fs.mkdirs(p.getParent())
+        out = fs.create(tmp, True)
+        try:
+            if fault_batch is not None and faults.armed("state_write", fault_batch):
+                out.write(bytearray(data[: len(data) // 2]))
+                out.hsync()
+                faults.at("state_write", fault_batch)
+            out.write(bytearray(data))
+            out.hsync()
+        finally:
+            out.close()
+        with contextlib.suppress(Exception):  # a store without permissions (s3a): nothing to restrict
+            fs.setPermission(tmp, self.jvm.org.apache.hadoop.fs.permission.FsPermission("600"))
+        fc = self.jvm.org.apache.hadoop.fs.FileContext.getFileContext(p.toUri(), self.conf)
+        options = self.gateway.new_array(self.jvm.org.apache.hadoop.fs.Options.Rename, 1)
+        options[0] = self.jvm.org.apache.hadoop.fs.Options.Rename.OVERWRITE
+        fc.rename(tmp, p, options)
+
+    def exists(self, path: str) -> bool:
+        p = self._path(path)
+        return bool(self._fs(p).exists(p))
+
+    def delete(self, path: str) -> None:
+        p = self._path(path)
+        self._fs(p).delete(p, True)
+
+    def names(self, directory: str) -> list[str]:
+        p = self._path(directory)
+        fs = self._fs(p)
+        if not fs.exists(p):
+            return []
+        return sorted(str(s.getPath().getName()) for s in fs.listStatus(p))
+
+    def mkdirs(self, directory: str) -> None:
+        p = self._path(directory)
+        self._fs(p).mkdirs(p)
+
+    def replace_dir(self, src: str, dst: str) -> None:
+        s, d = self._path(src), self._path(dst)
+        fs = self._fs(d)
+        if fs.exists(d):
+            fs.delete(d, True)
+        if not fs.rename(s, d):
+            raise OSError(f"could not rename {src} to {dst}")
+
+    def size_bytes(self, directory: str) -> int:
+        p = self._path(directory)
+        fs = self._fs(p)
+        return int(fs.getContentSummary(p).getLength()) if fs.exists(p) else 0
+
+
+def checkpoint_fs(location: str, spark: Any = None) -> CheckpointFS:
+    """The file system of ``location``: :class:`LocalFS` for a plain path, else :class:`HadoopFS`."""
+    if not is_uri(str(location)):
+        return LocalFS()
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+    return HadoopFS(spark)

@@ -1,0 +1,80 @@
+"""The Spark engine's sink contract: a micro-batch's output as a DataFrame, Spark's ``foreachBatch`` shape.
+
+A :class:`DataFrameSink` receives ``write(df, batch_id)`` once per micro-batch and output
+(window results, the late side output, dead letters). ``df`` is a Spark DataFrame computed
+on the executors; the sink writes it with Spark (``df.write...``), so no row passes through
+the driver. The contract, as for Spark's ``foreachBatch``:
+
+* **Idempotent per batch id.** After a crash Spark replays the batch it had not committed
+  with the same ``batch_id`` and the same rows; the sink must then *replace* what it wrote
+  for that id (write to a path or transaction keyed by ``batch_id``), never append twice.
+* **Every batch is delivered**, also an empty one (``df`` with no rows): a sink that keeps
+  one directory per batch writes an empty one, so a reader sees that the batch happened.
+* ``df`` may be read more than once (it is not cached for the sink); an expensive sink can
+  ``df.persist()`` and ``unpersist()`` itself.
+* ``open()`` is called once before the first ``write``, ``close()`` when the job stops.
+
+The columns of each output (``lowwater.spark.native``): window results have ``key``,
+``window_start``, ``window_end`` (epoch ms, BIGINT), ``value`` (the aggregate's own type),
+``fire_index`` (INT) and ``window`` (``struct<start: TIMESTAMP, end: TIMESTAMP>``, as
+Spark's ``window()`` gives it); the late output has the source's fields, ``partition``,
+``offset`` and ``rejected_windows`` (``array<struct<start: BIGINT, end: BIGINT>>``); dead
+letters have ``reason``, ``partition``, ``offset``, ``file`` and ``record`` (the source
+fields as a JSON string).
+
+The reference runtime keeps row-list sinks (:class:`lowwater.api.sinks.Sink`); on Spark a
+row-list sink still works, by collecting the batch's rows to the driver for it (that is
+the user's choice, proportional to the output). A :class:`DataFrameSink` also implements
+``write_batch(batch_id, rows)`` where it can, so one pipeline runs on both runtimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lowwater.api.sinks import Sink
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["DataFrameSink", "ForeachDataFrameSink"]
+
+
+class DataFrameSink(Sink):
+    """A sink the Spark engine hands DataFrames: ``write(df, batch_id)``, idempotent per batch id."""
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        raise NotImplementedError
+
+    def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
+        """Rows from the reference runtime: as a small DataFrame, written by :meth:`write`."""
+        from pyspark.sql import SparkSession
+
+        from lowwater.spark.sinks.files import to_dict
+
+        records = [to_dict(r) for r in rows]
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        if not records:
+            return
+        self.write(spark.createDataFrame(records), batch_id)
+
+
+class ForeachDataFrameSink(DataFrameSink):
+    """Calls ``fn(df, batch_id)`` once per micro-batch, exactly as Spark's ``foreachBatch`` would.
+
+    ``fn`` must be idempotent per ``batch_id`` (a replayed batch calls it again with the same rows).
+    """
+
+    def __init__(self, fn: Callable[[DataFrame, int], Any]) -> None:
+        if not callable(fn):
+            from lowwater.core.errors import ConfigurationError
+
+            raise ConfigurationError("fn", f"expected a function (df, batch_id), got {fn!r}")
+        self.fn = fn
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        self.fn(df, batch_id)
+
+    def __repr__(self) -> str:
+        return f"ForeachDataFrameSink({getattr(self.fn, '__qualname__', self.fn)!r})"

@@ -1,0 +1,79 @@
+"""Window contents as data on the checkpoint file system: a log of per-batch partial aggregates.
+
+Layout under ``<checkpoint>/lowwater/windows/``::
+
+    batch=<k>/start=<ws>/part-*.parquet     batch k's partials of the windows starting at ws:
+                                            key, acc (or acc_hi/acc_lo), n (elements), nl (late-allowed)
+
+Each micro-batch ``k`` appends one directory, written by the executors (``partitionBy
+("start")``) with ``mode("overwrite")``: a replayed batch rewrites ``batch=<k>`` with the
+same rows, whatever an interrupted attempt left there. A window start's contents are the
+union of its ``start=<ws>`` directories over the batches that wrote it; the driver keeps,
+per open start, the list of those batch ids (O(open starts), in the control-plane JSON),
+so reading a start lists no other directory.
+
+Why batch first (and not ``start=<ws>/batch=<k>``): one write per batch, one directory to
+replace on a replay, and Spark's own ``partitionBy`` produces it; a start's files are still
+addressed directly by path. Cleanup deletes ``batch=<b>/start=<ws>`` for every batch of a
+cleaned start, one batch *after* the cleanup was committed (a replay of the batch that
+decided it still reads them), and a ``batch=<b>`` directory once no open start has files in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from lowwater.spark.fs import CheckpointFS, join
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["WindowStore"]
+
+
+class WindowStore:
+    def __init__(self, root: str, fs: CheckpointFS) -> None:
+        self.root = root
+        self.fs = fs
+
+    def batch_dir(self, batch_id: int) -> str:
+        return join(self.root, f"batch={batch_id}")
+
+    def start_dir(self, batch_id: int, start: int) -> str:
+        return join(self.batch_dir(batch_id), f"start={start}")
+
+    def append(self, partials: DataFrame, batch_id: int) -> None:
+        """Write batch ``batch_id``'s partials (a ``start`` column, then the rest), replacing a replay's."""
+        partials.write.mode("overwrite").partitionBy("start").parquet(self.batch_dir(batch_id))
+
+    def read(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]]) -> DataFrame | None:
+        """The partials of ``starts`` (start -> the batches holding it), with a ``start`` column; None if none."""
+        from pyspark.sql import functions as F
+
+        frames = []
+        for ws, batches in sorted(starts.items()):
+            paths = [self.start_dir(b, ws) for b in sorted(set(batches))]
+            if paths:
+                frames.append(spark.read.schema(schema).parquet(*paths).withColumn("start", F.lit(ws).cast("long")))
+        if not frames:
+            return None
+        out = frames[0]
+        for f in frames[1:]:
+            out = out.unionByName(f)
+        return out
+
+    def delete(self, removed: dict[int, list[int]], still_open: dict[int, list[int]], before: int) -> None:
+        """Delete the files of ``removed`` starts, and batch directories (``< before``) nothing refers to."""
+        touched: set[int] = set()
+        for ws, batches in removed.items():
+            for b in batches:
+                self.fs.delete(self.start_dir(b, ws))
+                touched.add(b)
+        referenced = {b for bs in still_open.values() for b in bs}
+        for b in touched:
+            if b < before and b not in referenced:
+                self.fs.delete(self.batch_dir(b))
+
+    def size_bytes(self) -> int:
+        return self.fs.size_bytes(self.root)

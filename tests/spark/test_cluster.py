@@ -1,0 +1,133 @@
+"""A native-path pipeline on a Spark standalone cluster (one master, one worker, 1 core each, on
+127.0.0.1), submitted with ``spark-submit``, equals the same job run locally."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.io import PartitionedLogWriter, SyntheticStream
+
+pytestmark = pytest.mark.spark
+
+JOB = Path(__file__).with_name("cluster_job.py")
+
+
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "SPARK_HOME": str(_spark_home()), "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_NO_DAEMONIZE": "1"}
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited with {proc.returncode}: {log.read_text()[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"port {port} did not open: {log.read_text()[-2000:]}")
+
+
+def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as f:
+        return subprocess.Popen([str(_spark_home() / "bin" / "spark-class"), *args], stdout=f, stderr=subprocess.STDOUT,
+                                env=_env(), start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``spark://127.0.0.1:<port>``: a master and one worker with 1 core and 1 GB."""
+    work = tmp_path_factory.mktemp("cluster")
+    port, ui = _free_port(), _free_port()
+    master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                     "--webui-port", str(ui)], work / "master.log")
+    worker = None
+    try:
+        _wait_for_port(port, master, work / "master.log")
+        url = f"spark://127.0.0.1:{port}"
+        worker_port = _free_port()
+        worker = _start(["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port",
+                         str(worker_port), "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
+                         "--work-dir", str(work / "worker")], work / "worker.log")
+        _wait_for_port(worker_port, worker, work / "worker.log")
+        deadline = time.monotonic() + 120
+        while "Successfully registered with master" not in (work / "worker.log").read_text():
+            if time.monotonic() > deadline:
+                raise TimeoutError((work / "worker.log").read_text()[-2000:])
+            time.sleep(0.5)
+        yield url
+    finally:
+        if worker is not None:
+            _stop(worker)
+        _stop(master)
+
+
+def _submit(master: str, log: Path, ckpt: Path, out: Path) -> str:
+    cmd = [str(_spark_home() / "bin" / "spark-submit"), "--master", master, "--conf", "spark.cores.max=1",
+           "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=512m", "--conf",
+           "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
+           str(JOB), str(log), str(ckpt), str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(),
+                         cwd=Path(__file__).resolve().parents[2])
+    assert run.returncode == 0, run.stderr[-4000:]
+    return run.stdout
+
+
+def _rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
+    df = spark.read.parquet(str(path / "batch=*"))
+    return sorted(tuple(r) for r in df.drop("window").collect())
+
+
+def test_a_native_pipeline_on_a_standalone_cluster_equals_the_local_run(cluster: str, spark: Any,
+                                                                         tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    stream = SyntheticStream(partitions=3, keys=20, events_per_second=500, disorder_ms=800, lagging_partition=2,
+                             lag_ms=3000, late_fraction=0.02, late_by_ms=4000, seed=7)
+    stream.write_to(PartitionedLogWriter(log, "jsonl"), batches=4, rows_per_batch=300)
+
+    on_cluster = _submit(cluster, log, tmp_path / "ck-cluster", tmp_path / "out-cluster")
+    assert f"MASTER {cluster}" in on_cluster
+    local = _submit("local[2]", log, tmp_path / "ck-local", tmp_path / "out-local")
+    assert "MASTER local[2]" in local
+
+    results = _rows(spark, tmp_path / "out-cluster" / "results")
+    assert results and results == _rows(spark, tmp_path / "out-local" / "results")
+    late = _rows(spark, tmp_path / "out-cluster" / "late")
+    assert late and late == _rows(spark, tmp_path / "out-local" / "late")
+    accounting = [line for line in on_cluster.splitlines() if line.startswith("ACCOUNTING")]
+    assert accounting and accounting == [line for line in local.splitlines() if line.startswith("ACCOUNTING")]
+    assert "UNACCOUNTED" not in accounting[0]

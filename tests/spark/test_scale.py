@@ -1,0 +1,237 @@
+"""Issue 11: the native path keeps per-key data on the executors, its checkpoint on any Hadoop
+file system, and hands DataFrames to its sinks. On real local Spark, real files, real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
+from lowwater.core.errors import PipelineError
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.sinks import DirectorySink, ForeachDataFrameSink, PostgresSink
+from lowwater.spark.sinks.postgres import mask_jdbc_url
+from lowwater.spark.sources import BatchFilesSource
+
+pytestmark = pytest.mark.spark
+
+MAX, MIN = 2**63 - 1, -(2**63)
+
+
+def _source(tmp_path: Path, batches: list[list[dict[str, Any]]], partitions: int = 1) -> BatchFilesSource:
+    BatchFilesSource.write(tmp_path / "in", batches)
+    return BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), list(range(partitions)))
+
+
+def _many_keys(keys: int) -> list[list[dict[str, Any]]]:
+    """Two batches over ``keys`` keys in two partitions; the second closes the first's windows."""
+    first = [{"key": f"k{i}", "ts": 1000 + i % 5000, "value": i, "partition": i % 2} for i in range(keys)]
+    second = [{"key": f"k{i}", "ts": 21_000 + i % 5000, "value": 1, "partition": i % 2} for i in range(keys)]
+    return [first, second]
+
+
+class _DriverRows:
+    """Counts the rows each ``collect``/``toPandas`` brings to the driver (a spy: Spark still runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, spark: Any) -> None:
+        DataFrame = type(spark.range(1))  # PySpark 4's classic DataFrame class, which the engine's frames are
+        self.sizes: list[int] = []
+        collect, to_pandas = DataFrame.collect, DataFrame.toPandas
+
+        def counting_collect(df: Any) -> Any:
+            rows = collect(df)
+            self.sizes.append(len(rows))
+            return rows
+
+        def counting_to_pandas(df: Any) -> Any:
+            frame = to_pandas(df)
+            self.sizes.append(len(frame))
+            return frame
+
+        monkeypatch.setattr(DataFrame, "collect", counting_collect)
+        monkeypatch.setattr(DataFrame, "toPandas", counting_to_pandas)
+
+
+@pytest.mark.parametrize("path", ["native", "executor"])
+def test_no_per_key_row_reaches_the_driver_with_dataframe_sinks(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    keys = 3000
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    result = (env.from_source(_source(tmp_path, _many_keys(keys), partitions=2),
+                              WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+              .key_by("key").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).sum("value"))
+    result.add_sink(DirectorySink(tmp_path / "out", "parquet"))
+    result.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "parquet"))
+    spy = _DriverRows(monkeypatch, spark)
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+    monkeypatch.undo()
+    # per batch: one row per partition and per window start (2 partitions, at most 3 starts)
+    assert spy.sizes and max(spy.sizes) <= 2 + 3, spy.sizes
+    out = spark.read.parquet(str(tmp_path / "out" / "batch=*"))
+    assert out.count() == 2 * keys  # every key, in two windows
+    assert out.filter("window_start = 0").agg({"value": "sum"}).first()[0] == sum(range(keys))
+    assert str(job.accounting()) == f"{2 * keys} rows in = {2 * keys} windowed + 0 late + 0 dead-lettered"
+
+
+def test_window_state_is_parquet_and_the_control_plane_is_json_without_pickle(spark: Any, tmp_path: Path) -> None:
+    env = StreamExecutionEnvironment()
+    (env.from_source(_source(tmp_path, _many_keys(50)),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts").with_idleness(5))
+     .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness(60_000).sum("value")
+     .add_sink(DirectorySink(tmp_path / "out", "json")))
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=False).execute(env)
+    root = tmp_path / "ck" / "lowwater"
+    states = sorted((root / "state").iterdir())
+    assert states and all(p.suffix == ".json" for p in states), states
+    for p in states:
+        doc = json.loads(p.read_text())  # plain JSON, no pickle
+        assert doc["format"] == 1 and "generators" in doc
+        assert p.stat().st_mode & 0o077 == 0, f"{p} should be owner-only"
+    latest = json.loads(states[-1].read_text())
+    assert latest["open_starts"] == {"0": [0], "20000": [1]}, "both windows are open within their lateness"
+    parts = sorted(str(p.relative_to(root)) for p in root.glob("windows/batch=*/start=*"))
+    assert parts == ["windows/batch=0/start=0", "windows/batch=1/start=20000"]
+    assert (spark.read.parquet(str(root / "windows" / "batch=0" / "start=0")).count()) == 50
+
+
+def test_a_checkpoint_uri_goes_through_hadoop_and_gives_the_local_answer(spark: Any, tmp_path: Path) -> None:
+    batches = [[{"key": "a", "ts": 1000, "value": 1}, {"key": "b", "ts": 2000, "value": 2}],
+               [{"key": "a", "ts": 12_000, "value": 4}],
+               [{"key": "a", "ts": 3000, "value": 8}, {"key": "b", "ts": 30_000, "value": 16}]]  # 3000: re-fires
+
+    def run(location: str) -> list[tuple[Any, ...]]:
+        env = StreamExecutionEnvironment()
+        sink = (env.from_source(_source(tmp_path, batches),
+                                WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+                .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness(5000).sum("value")
+                .collect())
+        SparkRuntime(location, spark=spark, end_of_input=True).execute(env)
+        return sorted((r.key, r.window_start, r.value, r.fire_index) for r in sink.results)
+
+    local = run(str(tmp_path / "local"))
+    assert local == [("a", 0, 1, 0), ("a", 0, 9, 1), ("a", 10_000, 4, 0), ("b", 0, 2, 0), ("b", 30_000, 16, 0)]
+    assert run((tmp_path / "remote").as_uri()) == local
+    ck = tmp_path / "remote" / "lowwater"
+    assert (ck / "pipeline.json").exists() and list((ck / "state").glob("*.json"))
+    assert list((ck / "batches").glob("*.json")) and (tmp_path / "remote" / "spark" / "commits").is_dir()
+
+
+def test_outputs_are_dataframes_with_the_window_struct_and_where_late_rows_came_from(
+    spark: Any, tmp_path: Path
+) -> None:
+    batches = [[{"key": "a", "ts": 1000, "value": 1, "partition": 0}, {"key": "a", "ts": 7000, "value": 2,
+                                                                        "partition": 1}],
+               [{"key": "a", "ts": 31_000, "value": 4, "partition": 0}, {"key": "a", "ts": 31_000, "value": 4,
+                                                                         "partition": 1}],
+               [{"key": "a", "ts": 6000, "value": 8, "partition": 1}]]  # late for [0, 10 s) and [5 s, 15 s)
+    seen: list[tuple[int, list[str]]] = []
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    result = (env.from_source(_source(tmp_path, batches, partitions=2),
+                              WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+              .key_by("key").window(SlidingEventTimeWindows.of(10_000, 5000)).side_output_late_data(late).max("value"))
+    result.add_sink(ForeachDataFrameSink(lambda df, b: seen.append((b, df.columns))))
+    result.add_sink(DirectorySink(tmp_path / "out", "parquet"))
+    result.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "json"))
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+
+    assert [b for b, _ in seen] == [0, 1, 2, 3], "every batch is delivered, also one that fires nothing"
+    assert seen[0][1] == ["key", "window_start", "window_end", "value", "fire_index", "window"]
+    out = spark.read.parquet(str(tmp_path / "out" / "batch=*"))
+    assert dict(out.dtypes)["window"] == "struct<start:timestamp,end:timestamp>"
+    assert dict(out.dtypes)["value"] == "bigint", "max of a BIGINT stays BIGINT"
+    row = out.filter("window_start = 0").selectExpr("unix_millis(window.start) AS s", "unix_millis(window.end) AS e",
+                                                     "value").first()
+    assert (row["s"], row["e"], row["value"]) == (0, 10_000, 2)
+    lines = [json.loads(x) for p in (tmp_path / "late" / "batch=2").glob("part-*.json")
+             for x in p.read_text().splitlines()]
+    # "partition" is one of this source's fields, so the source position is source_partition, offset
+    assert lines == [{"key": "a", "ts": 6000, "value": 8, "partition": 1, "source_partition": 1, "offset": 2,
+                      "rejected_windows": [{"start": 5000, "end": 15_000}, {"start": 0, "end": 10_000}]}]
+
+
+@pytest.mark.parametrize("path", ["native", "executor"])
+def test_timestamps_at_the_ends_of_the_64_bit_range_are_dead_lettered_not_an_overflow(
+    spark: Any, tmp_path: Path, path: str
+) -> None:
+    batches = [[{"key": "a", "ts": 1000, "value": 1}, {"key": "a", "ts": MAX, "value": 2},
+                {"key": "a", "ts": MAX - 1000, "value": 4}, {"key": "a", "ts": MIN + 1, "value": 8}]]
+    env = StreamExecutionEnvironment()
+    results = (env.from_source(_source(tmp_path, batches),
+                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness(1000).sum("value")
+               .collect())
+    dead = CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                       dead_letter_sink=dead, end_of_input=True).execute(env)
+    assert [(r.key, r.window_start, r.value) for r in results.results] == [("a", 0, 1)]
+    assert sorted(d["record"]["ts"] for d in dead.results) == [MIN + 1, MAX - 1000, MAX]
+    assert all("64-bit range" in d["reason"] for d in dead.results)
+    assert str(job.accounting()) == "4 rows in = 1 windowed + 0 late + 3 dead-lettered"
+    assert job.batches()[0]["metrics"]["combined_watermark"] == MAX - 1, "they still advance the watermark"
+
+
+def test_an_integer_sum_wraps_around_like_a_java_long_on_time_and_when_refired(spark: Any, tmp_path: Path) -> None:
+    big = 2**62
+    batches = [[{"key": "a", "ts": 1000, "value": big}, {"key": "a", "ts": 2000, "value": big}],
+               [{"key": "b", "ts": 12_000, "value": 1}],
+               [{"key": "a", "ts": 3000, "value": big}]]  # late but allowed: re-fires with the full sum
+
+    def java_long(x: int) -> int:
+        return (x + 2**63) % 2**64 - 2**63
+
+    env = StreamExecutionEnvironment()
+    results = (env.from_source(_source(tmp_path, batches),
+                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness(10_000).sum("value")
+               .collect())
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    assert sorted((r.key, r.window_start, r.value, r.fire_index) for r in results.results) == [
+        ("a", 0, java_long(2 * big), 0), ("a", 0, java_long(3 * big), 1), ("b", 10_000, 1, 0)]
+    assert java_long(2 * big) == MIN
+
+
+# -- PostgreSQL: no JDBC jar, masked credentials -----------------------------------------------
+def test_postgres_sink_masks_credentials_in_its_repr_and_errors(spark: Any, tmp_path: Path) -> None:
+    url = "jdbc:postgresql://127.0.0.1:1/db?user=ann&password=hunter2"
+    sink = PostgresSink(url, "totals")
+    assert "hunter2" not in repr(sink) and "password=***" in repr(sink)
+    assert mask_jdbc_url("jdbc:postgresql://ann:hunter2@h/db") == "jdbc:postgresql://***@h/db"
+    df = spark.createDataFrame([("a", 0, 10, 1, 0)], "key STRING, window_start BIGINT, window_end BIGINT, "
+                                                       "value BIGINT, fire_index INT")
+    with pytest.raises(PipelineError) as e:
+        sink.write(df, 0)
+    printed = "".join(traceback.format_exception(e.value))  # what a user sees, chained causes included
+    assert "hunter2" not in printed and "password=***" in printed
+    assert "totals" in str(e.value) and "Connection" in str(e.value) and len(str(e.value).splitlines()) == 1
+
+
+def test_postgres_sink_without_the_jdbc_jar_fails_up_front_with_the_fix(tmp_path: Path) -> None:
+    code = textwrap.dedent("""
+        from lowwater.core.errors import ConfigurationError
+        from lowwater.spark.session import get_or_create_session
+        from lowwater.spark.sinks import PostgresSink
+        get_or_create_session(app_name="no jar")
+        try:
+            PostgresSink("jdbc:postgresql://h/db", "t").open()
+        except ConfigurationError as e:
+            print("ERROR:", e)
+    """)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                         cwd=tmp_path)
+    assert "ERROR:" in run.stdout, run.stderr[-2000:]
+    assert "not on the session's class path" in run.stdout and "postgres_jdbc_jar()" in run.stdout
