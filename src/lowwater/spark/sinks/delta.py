@@ -27,7 +27,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.sinks import Sink
+from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ __all__ = ["WINDOW_RESULT_SCHEMA", "DeltaSink"]
 WINDOW_RESULT_SCHEMA = "key STRING, window_start BIGINT, window_end BIGINT, value DOUBLE, fire_index INT"
 
 
-class DeltaSink(Sink):
+class DeltaSink(DataFrameSink):
     """Exactly-once appends to the Delta table at ``path`` (``txnAppId`` + ``txnVersion`` = batch id).
 
     Parameters
@@ -65,6 +65,10 @@ class DeltaSink(Sink):
         self.app_id = app_id or "lowwater-" + hashlib.sha1(f"{self.path}\0{name}".encode()).hexdigest()[:16]
         self.schema = schema
         self.with_batch_id = with_batch_id
+
+    def write(self, df: DataFrame, batch_id: int) -> None:
+        """The engine's sink contract (:class:`DataFrameSink`): the batch's rows as a DataFrame."""
+        self.write_dataframe(df, batch_id)
 
     def write_dataframe(self, df: DataFrame, batch_id: int) -> None:
         """Append ``df`` as batch ``batch_id``; nothing if this app id already wrote that batch."""
