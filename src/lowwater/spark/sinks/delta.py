@@ -27,8 +27,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.core.errors import ConfigurationError
+from lowwater.spark.sinks.base import DataFrameSink
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
