@@ -55,6 +55,11 @@ class BadRecordError(LowwaterError):
         return f"missing {what} ({field})"
 
     @staticmethod
+    def edge_timestamp(timestamp: int, margin_ms: int) -> str:
+        return (f"timestamp {timestamp} is within {margin_ms} ms of the 64-bit range's end: its "
+                "window or cleanup time cannot be represented")
+
+    @staticmethod
     def unparsed(text: str) -> str:
         return f"record does not parse: {text[:200]!r}"
 

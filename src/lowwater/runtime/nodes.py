@@ -412,6 +412,13 @@ class WindowNode(_SingleLaneNode):
         self.rows_in = 0
         self.rows_dead_lettered = 0
         self.STATE = (*self.STATE, "late_by_partition", "rows_in", "rows_dead_lettered")
+        size = getattr(t.assigner, "size_ms", None)
+        self._edge_margin_ms: int | None = None
+        """As on the native Spark paths: timestamps this close to the ends of the 64-bit range have
+        windows (or cleanup times) that cannot be represented, and are dead-lettered."""
+        if isinstance(size, int) and self.operator.is_event_time:
+            slide = getattr(t.assigner, "slide_ms", size)
+            self._edge_margin_ms = size + slide + abs(getattr(t.assigner, "offset_ms", 0)) + t.allowed_lateness_ms + 1
         function = getattr(t.contents, "function", None)
         self._check_value: Callable[[Any], None] | None = (
             function.check if isinstance(function, BuiltinAggregate) and function.field else None
@@ -454,6 +461,11 @@ class WindowNode(_SingleLaneNode):
                 "WatermarkStrategy?",
             )
         ts = MIN_TIMESTAMP if record.timestamp is None else record.timestamp
+        margin = self._edge_margin_ms
+        if margin is not None and ts != MIN_TIMESTAMP and (ts > MAX_TIMESTAMP - margin or ts < MIN_TIMESTAMP + margin):
+            self.rows_dead_lettered += 1
+            self.dead.add(record, BadRecordError(BadRecordError.edge_timestamp(ts, margin)))
+            return
         try:
             events = self.operator.process_element(key, record.value, ts)
         except BadRecordError as e:  # raised by a user function on purpose

@@ -582,8 +582,7 @@ class NativeProcessor:
             elif r["_ts"] == MIN_TIMESTAMP:
                 reason = BadRecordError.no_timestamp_marker(field)
             elif r["_edge"]:
-                reason = (f"timestamp {r['_ts']} is within {self.margin_ms} ms of the 64-bit range's end: its "
-                          "window or cleanup time cannot be represented")
+                reason = BadRecordError.edge_timestamp(int(r["_ts"]), self.margin_ms)
             elif r["_k"] is None:
                 reason = BadRecordError.missing("key", str(p.key_field))
             else:

@@ -60,8 +60,16 @@ class BuiltinAggregate(AggregateFunction[Any, Any, Any]):
         return f"{type(self).__name__}({self.field!r})" if self.field else f"{type(self).__name__}()"
 
 
+def _plus(a: Any, b: Any) -> Any:
+    """``a + b``; two integers wrap to the signed 64-bit range, as Java's ``long`` (and so
+    Flink's ``SumAggregator`` on a ``long`` field) does: ``(2**63 - 1) + 1 == -2**63``."""
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+        return ((a + b + 2**63) % 2**64) - 2**63
+    return a + b
+
+
 class Sum(BuiltinAggregate):
-    """The sum of the values."""
+    """The sum of the values. Integer sums wrap like Java's ``long``, on every path."""
 
     name = "sum"
     numeric = True
@@ -71,13 +79,13 @@ class Sum(BuiltinAggregate):
 
     def add(self, value: Any, accumulator: Any) -> Any:
         v = self.value_of(value)
-        return v if accumulator is None else accumulator + v
+        return v if accumulator is None else _plus(accumulator, v)
 
     def get_result(self, accumulator: Any) -> Any:
         return 0 if accumulator is None else accumulator
 
     def merge(self, a: Any, b: Any) -> Any:
-        return b if a is None else a if b is None else a + b
+        return b if a is None else a if b is None else _plus(a, b)
 
 
 class Count(BuiltinAggregate):
