@@ -102,8 +102,12 @@ class KafkaSource(KafkaShapedSource):
         )
         for k, v in self.options.items():
             reader = reader.option(k, v)
-        self.df = reader.load()
+        # the Kafka-shaped source over the subscription, built now that there is a session
+        KafkaShapedSource.__init__(self, reader.load(), self.value_fields, self.topics, self.partitions_per_topic)
         return super().spark_stream(spark)
+
+    def fields(self) -> list[str]:
+        return [name for name, _ in self.value_fields]
 
 
 @dataclass(frozen=True)
