@@ -66,7 +66,7 @@ def main() -> None:
     topology = sys.argv[5] if len(sys.argv) > 5 else "union"
     env = StreamExecutionEnvironment()
     build(env, clicks, orders, out, topology)
-    SparkRuntime(checkpoint, clock=lambda b: 1_000 * b).execute(env, "several sources")
+    SparkRuntime(checkpoint, clock=lambda b: 1_000 * b, end_of_input=True).execute(env, "several sources")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def test_a_timestamp_column_is_event_time_in_milliseconds_per_partition(spark: A
     out = (env.from_source(DataFrameSource(df, **cols), WatermarkStrategy.for_bounded_out_of_orderness(0))
            .key_by("user").window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).sum("amount"))
     results = out.collect()
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
     assert job.path == "native"
     assert sorted((r.key, r.window_start - T0_MS, r.value) for r in results.results) == [
         ("ann", 0, 1), ("ann", 1000, 10), ("bob", 2000, 4)]
@@ -65,7 +65,7 @@ def test_the_element_sees_a_timestamp_field_as_milliseconds_and_rows_need_no_off
             .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount")).collect()
     dead = CollectSink()
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="general",
-                       dead_letter_sink=dead).execute(env)  # type: ignore[arg-type]
+                       dead_letter_sink=dead, end_of_input=True).execute(env)  # type: ignore[arg-type]
     assert [(r.window_start - T0_MS, r.value) for r in seen.results] == [(1000, 3)]
     assert [(d["partition"], d["offset"], d["reason"]) for d in dead.results] == [(0, None, "missing key (user)")]
     assert str(job.accounting()) == "2 rows in = 1 windowed + 0 late + 1 dead-lettered"

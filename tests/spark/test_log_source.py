@@ -207,7 +207,8 @@ def test_a_timestamp_field_is_event_time_in_milliseconds(spark: Any, tmp_path: P
     out = (env.from_source(PartitionedLogSource(log, fields), strategy).key_by("key")
            .window(TumblingEventTimeWindows.of(1000)).sum("value")).collect()
     dead = CollectSink()
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead).execute(env)  # type: ignore[arg-type]
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
     ten = 1714557600000  # 2024-05-01T10:00:00Z in ms
     assert job.path == "native"
     assert _windows(out) == {("a", ten): 1, ("a", ten + 1000): 2, ("a", ten + 2000): 4}

@@ -78,7 +78,8 @@ def test_a_connected_process_function_on_spark_fires_every_timer_the_reference_r
     logs = _logs(tmp_path / "logs")
     env = StreamExecutionEnvironment()
     build(env, str(logs[0]), str(logs[1]), str(tmp_path / "out"), "connect")
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1_000 * b).execute(env, "connect")
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1_000 * b,
+                       end_of_input=True).execute(env, "connect")
     assert job.path == "general"
     on_spark = read_directory(tmp_path / "out" / "results")
 

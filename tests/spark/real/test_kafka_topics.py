@@ -44,7 +44,7 @@ def test_bad_records_on_a_real_topic_are_dead_lettered_and_counted(spark: Any, k
 
     env, results, _lates = _sum_job(KafkaSource(kafka.bootstrap_servers, [topic], FIELDS))
     dead = CollectSink()
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead).execute(env)
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead, end_of_input=True).execute(env)
     acc = job.accounting()
     assert (acc.rows_in, acc.rows_windowed, acc.rows_late, acc.rows_dead_lettered) == (5, 2, 0, 3)
     assert [(r.key, r.value) for r in results.results] == [("ann", 3)]
@@ -117,7 +117,7 @@ def test_results_to_a_kafka_topic_and_a_consumer_that_deduplicates(spark: Any, k
     result.add_sink(sink)
     produce(kafka, src, [(0, {"user": "ann", "amount": 1}, 1_000), (0, {"user": "bob", "amount": 2}, 2_000),
                          (0, {"user": "ann", "amount": 4}, 12_000)])
-    SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
     # what a replay does (a crash after the write, before the batch was recorded): write it again
     batch, rows = max((b, r) for b, r in sink.written.items() if r)
     sink.write_batch(batch, rows)
