@@ -1,14 +1,10 @@
-"""PENDING (not collected: the file name does not start with ``test_``): the seeded SIGKILL crash
-series with the whole checkpoint on HDFS, Spark's and lowwater's.
-
-It cannot pass yet: lowwater's own state (``<checkpoint>/lowwater``) is written with local-file
-calls and ``SparkRuntime`` joins the checkpoint as a local path, so ``hdfs://`` checkpoints do
-not work (docs/cluster.md). Once the scale-out work moves that state onto Hadoop's FileSystem
-(and ``MetricsLog`` reads a Hadoop URI), rename this file to ``test_hdfs_crash_series.py``.
+"""The seeded SIGKILL crash series with the whole checkpoint on HDFS, Spark's and lowwater's.
 
 It reuses tests/spark/crash_series.py unchanged except where the checkpoint lives: every run
 of crash_job.py gets ``hdfs://127.0.0.1:<port>/crash/<name>/ck``, and the checks that read the
-checkpoint (the metrics log, the batches done) read it through the same URI.
+checkpoint (the metrics, the batches done) read lowwater's batch records through the same URI
+(an object store or HDFS has no appendable ``metrics.jsonl``; the lines are rebuilt from the
+batch records, as ``SparkJob.metrics()`` does).
 """
 
 from __future__ import annotations
@@ -24,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from lowwater.observe.metrics import MetricsLog
+from lowwater.observe.metrics import MetricsLog, lines_from_records
+from lowwater.spark.state import StateStore
 from tests.spark.crash_series import JOB, RUN_TIMEOUT_S, Run, Series, _kill_group
 
 pytestmark = pytest.mark.spark
@@ -32,6 +29,13 @@ pytestmark = pytest.mark.spark
 
 class HdfsSeries(Series):
     hdfs_uri: str = ""
+    spark: Any = None
+
+    def _lines(self, name: str) -> list[dict[str, Any]]:
+        if name == "clean":
+            return MetricsLog(self.checkpoint(name)).read()
+        store = StateStore(self.checkpoint(name), spark=self.spark)
+        return lines_from_records(list(store.batch_records()))
 
     def checkpoint(self, name: str) -> str:
         if name == "clean":  # the uninterrupted reference run stays local: prepare() reads it as files
@@ -65,20 +69,21 @@ class HdfsSeries(Series):
         return Run(proc.returncode, round(time.monotonic() - started, 2), str(log), killed)
 
     def accounting(self, name: str, late_rows: int) -> dict[str, Any]:
-        lines = MetricsLog(self.checkpoint(name)).read()  # type: ignore[arg-type]
+        lines = self._lines(name)
         rows_in = sum(int(m["rows_in"]) for m in lines)
         rows_late = sum(int(m["rows_late"]) for m in lines)
         return {"rows_in": rows_in, "rows_late": rows_late, "batches": len(lines),
                 "ok": rows_in == self.records and rows_late == late_rows}
 
     def batches_done(self, name: str) -> int:
-        return len(MetricsLog(self.checkpoint(name)).read())  # type: ignore[arg-type]
+        return len(self._lines(name))
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_the_crash_series_with_the_checkpoint_on_hdfs(hdfs: Any, pg: Any, tmp_path_factory: Any, seed: int) -> None:
+def test_the_crash_series_with_the_checkpoint_on_hdfs(spark: Any, hdfs: Any, pg: Any, tmp_path_factory: Any,
+                                                     seed: int) -> None:
     series = HdfsSeries(tmp_path_factory.mktemp("hdfs-crash"), pg)
-    series.hdfs_uri = hdfs.uri
+    series.hdfs_uri, series.spark = hdfs.uri, spark
     record = series.run_seed(seed)
     assert record["ok"], json.dumps(record, indent=1, default=str)
     assert any(k.get("landed") for k in record["kills"]) or record["kills"][0]["kind"] == "time"
