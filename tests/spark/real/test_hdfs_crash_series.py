@@ -79,7 +79,12 @@ class HdfsSeries(Series):
         return len(self._lines(name))
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+# CI runs seed 1 (about 4 minutes on a quiet 2-core machine); LOWWATER_HDFS_CRASH_SEEDS=1,2 runs both
+# (both passed when this test joined the suite: 2 passed in 548 s on a loaded machine)
+SEEDS = [int(s) for s in os.environ.get("LOWWATER_HDFS_CRASH_SEEDS", "1").split(",") if s.strip()]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_the_crash_series_with_the_checkpoint_on_hdfs(spark: Any, hdfs: Any, pg: Any, tmp_path_factory: Any,
                                                      seed: int) -> None:
     series = HdfsSeries(tmp_path_factory.mktemp("hdfs-crash"), pg)
