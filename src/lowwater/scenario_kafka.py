@@ -29,7 +29,7 @@ from lowwater.api import StreamExecutionEnvironment
 from lowwater.core.errors import LowwaterError
 from lowwater.scenario import Scenario, _document_parts, _history, build_pipeline, load_scenario
 from lowwater.spark.kafka import KafkaSource, create_topic, local_broker
-from lowwater.spark.sources import BatchFilesSource
+from lowwater.spark.sources import BatchFilesSource, KafkaShapedSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,12 +50,13 @@ class _ClockedKafkaSource(KafkaSource):
     def spark_stream(self, spark: SparkSession) -> DataFrame:
         from pyspark.sql import functions as F
 
-        self.df = (
+        df = (
             spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap_servers)
             .option("subscribe", f"{(self.topics or [''])[0]},{self.clock_topic}")
             .option("startingOffsets", "earliest").option("failOnDataLoss", "true").load()
             .where(F.col("topic") != F.lit(self.clock_topic))
         )
+        KafkaShapedSource.__init__(self, df, self.value_fields, self.topics, self.partitions_per_topic)
         return super(KafkaSource, self).spark_stream(spark)
 
 
