@@ -47,12 +47,12 @@ def test_a_field_name_the_source_does_not_declare_is_an_error_before_spark_start
     env, _ = _env(log, **kwargs)
     started = time.monotonic()
     with pytest.raises(ConfigurationError) as info:
-        SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
     assert time.monotonic() - started < 5
     assert what in str(info.value) and "user, ts, amount" in str(info.value)
     assert not (tmp_path / "ck" / "lowwater" / "pipeline.json").exists()
     env, out = _env(log)  # the fixed pipeline on the same checkpoint
-    SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
     assert sorted((r.key, r.value) for r in out.results) == [("ann", 2), ("bob", 3)]
 
 
@@ -60,7 +60,7 @@ def test_a_declared_type_the_data_cannot_be_read_as_is_an_error_before_the_run(s
     log = _log(tmp_path / "log")
     env, _ = _env(log, fields=[("user", "STRING"), ("ts", "TIMESTAMP"), ("amount", "BIGINT")])
     with pytest.raises(ConfigurationError, match=r"'ts' is declared TIMESTAMP.*1000 is not a TIMESTAMP"):
-        SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
 
 
 def test_a_run_that_committed_no_batch_does_not_bind_the_checkpoint(spark: Any, tmp_path: Path) -> None:
@@ -71,14 +71,14 @@ def test_a_run_that_committed_no_batch_does_not_bind_the_checkpoint(spark: Any, 
 
     env, _ = _env(log, ts=broken)
     with pytest.raises(PipelineError, match="broken assigner"):
-        SparkRuntime(str(tmp_path / "ck"), spark=spark, path="general").execute(env)
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, path="general", end_of_input=True).execute(env)
     assert (tmp_path / "ck" / "lowwater" / "pipeline.json").exists()  # claimed, but nothing committed
     env, out = _env(log)
-    SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)  # another pipeline, accepted
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)  # another pipeline, accepted
     assert sorted((r.key, r.value) for r in out.results) == [("ann", 2), ("bob", 3)]
 
     env, _ = _env(log, agg="ts")  # now the checkpoint holds state: a change is refused, in words
     with pytest.raises(ConfigurationError) as info:
-        SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
     message = str(info.value)
     assert "belongs to a different pipeline" in message and "Sum" in message and "--checkpoint" in message
