@@ -88,7 +88,8 @@ def test_a_line_holds_the_batchs_watermarks_idleness_counts_and_state(checkpoint
         "partition_watermarks": {"0": T0 + 19_999, "1": T0 + 11_999, "2": T0 + 8_999},
         "idle_partitions": ["2"], "rows_in": 200, "rows_late": 5, "rows_late_by_partition": {"2": 5},
         "rows_dead_lettered": 0, "rows_windowed": 195, "rows_unassigned": 0, "direct": True, "operator_rows_in": 0,
-        "operator_rows_dead_lettered": 0, "windows_fired": 6, "open_windows": 10, "state_rows": 10,
+        "operator_rows_dead_lettered": 0, "windows_fired": 6, "open_windows": 10, "open_window_starts": None,
+        "state_rows": 10,
         "state_bytes": 10_000, "duration_ms": 720,
     }
     accounting = from_lines(read_checkpoint(checkpoint)).check()
