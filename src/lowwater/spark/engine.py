@@ -222,7 +222,7 @@ class SparkRuntime:
 
         stream = read_sources(spark, sources)
         if store.local:  # (a URI checkpoint: Spark's own assertion remains)
-            _check_source_count(Path(self.checkpoint) / "spark")
+            _check_source_count(Path(self.checkpoint) / "spark", len(sources) + 1)
         stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable
         writer = stream.writeStream.foreachBatch(driver.on_batch).option(
             "checkpointLocation", join(self.checkpoint, "spark")
@@ -287,7 +287,7 @@ def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
     return stream.withColumn("_tick", F.lit(False)).unionByName(ticks)
 
 
-def _check_source_count(spark_checkpoint: Path) -> None:
+def _check_source_count(spark_checkpoint: Path, expected: int) -> None:
     """Refuse, before Spark does with an assertion, a checkpoint whose query had another number
     of sources: one written before the tick source was part of every query."""
     offsets = spark_checkpoint / "offsets"
@@ -298,11 +298,11 @@ def _check_source_count(spark_checkpoint: Path) -> None:
         return
     lines = (offsets / str(ids[-1])).read_text().splitlines()
     sources = len(lines) - 2  # "v1", the batch metadata, then one line per source
-    if sources != 2:
+    if sources != expected:
         raise ConfigurationError(
             "checkpoint_location",
             f"{spark_checkpoint.parent} was written by a query with {sources} source(s), and lowwater's query "
-            "now has 2 (the source and the tick source, on every trigger); Spark cannot resume it. "
+            f"now has {expected} (its sources and the tick source, on every trigger); Spark cannot resume it. "
             "Finish it with the lowwater version that wrote it, or start over with a new checkpoint location")
 
 
