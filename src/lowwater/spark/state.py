@@ -10,6 +10,8 @@ Layout under ``<checkpoint>/lowwater/`` (a local directory or any Hadoop URI, :m
                              are Parquet under windows/ (:mod:`.window_store`)
     state/<id>.snap          general path: a full snapshot of the engine state after batch <id>
     state/<id>.delta         general path: what batch <id> changed (touched windows, dropped windows)
+                             (both sealed, :mod:`.sealed`: they hold user objects, so they are
+                             refused unless their HMAC under the state key matches)
 
 A full snapshot is written every ``snapshot_every`` batches, a delta otherwise, so the
 cost of a batch grows with what it touches, not with the whole state. Loading version
@@ -23,12 +25,12 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lowwater.spark.fs import CheckpointFS, checkpoint_fs, is_uri, join
+from lowwater.spark.sealed import StateKey, seal, state_key, unseal
 
 __all__ = ["KEEP_BATCH_RECORDS", "KEEP_JSON_VERSIONS", "StateStore"]
 
@@ -38,13 +40,6 @@ KEEP_JSON_VERSIONS = 10
 KEEP_BATCH_RECORDS = 1000
 """How many of the newest ``batches/<id>.json`` records the engine keeps (Spark keeps 100
 batches of its own offsets and commits)."""
-
-
-def _dumps(obj: Any) -> bytes:
-    """cloudpickle: state may hold user functions (lambdas) inside operators."""
-    from pyspark import cloudpickle
-
-    return bytes(cloudpickle.dumps(obj, protocol=5))  # type: ignore[no-untyped-call]
 
 
 class StateStore:
@@ -61,6 +56,15 @@ class StateStore:
         self.fs.mkdirs(self.state)
         self.snapshot_every = snapshot_every
         self.keep_snapshots = keep_snapshots
+        self._spark = spark
+        self._key: StateKey | None = None
+
+    @property
+    def key(self) -> StateKey:
+        """The key that seals the general path's state files (:mod:`.sealed`), looked up once."""
+        if self._key is None:
+            self._key = state_key(self._spark)
+        return self._key
 
     def _json(self, path: str) -> Any:
         data = self.fs.read(path)
@@ -168,7 +172,8 @@ class StateStore:
         snaps = [v for v in self._versions("snap") if v <= version]
         if snaps:
             base = snaps[-1]
-            state = pickle.loads(self.fs.read(join(self.state, f"{base}.snap")) or b"")
+            path = join(self.state, f"{base}.snap")
+            state = unseal(self.fs.read(path) or b"", self.key, path)
         else:
             base, state = -1, empty()
         for v in range(base + 1, version + 1):
@@ -178,7 +183,7 @@ class StateStore:
                     f"state for batch {v} is missing under {self.state}: the checkpoint is incomplete; "
                     "restore it, or start over with a new checkpoint location"
                 )
-            apply_delta(state, pickle.loads(data))
+            apply_delta(state, unseal(data, self.key, join(self.state, f"{v}.delta")))
         return state
 
     def commit(self, version: int, state: Any, delta: Any) -> None:
@@ -186,10 +191,10 @@ class StateStore:
         for stale in (f"{version}.snap", f"{version}.delta"):
             self.fs.delete(join(self.state, stale))
         if version % self.snapshot_every == 0:
-            self.fs.write_atomic(join(self.state, f"{version}.snap"), _dumps(state), fault_batch=version)
+            self.fs.write_atomic(join(self.state, f"{version}.snap"), seal(state, self.key), fault_batch=version)
             self._prune(version)
         else:
-            self.fs.write_atomic(join(self.state, f"{version}.delta"), _dumps(delta), fault_batch=version)
+            self.fs.write_atomic(join(self.state, f"{version}.delta"), seal(delta, self.key), fault_batch=version)
         for later in [v for v in self._versions("snap") + self._versions("delta") if v > version]:
             for name in (f"{later}.snap", f"{later}.delta"):
                 self.fs.delete(join(self.state, name))
