@@ -61,7 +61,7 @@ def test_the_shared_scenarios_are_present() -> None:
     assert len(SCENARIOS) >= 9, f"expected Flink's transcripts in {SHARED}"
 
 
-@pytest.mark.parametrize("path", ["native", "executor", "general"])
+@pytest.mark.parametrize("path", ["native", "executor", "keyed", "general"])
 @pytest.mark.parametrize("scenario", SCENARIOS + NEXT_ONE_SOURCE, ids=lambda p: p.stem)
 def test_spark_runtime_reproduces_flink(spark: Any, scenario: Path, path: str, tmp_path: Path) -> None:
     expected = json.loads(scenario.with_name(scenario.stem + ".expected.json").read_text())

@@ -37,6 +37,7 @@ from lowwater.spark import faults
 from lowwater.spark.field_check import check_field_names
 from lowwater.spark.fs import join
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
+from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
 from lowwater.spark.native import NativeProcessor, Output
 from lowwater.spark.native_state import from_json, to_json
 from lowwater.spark.plan import fingerprint, native_plan
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["SparkJob", "SparkRuntime"]
 
 log = logging.getLogger("lowwater.spark")
-PathChoice = Literal["auto", "native", "executor", "general"]
+PathChoice = Literal["auto", "native", "executor", "keyed", "general"]
 
 
 @dataclass
@@ -109,8 +110,12 @@ class SparkJob:
             if version is None:
                 return Accounting(0, 0, 0, 0)
             t = self.store.load_json(version)["totals"]
-            return Accounting(int(t["rows_in"]), int(t.get("rows_windowed", 0)), int(t["rows_late"]),
-                              int(t["rows_dead"]))
+            if self.path == "keyed" and not t.get("direct", 1):  # a map/filter/flat_map before the window
+                return Accounting(int(t.get("op_rows_in", 0)), int(t.get("rows_windowed", 0)),
+                                  int(t.get("rows_late", 0)), int(t.get("op_dead", 0)),
+                                  int(t.get("rows_unassigned", 0)), scope="window operator")
+            return Accounting(int(t.get("rows_in", 0)), int(t.get("rows_windowed", 0)), int(t.get("rows_late", 0)),
+                              int(t.get("rows_dead", 0)), int(t.get("rows_unassigned", 0)))
         return from_lines(self.metrics())
 
     def progress(self) -> list[dict[str, Any]]:
@@ -162,8 +167,8 @@ class SparkRuntime:
     ) -> None:
         self.checkpoint = str(checkpoint_location)
         self.spark = spark
-        if path not in ("auto", "native", "executor", "general"):
-            raise ConfigurationError("path", f"must be auto, native, executor or general, got {path!r}")
+        if path not in ("auto", "native", "executor", "keyed", "general"):
+            raise ConfigurationError("path", f"must be auto, native, executor, keyed or general, got {path!r}")
         self.path = path
         if trigger != "available_now":
             from lowwater.core.time import to_millis
@@ -203,18 +208,31 @@ class SparkRuntime:
         if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
             plan, reason = dataclasses.replace(plan, executor_watermarks=True), "native, watermarks on the executors"
         processor: Any
-        if plan is not None and self.path != "general":
+        keyed: KeyedPlan | None = None
+        if plan is not None and self.path not in ("general", "keyed"):
             processor, path = NativeProcessor(plan), "executor" if plan.executor_watermarks else "native"
             sinks_of = self._native_sinks(plan, self.dead_letter_sink)
         else:
-            processor, path = GeneralProcessor(env, sources), "general"
+            why = "general path requested"
+            if self.path in ("auto", "keyed"):
+                keyed, why = keyed_plan(env)
+                if keyed is None and self.path == "keyed":
+                    raise PipelineError(f"this pipeline cannot take the keyed path: {why}")
+            if plan is not None:
+                reason = f"{self.path} path requested"
+            elif keyed is not None:
+                reason = f"not native ({reason}): per key on the executors"
+            else:
+                reason = f"not native ({reason}), not keyed ({why})"
+            processor, path = GeneralProcessor(env, sources), "keyed" if keyed is not None else "general"
             sinks_of = self._general_sinks(env, self.dead_letter_sink)
-            reason = reason if plan is None else "general path requested"
         store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
                            spark=spark)
         store.claim({"path": path, **fingerprint(env)})
         if isinstance(processor, NativeProcessor):
             processor.bind(WindowStore(join(store.location, "windows"), store.fs))
+        if keyed is not None:
+            processor = KeyedProcessor(keyed, store.fs, store.location, store.key)
         job = SparkJob(None, store, path, reason)
         driver = _BatchDriver(processor, store, sinks_of, self._now, job, spark)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
@@ -336,6 +354,8 @@ class _BatchDriver:
         self.job = job
         self.spark = spark
         self.native = isinstance(processor, NativeProcessor)
+        self.json_state = self.native or bool(getattr(processor, "json_state", False))
+        """Native and keyed paths: the control plane as JSON, run with the session."""
         self.cached: tuple[int, Any] | None = None
         self.last_batch = -1
         self.opened: set[int] = set()
@@ -347,6 +367,8 @@ class _BatchDriver:
             return self.processor.empty_state()
         if self.native:
             return from_json(self.store.load_json(version), self.processor.plan.strategy)
+        if self.json_state:
+            return self.processor.state_from_json(self.store.load_json(version))
         state = self.store.load(version, self.processor.empty_state, self.processor.apply_delta)
         return self.processor.rebind(state)  # the checkpoint's data, the current code
 
@@ -410,9 +432,9 @@ class _BatchDriver:
         faults.at("start", batch_id)
         state = self._state_after(batch_id - 1)
         self.cached = None  # the processor mutates the state in place
-        if self.native:
+        if self.json_state:
             out = self.processor.run(state, df, batch_id, record["clock_ms"], self.spark, end_of_input=end_of_input)
-            self.store.commit_json(batch_id, to_json(state))
+            self.store.commit_json(batch_id, to_json(state) if self.native else self.processor.state_to_json(state))
         else:
             out = self.processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)
             self.store.commit(batch_id, state, out.delta)

@@ -1,0 +1,594 @@
+"""The keyed path: window operators of any kind, per key, on the executors.
+
+Session windows, custom and count triggers, process window functions, user aggregates,
+Python maps, filters and key selectors: what the native path cannot express in SQL runs
+here, and no longer in the driver's one Python process. The pipeline's shape::
+
+    one source -> map/filter/flat_map/assign_timestamps_and_watermarks (any order, one strategy)
+      -> key_by(anything) -> window(any assigner, trigger, contents, function, lateness)
+      -> sinks on the window's output, its late output and its side outputs
+
+Per micro-batch ``k`` (shared/DESIGN.md §2):
+
+1. **Per partition, on the executors** (``groupBy(_partition).applyInPandas``, rows in offset
+   order): the Python operators before the window, the timestamp assigner and the watermark
+   generator, with the partition's generator state from the driver and the batch's clock.
+   Each partition returns its elements (key text, timestamp, the value cloudpickled) and one
+   control row: its generator's new state as plain data and the watermark events it emitted.
+2. **On the driver**: the control rows (O(partitions)) go through the multiplexer, as on the
+   native path, giving ``W_k``. Elements of batch ``k`` are judged against ``W_{k-1}``.
+3. **Per key, on the executors**: the keys with elements, or with a timer due by ``W_k`` or by
+   the batch's processing time, are cogrouped with their stored state by a hash bucket of the
+   key. Each bucket runs the reference window operator (:class:`~lowwater.runtime.nodes.WindowNode`):
+   the elements in arrival order at ``W_{k-1}``, then ``W_k``, then processing time. What it
+   emits, and each visited key's new state, come back as rows.
+4. Keyed state is Parquet under ``<checkpoint>/lowwater/keyed/batch=<k>/``: one row per key the
+   batch visited (``live`` false when the key's state is gone), its slice sealed
+   (:mod:`.sealed`). The state as of ``k - 1`` is the newest row per key over the directories
+   the control state lists; every ``compact_every`` batches one directory gets the whole
+   state, and the older ones are deleted one batch later. A replay of ``k`` rewrites the same
+   directory with the same rows.
+
+The driver holds O(partitions + buckets) per batch: generator states, watermarks, counters.
+Results come to the driver only for row-list sinks, which ask for them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lowwater.api.environment import StreamExecutionEnvironment
+from lowwater.api.transformations import (
+    AssignTransformation,
+    OneInputTransformation,
+    OutputTag,
+    SideOutputTransformation,
+    SourceTransformation,
+    Transformation,
+    WindowTransformation,
+)
+from lowwater.core.clock import ManualClock
+from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.core.watermarks import Watermark, WatermarkStrategy
+from lowwater.runtime.exchange import Exchange
+from lowwater.spark.executor_watermarks import PartitionState, new_partition
+from lowwater.spark.fs import CheckpointFS, join
+from lowwater.spark.native_state import _exchange, _exchange_data
+from lowwater.spark.sealed import StateKey
+from lowwater.spark.snapshot import restore, to_data
+from lowwater.spark.sources import SparkSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["KeyedOutput", "KeyedPlan", "KeyedProcessor", "KeyedState", "keyed_plan"]
+
+FORMAT = 1
+COMPACT_EVERY = 20
+
+_A_SCHEMA = ("_partition INT, _offset BIGINT, _seq BIGINT, _sub INT, _ts BIGINT, _kb STRING, _el BINARY, "
+             "_dead STRING, _ctl STRING")
+_A_COLUMNS = (("_partition", "int32"), ("_offset", "int64"), ("_seq", "int64"), ("_sub", "int32"),
+              ("_ts", "int64"), ("_kb", "string"), ("_el", "binary"), ("_dead", "string"), ("_ctl", "string"))
+_B_COLUMNS = (("kind", "string"), ("_kb", "string"), ("o1", "int64"), ("o2", "int64"), ("o3", "int64"),
+              ("o4", "int64"), ("o5", "int64"), ("blob", "binary"), ("next_event", "int64"),
+              ("next_proc", "int64"), ("live", "bool_"))
+_B_SCHEMA = ("kind STRING, _kb STRING, o1 BIGINT, o2 BIGINT, o3 BIGINT, o4 BIGINT, o5 BIGINT, blob BINARY, "
+             "next_event BIGINT, next_proc BIGINT, live BOOLEAN")
+_STATE_SCHEMA = "_kb STRING, _v BIGINT, state BINARY, next_event BIGINT, next_proc BIGINT, live BOOLEAN"
+
+
+@dataclass(frozen=True)
+class KeyedPlan:
+    source: SparkSource
+    chain: tuple[tuple[str, Any], ...]
+    """From the source to the window: ``("map" | "filter" | "flat_map", fn)`` or ``("assign", None)``."""
+    strategy: WatermarkStrategy[Any]
+    window: WindowTransformation
+    outputs: tuple[OutputTag | None, ...]
+    """Per sink of the pipeline (in ``env.sinks`` order): ``None`` for the window's output, else
+    the side output's tag."""
+
+    @property
+    def direct(self) -> bool:
+        return all(kind == "assign" for kind, _ in self.chain)
+
+
+def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
+    """The keyed plan, or ``None`` and the reason the pipeline needs the general path."""
+    if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
+        return None, "not event time"
+    windows = [t for t in _walk(env) if isinstance(t, WindowTransformation)]
+    if len(windows) != 1:
+        return None, "not exactly one window operator"
+    w = windows[0]
+    outputs: list[OutputTag | None] = []
+    for s in env.sinks:
+        if s.input is w:
+            outputs.append(None)
+        elif isinstance(s.input, SideOutputTransformation) and s.input.input is w:
+            outputs.append(s.input.tag)
+        else:
+            return None, f"sink {s.name!r} is not on the window's output or one of its side outputs"
+    chain: list[tuple[str, Any]] = []
+    strategies: list[WatermarkStrategy[Any]] = []
+    up: Transformation = w.input
+    while not isinstance(up, SourceTransformation):
+        if isinstance(up, OneInputTransformation):
+            chain.append((up.kind, up.fn))
+            up = up.input
+        elif isinstance(up, AssignTransformation):
+            chain.append(("assign", None))
+            strategies.append(up.strategy)
+            up = up.input
+        else:
+            return None, f"{type(up).__name__} between the source and the window"
+    if up.strategy is not None:
+        chain.append(("assign", None))
+        strategies.append(up.strategy)
+    if len(strategies) != 1:
+        return None, "no watermark strategy" if not strategies else "more than one watermark strategy"
+    if not isinstance(up.source, SparkSource):
+        return None, f"{type(up.source).__name__} cannot be read by Spark"
+    if not w.assigner.is_event_time():
+        return None, "processing-time windows"
+    return KeyedPlan(up.source, tuple(reversed(chain)), strategies[0], w, tuple(outputs)), "keyed"
+
+
+def _walk(env: StreamExecutionEnvironment) -> list[Transformation]:
+    seen: dict[int, Transformation] = {}
+
+    def visit(t: Transformation) -> None:
+        if t.id not in seen:
+            seen[t.id] = t
+            for i in t.inputs:
+                visit(i)
+
+    for s in env.sinks:
+        visit(s)
+    return list(seen.values())
+
+
+# -- the control plane ------------------------------------------------------------------------
+@dataclass
+class KeyedState:
+    clock: ManualClock = field(default_factory=ManualClock)
+    exchange: Exchange = field(default_factory=lambda: Exchange(keep_history=False))
+    partitions: dict[int, PartitionState] = field(default_factory=dict)
+    started: bool = False
+    state_dirs: list[int] = field(default_factory=list)
+    """The batches whose ``keyed/batch=<k>`` directories hold the keyed state (newest row per key wins)."""
+    pending_delete: list[int] = field(default_factory=list)
+    totals: dict[str, int] = field(default_factory=dict)
+    late_by_partition: dict[int, int] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def watermark(self) -> int:
+        return self.exchange.watermark_or_min()
+
+
+def state_to_json(st: KeyedState) -> dict[str, Any]:
+    return {"format": FORMAT, "path": "keyed", "clock_ms": st.clock.now_ms(), "started": st.started,
+            "watermarks": _exchange_data(st.exchange),
+            "executor": {str(p): {"clock_ms": c.now_ms(), "state": to_data(pw)} for p, (c, pw) in st.partitions.items()},
+            "state_dirs": list(st.state_dirs), "pending_delete": list(st.pending_delete),
+            "totals": dict(st.totals), "late_by_partition": {str(p): n for p, n in st.late_by_partition.items()},
+            "metrics": st.metrics}
+
+
+def state_from_json(data: dict[str, Any], strategy: WatermarkStrategy[Any]) -> KeyedState:
+    if data.get("format") != FORMAT or data.get("path") != "keyed":
+        from lowwater.core.errors import ConfigurationError
+
+        raise ConfigurationError("checkpoint_location", "the checkpoint's state was not written by the keyed path "
+                                                        "of this lowwater version: use a new checkpoint")
+    st = KeyedState()
+    st.clock.set(int(data["clock_ms"]))
+    st.started = bool(data["started"])
+    st.exchange = _exchange(data["watermarks"])
+    for p_, item in data["executor"].items():
+        clock, pw = new_partition(strategy, int(p_))
+        restore(item["state"], pw)
+        clock.set(int(item["clock_ms"]))
+        st.partitions[int(p_)] = (clock, pw)
+    st.state_dirs = [int(b) for b in data["state_dirs"]]
+    st.pending_delete = [int(b) for b in data["pending_delete"]]
+    st.totals = {k: int(v) for k, v in data["totals"].items()}
+    st.late_by_partition = {int(p): int(n) for p, n in data["late_by_partition"].items()}
+    st.metrics = dict(data.get("metrics") or {})
+    return st
+
+
+@dataclass
+class KeyedOutput:
+    per_sink: list[list[Any]]
+    metrics: dict[str, Any]
+    dead: list[dict[str, Any]]
+
+
+def _table(rows: list[tuple[Any, ...]], columns: tuple[tuple[str, str], ...]) -> Any:
+    """``rows`` as an Arrow table of ``columns`` (name, Arrow type name)."""
+    import pyarrow as pa
+
+    data = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    return pa.table({name: pa.array(list(col), type=getattr(pa, kind)()) for (name, kind), col
+                     in zip(columns, data, strict=True)})
+
+
+# -- stage A: per partition ----------------------------------------------------------------------
+def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[str, Any]], clock_ms: int) -> Any:
+    chain, strategy, key_selector = plan.chain, plan.strategy, plan.window.key_selector
+
+    def run(table: Any) -> Any:
+        from pyspark import cloudpickle
+
+        from lowwater.spark.keyed_state import key_bytes
+
+        cols = table.to_pydict()
+        n = table.num_rows
+        none = [None] * n
+        seqs, offsets = cols.get("_seq", none), cols["_offset"]
+        order = sorted(range(n), key=lambda i: (seqs[i] is not None, seqs[i] or 0,
+                                                offsets[i] is not None, offsets[i] or 0))
+        p = int(cols["_partition"][0])
+        clock, pw = new_partition(strategy, p)
+        if p in states:
+            restore(states[p]["state"], pw)
+        clock.set(clock_ms)
+        events: list[tuple[str, int]] = []
+
+        class Out:
+            def emit_watermark(self, w: Watermark) -> None:
+                events.append(("watermark", w.timestamp))
+
+            def mark_idle(self) -> None:
+                events.append(("idle", 0))
+
+            def mark_active(self) -> None:
+                events.append(("active", 0))
+
+        out = Out()
+        rows: list[tuple[Any, ...]] = []
+        names = [f for f in fields if f in cols]
+        records = [{f: cols[f][i] for f in names} for i in order]
+        offsets = [offsets[i] for i in order]
+        seqs = [seqs[i] for i in order]
+        source_ts = [cols["_source_ts"][i] for i in order]
+        corrupt = [cols["_corrupt"][i] for i in order] if "_corrupt" in cols else none
+        files = [cols["_file"][i] for i in order] if "_file" in cols else none
+        n_in = n_dead = 0
+
+        def dead(offset: Any, seq: Any, reason: str, record: Any, file: Any = None) -> None:
+            nonlocal n_dead
+            n_dead += 1
+            letter = {"reason": reason, "partition": p, "offset": offset, "record": record}
+            if file is not None:
+                letter["file"] = file
+            rows.append((p, offset, seq, 0, None, None, None, json.dumps(letter, default=str), None))
+
+        for record, offset, seq, sts, bad, file in zip(records, offsets, seqs, source_ts, corrupt, files,
+                                                       strict=True):
+            n_in += 1
+            off, sq = offset, seq
+            if bad is not None:
+                dead(off, sq, BadRecordError.unparsed(bad), None, file)
+                continue
+            items: list[tuple[Any, int | None]] = [(record, sts)]
+            try:
+                for kind, fn in chain:
+                    nxt: list[tuple[Any, int | None]] = []
+                    for value, ts in items:
+                        if kind == "assign":
+                            prev = MIN_TIMESTAMP if ts is None else ts
+                            ts = int(pw.assigner.extract_timestamp(value, prev))
+                            pw.generator.on_event(value, ts, out)
+                            nxt.append((value, ts))
+                        elif kind == "map":
+                            nxt.append((fn(value), ts))
+                        elif kind == "filter":
+                            if fn(value):
+                                nxt.append((value, ts))
+                        else:
+                            nxt.extend((v, ts) for v in (fn(value) or ()))
+                    items = nxt
+                keyed = [(key_bytes(key_selector(v)), v, ts) for v, ts in items]
+            except BadRecordError as e:
+                dead(off, sq, e.reason, record)
+                continue
+            except LowwaterError:
+                raise
+            except Exception as e:
+                raise UserFunctionError("an operator before the window", e, partition=p, offset=off) from e
+            for sub, (kb, value, ts) in enumerate(keyed):
+                rows.append((p, off, sq, sub, ts, kb, cloudpickle.dumps(value, protocol=5), None, None))  # type: ignore[no-untyped-call]
+        try:
+            pw.generator.on_periodic_emit(out)
+        except LowwaterError:
+            raise
+        except Exception as e:
+            raise UserFunctionError(f"watermark generator ({strategy!r})", e, partition=p) from e
+        ctl = {"state": to_data(pw), "clock_ms": clock_ms, "events": events, "rows_in": n_in, "dead": n_dead}
+        rows.append((p, None, None, None, None, None, None, None, json.dumps(ctl)))
+        return _table(rows, _A_COLUMNS)
+
+    return run
+
+
+# -- stage B: per key ------------------------------------------------------------------------------
+def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int) -> Any:
+    t = plan.window
+    tags = [tag for tag in plan.outputs if tag is not None]
+
+    def run(elements_table: Any, states_table: Any) -> Any:
+        from pyspark import cloudpickle
+
+        from lowwater.runtime.nodes import DeadLetters, WindowNode
+        from lowwater.runtime.records import Record
+        from lowwater.spark.keyed_state import key_bytes, put_slice, take_slices
+        from lowwater.spark.sealed import seal, unseal
+
+        node = WindowNode(0, t, ManualClock(clock_ms))
+        node.dead = DeadLetters()
+        op = node.operator
+        op.current_watermark = w_prev
+        out: list[tuple[Any, ...]] = []
+        order: list[int] = [0, 0, 0, 0]  # the position that emissions get: phase, then three numbers
+
+        def emit(record: Record) -> None:
+            out.append(("result", None, *order, len(out), cloudpickle.dumps(record.value, protocol=5),  # type: ignore[no-untyped-call]
+                        None, None, None))
+
+        def emit_side(tag: OutputTag, record: Record) -> None:
+            if tag in tags:
+                out.append((f"side:{tags.index(tag)}", None, *order, len(out),
+                            cloudpickle.dumps(record.value, protocol=5), None, None, None))  # type: ignore[no-untyped-call]
+
+        node.emit = emit  # type: ignore[method-assign]
+        node.emit_side = emit_side  # type: ignore[method-assign]
+        visited: set[str] = set()
+        states = states_table.to_pydict()
+        for kb, blob in zip(states["_kb"], states["state"], strict=True):
+            data = unseal(blob, key, f"the keyed state of {kb}")
+            put_slice(op, data["key"], data)
+            visited.add(kb)
+        el = elements_table.to_pydict()
+        arrival = sorted(range(elements_table.num_rows), key=lambda i: (
+            el["_seq"][i] is not None, el["_seq"][i] or 0, el["_partition"][i],
+            el["_offset"][i] is not None, el["_offset"][i] or 0, el["_sub"][i]))
+        for i in arrival:
+            kb, p, off, sq = el["_kb"][i], el["_partition"][i], el["_offset"][i], el["_seq"][i]
+            visited.add(kb)
+            order[:] = [0, -1 if sq is None else sq, p, -1 if off is None else off]
+            node.on_record(Record(cloudpickle.loads(el["_el"][i]), el["_ts"][i], 0, p, off), 0)
+        try:
+            for w in steps:
+                order[:] = [1, w, 0, 0]
+                node._handle(op.advance_watermark(w))
+            order[:] = [2, clock_ms, 0, 0]
+            node._handle(op.advance_processing_time(clock_ms))
+        except LowwaterError:
+            raise
+        except Exception as e:
+            raise UserFunctionError(f"window function of {node.name}", e) from e
+        for letter in node.dead.rows:
+            out.append(("dead", None, 0, 0, 0, 0, len(out), json.dumps(letter, default=str).encode(), None, None,
+                        None))
+        slices = take_slices(op)
+        for k, (data, next_event, next_proc) in slices.items():
+            kb = key_bytes(k)
+            visited.discard(kb)
+            out.append(("state", kb, 0, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True))
+        for kb in visited:  # visited, and no state left: a tombstone
+            out.append(("state", kb, 0, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False))
+        stats = {"op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered, "windowed": op.windowed_count,
+                 "late": op.late_count, "unassigned": op.unassigned_count, "fired": op.fired_count,
+                 "late_by_partition": {str(p): n for p, n in node.late_by_partition.items()}}
+        out.append(("stats", None, 0, 0, 0, 0, 0, json.dumps(stats).encode(), None, None, None))
+        return _table(out, _B_COLUMNS)
+
+    return run
+
+
+class KeyedProcessor:
+    """Runs a :class:`KeyedPlan`, one micro-batch at a time (see the module docstring)."""
+
+    json_state = True
+
+    def __init__(self, plan: KeyedPlan, fs: CheckpointFS, location: str, key: StateKey,
+                 compact_every: int = COMPACT_EVERY) -> None:
+        self.plan = plan
+        self.fs = fs
+        self.root = join(location, "keyed")
+        self.key = key
+        self.compact_every = compact_every
+
+    def empty_state(self) -> KeyedState:
+        return KeyedState()
+
+    def state_from_json(self, data: dict[str, Any]) -> KeyedState:
+        return state_from_json(data, self.plan.strategy)
+
+    @staticmethod
+    def state_to_json(st: KeyedState) -> dict[str, Any]:
+        return state_to_json(st)
+
+    def _dir(self, batch: int) -> str:
+        return join(self.root, f"batch={batch}")
+
+    def _buckets(self, spark: SparkSession) -> int:
+        return max(2, 2 * int(spark.sparkContext.defaultParallelism))
+
+    def _lane(self, st: KeyedState, p: int) -> PartitionState:
+        if p not in st.partitions:
+            st.partitions[p] = new_partition(self.plan.strategy, p)
+        if p not in st.exchange.mux:
+            st.exchange.mux.register_new_output(p)
+        return st.partitions[p]
+
+    def run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
+            end_of_input: bool = False) -> KeyedOutput:
+        from pyspark.sql import functions as F
+
+        plan = self.plan
+        if not st.started:
+            for p in plan.source.partitions():
+                self._lane(st, p)
+            st.started = True
+        for b in st.pending_delete:  # superseded by a compaction that batch k-1 committed
+            self.fs.delete(self._dir(b))
+        st.pending_delete = []
+        st.clock.set(clock_ms)
+        w_prev = st.watermark
+        rows_in = dead_a = 0
+        persisted: list[DataFrame] = []
+        stage_a = None
+        if df is not None and not end_of_input:
+            states = {p: {"state": to_data(pw)} for p, (_, pw) in st.partitions.items()}
+            stage_a = df.groupBy("_partition").applyInArrow(
+                _per_partition(plan, plan.source.fields(), states, clock_ms), _A_SCHEMA).persist()
+            persisted.append(stage_a)
+            emitted: set[int] = set()
+            for r in stage_a.filter("_ctl IS NOT NULL").select("_partition", "_ctl").collect():
+                p, ctl = int(r["_partition"]), json.loads(r["_ctl"])
+                clock, pw = self._lane(st, p)
+                restore(ctl["state"], pw)
+                clock.set(clock_ms)
+                out = st.exchange.mux.get_deferred_output(p)
+                for kind, ts in ctl["events"]:
+                    if kind == "watermark":
+                        out.emit_watermark(Watermark(int(ts)))
+                    elif kind == "idle":
+                        out.mark_idle()
+                    else:
+                        out.mark_active()
+                rows_in += int(ctl["rows_in"])
+                dead_a += int(ctl["dead"])
+                emitted.add(p)
+            for p, (clock, pw) in st.partitions.items():
+                if p not in emitted:
+                    clock.set(clock_ms)
+                    pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+        elif end_of_input:
+            for p in st.partitions:
+                st.exchange.mux.get_deferred_output(p).emit_watermark(Watermark(MAX_TIMESTAMP))
+        else:
+            for p, (clock, pw) in st.partitions.items():
+                clock.set(clock_ms)
+                pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+        combined = st.exchange.combine()
+        w_new = st.watermark
+        steps = [w_new] if combined.advanced_to is not None and w_new > w_prev else []
+
+        try:
+            elements = (stage_a.filter("_ctl IS NULL AND _dead IS NULL")
+                        .select("_kb", "_partition", "_offset", "_seq", "_sub", "_ts", "_el")
+                        if stage_a is not None else
+                        spark.createDataFrame([], "_kb STRING, _partition INT, _offset BIGINT, _seq BIGINT, "
+                                                  "_sub INT, _ts BIGINT, _el BINARY"))
+            due = max(w_new, w_prev)
+            stored = self._stored(spark, st.state_dirs)
+            if stored is not None:
+                keys = elements.select("_kb").unionByName(
+                    stored.where(f"next_event <= {due} OR next_proc <= {clock_ms}").select("_kb")).distinct()
+                latest = self._latest(stored.join(keys, "_kb", "left_semi")).where("live")
+            else:
+                latest = spark.createDataFrame([], _STATE_SCHEMA)
+            n = self._buckets(spark)
+            bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
+            stage_b = (elements.select("*", bucket).groupBy("_b")
+                       .cogroup(latest.select("_kb", "state", bucket).groupBy("_b"))
+                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms), _B_SCHEMA)).persist()
+            persisted.append(stage_b)
+            stats = [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'stats'").select("blob").collect()]
+            new_state = stage_b.filter("kind = 'state'").selectExpr(
+                "_kb", f"CAST({batch_id} AS BIGINT) AS _v", "blob AS state", "next_event", "next_proc", "live")
+            compact = batch_id % self.compact_every == 0 and len(st.state_dirs) > 1
+            if compact and stored is not None:
+                old = self._latest(stored).where("live").join(new_state.select("_kb"), "_kb", "left_anti")
+                new_state = new_state.where("live").unionByName(old.select(*new_state.columns))
+            wrote = self._write(new_state, batch_id)
+            if compact:
+                st.pending_delete = [b for b in st.state_dirs if b != batch_id]
+                st.state_dirs = [batch_id] if wrote else []
+            elif wrote:
+                st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
+            per_sink = self._collect_outputs(stage_b)
+            dead = [json.loads(r["_dead"]) for r in stage_a.filter("_dead IS NOT NULL")
+                    .orderBy("_seq", "_partition", "_offset").select("_dead").collect()] if stage_a is not None else []
+            dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
+                     .select("blob").collect()]
+        finally:
+            for frame in persisted:
+                frame.unpersist()
+
+        sums = {k: sum(int(s[k]) for s in stats) for k in ("op_rows_in", "op_dead", "windowed", "late", "unassigned",
+                                                            "fired")}
+        for s in stats:
+            for p, c in s["late_by_partition"].items():
+                st.late_by_partition[int(p)] = st.late_by_partition.get(int(p), 0) + int(c)
+        batch = {"rows_in": rows_in, "rows_windowed": sums["windowed"], "rows_late": sums["late"],
+                 "rows_dead": dead_a + sums["op_dead"], "rows_unassigned": sums["unassigned"],
+                 "op_rows_in": sums["op_rows_in"], "op_dead": sums["op_dead"], "windows_fired": sums["fired"]}
+        for k, v in batch.items():
+            st.totals[k] = st.totals.get(k, 0) + v
+        st.totals["direct"] = int(plan.direct)
+        status = st.exchange.lane_status()
+        metrics = {
+            "combined_watermark": w_new,
+            "partition_watermarks": {str(k): v[0] for k, v in status.items()},
+            "idle_partitions": sorted(str(k) for k, v in status.items() if v[1]),
+            "rows_in": rows_in, "rows_windowed": batch["rows_windowed"], "rows_late": batch["rows_late"],
+            "rows_dead_lettered": batch["rows_dead"], "rows_unassigned": batch["rows_unassigned"],
+            "operator_rows_in": batch["op_rows_in"], "operator_rows_dead_lettered": batch["op_dead"],
+            "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
+            "windows_fired": batch["windows_fired"], "direct": plan.direct, "state_batches": len(st.state_dirs),
+        }
+        st.metrics = dict(metrics)
+        return KeyedOutput(per_sink, metrics, dead)
+
+    def _stored(self, spark: SparkSession, dirs: list[int]) -> DataFrame | None:
+        if not dirs:
+            return None
+        return spark.read.schema(_STATE_SCHEMA).parquet(*[self._dir(b) for b in dirs])
+
+    @staticmethod
+    def _latest(stored: DataFrame) -> DataFrame:
+        """The newest row per key."""
+        from pyspark.sql import functions as F
+
+        cols = ["state", "next_event", "next_proc", "live"]
+        newest = F.max_by(F.struct(*cols), "_v").alias("s")
+        return stored.groupBy("_kb").agg(F.max("_v").alias("_v"), newest).select("_kb", "_v", *[f"s.{c}" for c in cols])
+
+    def _write(self, rows: DataFrame, batch_id: int) -> bool:
+        """Write ``rows`` as batch ``batch_id``'s state directory (replacing a replay's); False when empty."""
+        target = self._dir(batch_id)
+        rows = rows.persist()
+        try:
+            if rows.isEmpty():
+                self.fs.delete(target)
+                return False
+            rows.coalesce(max(1, min(rows.rdd.getNumPartitions(), 8))).write.mode("overwrite").parquet(target)
+            return True
+        finally:
+            rows.unpersist()
+
+    def _collect_outputs(self, stage_b: DataFrame) -> list[list[Any]]:
+        from pyspark import cloudpickle
+
+        wanted = ["result"] if None in self.plan.outputs else []
+        tags = [tag for tag in self.plan.outputs if tag is not None]
+        wanted += [f"side:{i}" for i in range(len(tags))]
+        if not wanted:
+            return [[] for _ in self.plan.outputs]
+        got: dict[str, list[Any]] = {k: [] for k in wanted}
+        quoted = ", ".join(f"'{k}'" for k in wanted)
+        for r in stage_b.filter(f"kind IN ({quoted})").orderBy("o1", "o2", "o3", "o4", "_kb", "o5").select(
+                "kind", "blob").collect():
+            got[r["kind"]].append(cloudpickle.loads(bytes(r["blob"])))
+        return [got["result"] if tag is None else got[f"side:{tags.index(tag)}"] for tag in self.plan.outputs]
