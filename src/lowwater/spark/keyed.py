@@ -312,7 +312,8 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
             raise
         except Exception as e:
             raise UserFunctionError(f"watermark generator ({strategy!r})", e, partition=p) from e
-        ctl = {"state": to_data(pw), "clock_ms": clock_ms, "events": events, "rows_in": n_in, "dead": n_dead}
+        ctl = {"state": to_data(pw), "clock_ms": clock_ms, "events": events, "rows_in": n_in, "dead": n_dead,
+               "elements": len(rows) - n_dead}
         rows.append((p, None, None, None, None, None, None, None, json.dumps(ctl)))
         return _table(rows, _A_COLUMNS)
 
@@ -385,7 +386,10 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             out.append(("state", kb, 0, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True))
         for kb in visited:  # visited, and no state left: a tombstone
             out.append(("state", kb, 0, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False))
-        stats = {"op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered, "windowed": op.windowed_count,
+        kinds: dict[str, int] = {}
+        for row in out:
+            kinds[row[0]] = kinds.get(row[0], 0) + 1
+        stats = {"kinds": kinds, "op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered, "windowed": op.windowed_count,
                  "late": op.late_count, "unassigned": op.unassigned_count, "fired": op.fired_count,
                  "late_by_partition": {str(p): n for p, n in node.late_by_partition.items()}}
         out.append(("stats", None, 0, 0, 0, 0, 0, json.dumps(stats).encode(), None, None, None))
@@ -444,7 +448,7 @@ class KeyedProcessor:
         st.pending_delete = []
         st.clock.set(clock_ms)
         w_prev = st.watermark
-        rows_in = dead_a = 0
+        rows_in = dead_a = n_elements = 0
         persisted: list[DataFrame] = []
         stage_a = None
         if df is not None and not end_of_input:
@@ -468,6 +472,7 @@ class KeyedProcessor:
                         out.mark_active()
                 rows_in += int(ctl["rows_in"])
                 dead_a += int(ctl["dead"])
+                n_elements += int(ctl["elements"])
                 emitted.add(p)
             for p, (clock, pw) in st.partitions.items():
                 if p not in emitted:
@@ -502,26 +507,36 @@ class KeyedProcessor:
             bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
             stage_b = (elements.select("*", bucket).groupBy("_b")
                        .cogroup(latest.select("_kb", "state", bucket).groupBy("_b"))
-                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms), _B_SCHEMA)).persist()
-            persisted.append(stage_b)
-            stats = [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'stats'").select("blob").collect()]
+                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms), _B_SCHEMA))
+            if n_elements or stored is not None:
+                stage_b = stage_b.persist()
+                persisted.append(stage_b)
+                stats = [json.loads(bytes(r["blob"]))
+                         for r in stage_b.filter("kind = 'stats'").select("blob").collect()]
+            else:  # nothing to visit: no elements, no state
+                stats = []
+            kinds: dict[str, int] = {}
+            for s_ in stats:
+                for k, c in s_["kinds"].items():
+                    kinds[k] = kinds.get(k, 0) + int(c)
             new_state = stage_b.filter("kind = 'state'").selectExpr(
                 "_kb", f"CAST({batch_id} AS BIGINT) AS _v", "blob AS state", "next_event", "next_proc", "live")
             compact = batch_id % self.compact_every == 0 and len(st.state_dirs) > 1
             if compact and stored is not None:
                 old = self._latest(stored).where("live").join(new_state.select("_kb"), "_kb", "left_anti")
                 new_state = new_state.where("live").unionByName(old.select(*new_state.columns))
-            wrote = self._write(new_state, batch_id)
+            wrote = self._write(new_state, batch_id, known_empty=not compact and not kinds.get("state"))
             if compact:
                 st.pending_delete = [b for b in st.state_dirs if b != batch_id]
                 st.state_dirs = [batch_id] if wrote else []
             elif wrote:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
-            per_sink = self._collect_outputs(stage_b)
+            per_sink = self._collect_outputs(stage_b, kinds)
             dead = [json.loads(r["_dead"]) for r in stage_a.filter("_dead IS NOT NULL")
-                    .orderBy("_seq", "_partition", "_offset").select("_dead").collect()] if stage_a is not None else []
-            dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
-                     .select("blob").collect()]
+                    .orderBy("_seq", "_partition", "_offset").select("_dead").collect()] if dead_a else []
+            if kinds.get("dead"):
+                dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
+                         .select("blob").collect()]
         finally:
             for frame in persisted:
                 frame.unpersist()
@@ -565,25 +580,22 @@ class KeyedProcessor:
         newest = F.max_by(F.struct(*cols), "_v").alias("s")
         return stored.groupBy("_kb").agg(F.max("_v").alias("_v"), newest).select("_kb", "_v", *[f"s.{c}" for c in cols])
 
-    def _write(self, rows: DataFrame, batch_id: int) -> bool:
+    def _write(self, rows: DataFrame, batch_id: int, known_empty: bool) -> bool:
         """Write ``rows`` as batch ``batch_id``'s state directory (replacing a replay's); False when empty."""
         target = self._dir(batch_id)
-        rows = rows.persist()
-        try:
-            if rows.isEmpty():
-                self.fs.delete(target)
-                return False
-            rows.coalesce(max(1, min(rows.rdd.getNumPartitions(), 8))).write.mode("overwrite").parquet(target)
-            return True
-        finally:
-            rows.unpersist()
+        if known_empty:
+            self.fs.delete(target)
+            return False
+        rows.write.mode("overwrite").parquet(target)
+        return True
 
-    def _collect_outputs(self, stage_b: DataFrame) -> list[list[Any]]:
+    def _collect_outputs(self, stage_b: DataFrame, kinds: dict[str, int]) -> list[list[Any]]:
         from pyspark import cloudpickle
 
         wanted = ["result"] if None in self.plan.outputs else []
         tags = [tag for tag in self.plan.outputs if tag is not None]
         wanted += [f"side:{i}" for i in range(len(tags))]
+        wanted = [k for k in wanted if kinds.get(k)]
         if not wanted:
             return [[] for _ in self.plan.outputs]
         got: dict[str, list[Any]] = {k: [] for k in wanted}
@@ -591,4 +603,5 @@ class KeyedProcessor:
         for r in stage_b.filter(f"kind IN ({quoted})").orderBy("o1", "o2", "o3", "o4", "_kb", "o5").select(
                 "kind", "blob").collect():
             got[r["kind"]].append(cloudpickle.loads(bytes(r["blob"])))
-        return [got["result"] if tag is None else got[f"side:{tags.index(tag)}"] for tag in self.plan.outputs]
+        return [got.get("result", []) if tag is None else got.get(f"side:{tags.index(tag)}", [])
+                for tag in self.plan.outputs]
