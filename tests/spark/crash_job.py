@@ -1,6 +1,6 @@
 """A job for the crash tests: a partitioned log -> windows -> directory sinks (and PostgreSQL), on Spark.
 
-    python crash_job.py LOG CHECKPOINT OUT [native|general] [--jdbc-url URL --table NAME [--user USER]]
+    python crash_job.py LOG CHECKPOINT OUT [native|executor|keyed|general] [--jdbc-url URL --table NAME [--user USER]]
 
 Window results go to ``OUT/results`` (a DirectorySink) and, with ``--jdbc-url``, to a
 PostgresSink on ``--table``, in that order; late records go to ``OUT/late`` (a DirectorySink).
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("log")
     parser.add_argument("checkpoint")
     parser.add_argument("out")
-    parser.add_argument("path", nargs="?", default="native", choices=["native", "executor", "general"])
+    parser.add_argument("path", nargs="?", default="native", choices=["native", "executor", "keyed", "general"])
     parser.add_argument("--jdbc-url")
     parser.add_argument("--table")
     parser.add_argument("--user")

@@ -48,7 +48,7 @@ def _final_counts(results: CollectSink) -> dict[tuple[str, int], int]:
     return {k: r.value for k, r in last.items()}
 
 
-@pytest.mark.parametrize("path", ["native", "executor", "general"])
+@pytest.mark.parametrize("path", ["native", "executor", "keyed", "general"])
 def test_every_bad_record_is_dead_lettered_with_its_reason_and_position(spark: Any, tmp_path: Path, path: str) -> None:
     log = tmp_path / "log"
     w = PartitionedLogWriter(log, "jsonl")

@@ -169,7 +169,7 @@ def _contents(out: Path) -> tuple[list[Any], list[Any]]:
 
 
 # The native path is killed at seeded random points, PostgreSQL sink included, in test_faults.py.
-@pytest.mark.parametrize("path", ["general"])
+@pytest.mark.parametrize("path", ["keyed", "general"])
 def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(tmp_path: Path, path: str) -> None:
     log = tmp_path / "log"
     _write_log(log)

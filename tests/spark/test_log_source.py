@@ -104,7 +104,7 @@ def _hostile_log(root: Path) -> tuple[list[tuple[int, int]], int]:
     return bad, len(lines) + 2
 
 
-@pytest.mark.parametrize("path", ["native", "executor", "general"])
+@pytest.mark.parametrize("path", ["native", "executor", "keyed", "general"])
 def test_every_line_is_one_record_or_one_dead_letter_as_lowwater_io_reads_it(
         spark: Any, tmp_path: Path, path: str) -> None:
     bad, lines = _hostile_log(tmp_path / "log")

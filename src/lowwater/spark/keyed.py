@@ -36,6 +36,7 @@ Results come to the driver only for row-list sinks, which ask for them.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -439,6 +440,15 @@ class KeyedProcessor:
         from pyspark.sql import functions as F
 
         plan = self.plan
+        phases: dict[str, float] = {}
+        mark = time.monotonic()
+
+        def lap(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            phases[name] = round((now - mark) * 1000)
+            mark = now
+
         if not st.started:
             for p in plan.source.partitions():
                 self._lane(st, p)
@@ -485,6 +495,7 @@ class KeyedProcessor:
             for p, (clock, pw) in st.partitions.items():
                 clock.set(clock_ms)
                 pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+        lap("partitions_ms")
         combined = st.exchange.combine()
         w_new = st.watermark
         steps = [w_new] if combined.advanced_to is not None and w_new > w_prev else []
@@ -515,6 +526,7 @@ class KeyedProcessor:
                          for r in stage_b.filter("kind = 'stats'").select("blob").collect()]
             else:  # nothing to visit: no elements, no state
                 stats = []
+            lap("keys_ms")
             kinds: dict[str, int] = {}
             for s_ in stats:
                 for k, c in s_["kinds"].items():
@@ -531,12 +543,14 @@ class KeyedProcessor:
                 st.state_dirs = [batch_id] if wrote else []
             elif wrote:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
+            lap("state_write_ms")
             per_sink = self._collect_outputs(stage_b, kinds)
             dead = [json.loads(r["_dead"]) for r in stage_a.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_partition", "_offset").select("_dead").collect()] if dead_a else []
             if kinds.get("dead"):
                 dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
                          .select("blob").collect()]
+            lap("outputs_ms")
         finally:
             for frame in persisted:
                 frame.unpersist()
@@ -562,6 +576,7 @@ class KeyedProcessor:
             "operator_rows_in": batch["op_rows_in"], "operator_rows_dead_lettered": batch["op_dead"],
             "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
             "windows_fired": batch["windows_fired"], "direct": plan.direct, "state_batches": len(st.state_dirs),
+            "phases": phases,
         }
         st.metrics = dict(metrics)
         return KeyedOutput(per_sink, metrics, dead)
