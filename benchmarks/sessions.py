@@ -53,9 +53,9 @@ def _hwm_kb(pid: int) -> int:
 
 
 def _spark_sessions(spark: Any, log: Path, ckpt: Path) -> tuple[list[Any], float]:
+    import harness as H
     from pyspark.sql import functions as F
 
-    import harness as H
     from lowwater.spark.sources import PartitionedLogSource
 
     src = PartitionedLogSource(log, H.FIELDS, max_files_per_trigger=PARTITIONS)
@@ -73,6 +73,7 @@ def _spark_sessions(spark: Any, log: Path, ckpt: Path) -> tuple[list[Any], float
 
 def _lowwater_sessions(spark: Any, log: Path, ckpt: Path, path: str) -> tuple[list[Any], float, int]:
     import harness as H
+
     from lowwater.api import StreamExecutionEnvironment
     from lowwater.core.watermarks import WatermarkStrategy
     from lowwater.core.windows import EventTimeSessionWindows

@@ -44,8 +44,8 @@ def main(log: str, checkpoint: str, out: str, kind: str = "native") -> None:
     )
     result.add_sink(DirectorySink(f"{out}/results", "parquet"))
     result.get_side_output(late).add_sink(DirectorySink(f"{out}/late", "parquet"))
-    job = SparkRuntime(checkpoint, spark=spark, path="native" if kind == "native" else "keyed", clock=lambda b: 1_000 * b,
-                       end_of_input=True).execute(env, "cluster")
+    job = SparkRuntime(checkpoint, spark=spark, path="native" if kind == "native" else "keyed",
+                       clock=lambda b: 1_000 * b, end_of_input=True).execute(env, "cluster")
     print("MASTER", spark.sparkContext.master)
     print("PATH", job.path)
     print("ACCOUNTING", job.accounting())

@@ -176,7 +176,8 @@ class KeyedState:
 def state_to_json(st: KeyedState) -> dict[str, Any]:
     return {"format": FORMAT, "path": "keyed", "clock_ms": st.clock.now_ms(), "started": st.started,
             "watermarks": _exchange_data(st.exchange),
-            "executor": {str(p): {"clock_ms": c.now_ms(), "state": to_data(pw)} for p, (c, pw) in st.partitions.items()},
+            "executor": {str(p): {"clock_ms": c.now_ms(), "state": to_data(pw)}
+                         for p, (c, pw) in st.partitions.items()},
             "state_dirs": list(st.state_dirs), "pending_delete": list(st.pending_delete),
             "totals": dict(st.totals), "late_by_partition": {str(p): n for p, n in st.late_by_partition.items()},
             "metrics": st.metrics}
@@ -390,7 +391,8 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         kinds: dict[str, int] = {}
         for row in out:
             kinds[row[0]] = kinds.get(row[0], 0) + 1
-        stats = {"kinds": kinds, "op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered, "windowed": op.windowed_count,
+        stats = {"kinds": kinds, "op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered,
+                 "windowed": op.windowed_count,
                  "late": op.late_count, "unassigned": op.unassigned_count, "fired": op.fired_count,
                  "late_by_partition": {str(p): n for p, n in node.late_by_partition.items()}}
         out.append(("stats", None, 0, 0, 0, 0, 0, json.dumps(stats).encode(), None, None, None))
@@ -546,7 +548,8 @@ class KeyedProcessor:
             lap("state_write_ms")
             per_sink = self._collect_outputs(stage_b, kinds)
             dead = [json.loads(r["_dead"]) for r in stage_a.filter("_dead IS NOT NULL")
-                    .orderBy("_seq", "_partition", "_offset").select("_dead").collect()] if dead_a else []
+                    .orderBy("_seq", "_partition", "_offset").select("_dead").collect()] \
+                if dead_a and stage_a is not None else []
             if kinds.get("dead"):
                 dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
                          .select("blob").collect()]

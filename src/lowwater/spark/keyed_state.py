@@ -73,12 +73,12 @@ def take_slices(op: WindowOperator) -> dict[Hashable, tuple[dict[str, Any], int,
     nexts: dict[Hashable, list[int]] = {}
     for t in op.event_timers.timers():
         slot(t.key)["event_timers"].append((t.timestamp, t.window))
-        n = nexts.setdefault(t.key, [MAX_TIMESTAMP, MAX_TIMESTAMP])
-        n[0] = min(n[0], t.timestamp)
+        due = nexts.setdefault(t.key, [MAX_TIMESTAMP, MAX_TIMESTAMP])
+        due[0] = min(due[0], t.timestamp)
     for t in op.processing_timers.timers():
         slot(t.key)["processing_timers"].append((t.timestamp, t.window))
-        n = nexts.setdefault(t.key, [MAX_TIMESTAMP, MAX_TIMESTAMP])
-        n[1] = min(n[1], t.timestamp)
+        due = nexts.setdefault(t.key, [MAX_TIMESTAMP, MAX_TIMESTAMP])
+        due[1] = min(due[1], t.timestamp)
     op.window_state.clear()
     op.trigger_state.clear()
     op.fire_counts.clear()
