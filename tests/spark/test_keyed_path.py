@@ -1,8 +1,9 @@
-"""The keyed path (window operators of any kind per key on the executors) equals the reference runtime.
+"""The keyed path (window operators of any kind, and keyed process functions, per key on the
+executors) equals the reference runtime.
 
 Each pipeline here cannot take the native path: sessions, a count trigger with a process window
-function, a user AggregateFunction over sliding windows, Python key selectors, maps, filters and
-flat_maps. Each runs on the reference runtime and on Spark over the same partitioned log with the
+function, a user AggregateFunction over sliding windows, a keyed process function with state and
+timers, Python key selectors, maps, filters and flat_maps. Each runs on the reference runtime and on Spark over the same partitioned log with the
 same micro-batches, and every output must be equal, element for element.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
+from lowwater.core.process import KeyedProcessFunction, ValueStateDescriptor
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import (
     CountTrigger,
@@ -91,7 +93,26 @@ def _user_aggregate(env: StreamExecutionEnvironment, source: Any) -> list[Collec
     return [out.collect(), out.get_side_output(late).collect()]
 
 
-PIPELINES = {"sessions": _sessions, "count_trigger_process": _count_trigger, "user_aggregate": _user_aggregate}
+class RunningTotal(KeyedProcessFunction):
+    """Per key: a running total in keyed state, reported by an event-time timer 1 s after each element."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.total = runtime_context.get_state(ValueStateDescriptor("total"))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        self.total.update((self.total.value() or 0) + int(value["value"]))
+        ctx.timer_service().register_event_time_timer(int(value["ts"]) + 1000)
+        return None
+
+    def on_timer(self, timestamp: int, ctx: Any, *out: Any) -> Any:
+        yield (ctx.get_current_key(), timestamp, self.total.value(), ctx.timer_service().current_watermark())
+
+
+def _process_function(env: StreamExecutionEnvironment, source: Any) -> list[CollectSink]:
+    return [env.from_source(source, _strategy()).key_by("key").process(RunningTotal()).collect()]
+
+
+PIPELINES = {"process_function": _process_function, "sessions": _sessions, "count_trigger_process": _count_trigger, "user_aggregate": _user_aggregate}
 
 
 @pytest.fixture(scope="module")

@@ -43,6 +43,9 @@ from typing import TYPE_CHECKING, Any
 from lowwater.api.environment import StreamExecutionEnvironment
 from lowwater.api.transformations import (
     AssignTransformation,
+    CoTransformation,
+    KeyedCoProcessTransformation,
+    KeyedProcessTransformation,
     OneInputTransformation,
     OutputTag,
     SideOutputTransformation,
@@ -89,7 +92,7 @@ class KeyedPlan:
     chain: tuple[tuple[str, Any], ...]
     """From the source to the window: ``("map" | "filter" | "flat_map", fn)`` or ``("assign", None)``."""
     strategy: WatermarkStrategy[Any]
-    window: WindowTransformation
+    operator: WindowTransformation | KeyedProcessTransformation
     outputs: tuple[OutputTag | None, ...]
     """Per sink of the pipeline (in ``env.sinks`` order): ``None`` for the window's output, else
     the side output's tag."""
@@ -103,10 +106,13 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
     """The keyed plan, or ``None`` and the reason the pipeline needs the general path."""
     if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
         return None, "not event time"
-    windows = [t for t in _walk(env) if isinstance(t, WindowTransformation)]
-    if len(windows) != 1:
-        return None, "not exactly one window operator"
-    w = windows[0]
+    walked = _walk(env)
+    if any(isinstance(t, KeyedCoProcessTransformation | CoTransformation) for t in walked):
+        return None, "a two-input operator"
+    operators = [t for t in walked if isinstance(t, WindowTransformation | KeyedProcessTransformation)]
+    if len(operators) != 1:
+        return None, "not exactly one window or keyed process operator"
+    w = operators[0]
     outputs: list[OutputTag | None] = []
     for s in env.sinks:
         if s.input is w:
@@ -114,7 +120,7 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
         elif isinstance(s.input, SideOutputTransformation) and s.input.input is w:
             outputs.append(s.input.tag)
         else:
-            return None, f"sink {s.name!r} is not on the window's output or one of its side outputs"
+            return None, f"sink {s.name!r} is not on the operator's output or one of its side outputs"
     chain: list[tuple[str, Any]] = []
     strategies: list[WatermarkStrategy[Any]] = []
     up: Transformation = w.input
@@ -127,7 +133,7 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
             strategies.append(up.strategy)
             up = up.input
         else:
-            return None, f"{type(up).__name__} between the source and the window"
+            return None, f"{type(up).__name__} between the source and the keyed operator"
     if up.strategy is not None:
         chain.append(("assign", None))
         strategies.append(up.strategy)
@@ -135,7 +141,7 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
         return None, "no watermark strategy" if not strategies else "more than one watermark strategy"
     if not isinstance(up.source, SparkSource):
         return None, f"{type(up.source).__name__} cannot be read by Spark"
-    if not w.assigner.is_event_time():
+    if isinstance(w, WindowTransformation) and not w.assigner.is_event_time():
         return None, "processing-time windows"
     return KeyedPlan(up.source, tuple(reversed(chain)), strategies[0], w, tuple(outputs)), "keyed"
 
@@ -224,7 +230,7 @@ def _table(rows: list[tuple[Any, ...]], columns: tuple[tuple[str, str], ...]) ->
 
 # -- stage A: per partition ----------------------------------------------------------------------
 def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[str, Any]], clock_ms: int) -> Any:
-    chain, strategy, key_selector = plan.chain, plan.strategy, plan.window.key_selector
+    chain, strategy, key_selector = plan.chain, plan.strategy, plan.operator.key_selector
 
     def run(table: Any) -> Any:
         from pyspark import cloudpickle
@@ -324,18 +330,23 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
 
 # -- stage B: per key ------------------------------------------------------------------------------
 def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int) -> Any:
-    t = plan.window
+    t = plan.operator
     tags = [tag for tag in plan.outputs if tag is not None]
 
     def run(elements_table: Any, states_table: Any) -> Any:
         from pyspark import cloudpickle
 
         from lowwater.runtime.nodes import DeadLetters, WindowNode
+        from lowwater.runtime.process_node import KeyedProcessNode
         from lowwater.runtime.records import Record
         from lowwater.spark.keyed_state import key_bytes, put_slice, take_slices
         from lowwater.spark.sealed import seal, unseal
 
-        node = WindowNode(0, t, ManualClock(clock_ms))
+        node: WindowNode | KeyedProcessNode
+        if isinstance(t, WindowTransformation):
+            node = WindowNode(0, t, ManualClock(clock_ms))
+        else:
+            node = KeyedProcessNode(0, t.name, t.function, [t.key_selector], ManualClock(clock_ms))
         node.dead = DeadLetters()
         op = node.operator
         op.current_watermark = w_prev
@@ -377,7 +388,8 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         except LowwaterError:
             raise
         except Exception as e:
-            raise UserFunctionError(f"window function of {node.name}", e) from e
+            raise UserFunctionError(f"{'window' if isinstance(node, WindowNode) else 'process'} function of "
+                                    f"{node.name}", e) from e
         for letter in node.dead.rows:
             out.append(("dead", None, 0, 0, 0, 0, len(out), json.dumps(letter, default=str).encode(), None, None,
                         None))
@@ -391,10 +403,14 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         kinds: dict[str, int] = {}
         for row in out:
             kinds[row[0]] = kinds.get(row[0], 0) + 1
-        stats = {"kinds": kinds, "op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered,
-                 "windowed": op.windowed_count,
-                 "late": op.late_count, "unassigned": op.unassigned_count, "fired": op.fired_count,
-                 "late_by_partition": {str(p): n for p, n in node.late_by_partition.items()}}
+        stats = {"kinds": kinds, "op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered}
+        if isinstance(node, WindowNode):
+            stats.update(windowed=node.operator.windowed_count, late=node.operator.late_count,
+                         unassigned=node.operator.unassigned_count, fired=node.operator.fired_count,
+                         late_by_partition={str(p): n for p, n in node.late_by_partition.items()})
+        else:  # a process function takes every element it is handed (as on the reference runtime)
+            stats.update(windowed=node.operator.elements_in, late=0, unassigned=0, fired=node.operator.timers_fired,
+                         late_by_partition={})
         out.append(("stats", None, 0, 0, 0, 0, 0, json.dumps(stats).encode(), None, None, None))
         return _table(out, _B_COLUMNS)
 

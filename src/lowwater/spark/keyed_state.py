@@ -32,8 +32,17 @@ def key_bytes(key: Hashable) -> str:
     return f"r:{type(key).__qualname__}:{key!r}"
 
 
-def put_slice(op: WindowOperator, key: Hashable, data: dict[str, Any]) -> None:
-    """Load one key's slice (from :func:`take_slices`) into ``op``."""
+def put_slice(op: Any, key: Hashable, data: dict[str, Any]) -> None:
+    """Load one key's slice (from :func:`take_slices`) into ``op`` (a window or keyed process operator)."""
+    if not isinstance(op, WindowOperator):
+        entries = op.state.entries
+        for name, v in data["state"]:
+            entries[(name, key)] = v
+        for ts, _ in data["event_timers"]:
+            op.event_timers.register(Timer(ts, key, None))
+        for ts, _ in data["processing_timers"]:
+            op.processing_timers.register(Timer(ts, key, None))
+        return
     for w, v in data["windows"]:
         op.window_state[(key, w)] = v
     for w, v in data["triggers"]:
@@ -48,18 +57,23 @@ def put_slice(op: WindowOperator, key: Hashable, data: dict[str, Any]) -> None:
         op.processing_timers.register(Timer(ts, key, w))
 
 
-def take_slices(op: WindowOperator) -> dict[Hashable, tuple[dict[str, Any], int, int]]:
-    """Every key's slice of ``op``, with its next event-time and processing-time timer
-    (``MAX`` when none); the operator is left empty."""
+def take_slices(op: Any) -> dict[Hashable, tuple[dict[str, Any], int, int]]:
+    """Every key's slice of ``op`` (a window or keyed process operator), with its next event-time
+    and processing-time timer (``MAX`` when none); the operator is left empty."""
     out: dict[Hashable, dict[str, Any]] = {}
 
     def slot(key: Hashable) -> dict[str, Any]:
         s = out.get(key)
         if s is None:
             s = out[key] = {"key": key, "windows": [], "triggers": [], "fires": [], "merging": None,
-                            "event_timers": [], "processing_timers": []}
+                            "event_timers": [], "processing_timers": [], "state": []}
         return s
 
+    if not isinstance(op, WindowOperator):  # a keyed process function: its named state per key
+        for (name, key), v in op.state.entries.items():
+            slot(key)["state"].append((name, v))
+        op.state.entries.clear()
+        return _with_timers(op, out, slot)
     for (key, w), v in op.window_state.items():
         slot(key)["windows"].append((w, v))
     for (key, w), v in op.trigger_state.items():
@@ -70,6 +84,15 @@ def take_slices(op: WindowOperator) -> dict[Hashable, tuple[dict[str, Any], int,
     for key, mset in op.merging_sets.items():
         if mset.mapping:
             slot(key)["merging"] = list(mset.mapping.items())
+    op.window_state.clear()
+    op.trigger_state.clear()
+    op.fire_counts.clear()
+    op.merging_sets.clear()
+    return _with_timers(op, out, slot)
+
+
+def _with_timers(op: Any, out: dict[Hashable, dict[str, Any]],
+                 slot: Any) -> dict[Hashable, tuple[dict[str, Any], int, int]]:
     nexts: dict[Hashable, list[int]] = {}
     for t in op.event_timers.timers():
         slot(t.key)["event_timers"].append((t.timestamp, t.window))
@@ -79,10 +102,6 @@ def take_slices(op: WindowOperator) -> dict[Hashable, tuple[dict[str, Any], int,
         slot(t.key)["processing_timers"].append((t.timestamp, t.window))
         due = nexts.setdefault(t.key, [MAX_TIMESTAMP, MAX_TIMESTAMP])
         due[1] = min(due[1], t.timestamp)
-    op.window_state.clear()
-    op.trigger_state.clear()
-    op.fire_counts.clear()
-    op.merging_sets.clear()
     for queue in (op.event_timers, op.processing_timers):
         for t in queue.timers():
             queue.delete(t)
