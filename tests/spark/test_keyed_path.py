@@ -3,7 +3,8 @@ executors) equals the reference runtime.
 
 Each pipeline here cannot take the native path: sessions, a count trigger with a process window
 function, a user AggregateFunction over sliding windows, a keyed process function with state and
-timers, Python key selectors, maps, filters and flat_maps. Each runs on the reference runtime and on Spark over the same partitioned log with the
+timers, Python key selectors, maps, filters and flat_maps. Each runs on the reference runtime and
+on Spark over the same partitioned log with the
 same micro-batches, and every output must be equal, element for element.
 """
 
@@ -112,7 +113,8 @@ def _process_function(env: StreamExecutionEnvironment, source: Any) -> list[Coll
     return [env.from_source(source, _strategy()).key_by("key").process(RunningTotal()).collect()]
 
 
-PIPELINES = {"process_function": _process_function, "sessions": _sessions, "count_trigger_process": _count_trigger, "user_aggregate": _user_aggregate}
+PIPELINES = {"process_function": _process_function, "sessions": _sessions, "count_trigger_process": _count_trigger,
+             "user_aggregate": _user_aggregate}
 
 
 @pytest.fixture(scope="module")

@@ -382,9 +382,9 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         try:
             for w in steps:
                 order[:] = [1, w, 0, 0]
-                node._handle(op.advance_watermark(w))
+                node._handle(op.advance_watermark(w))  # type: ignore[arg-type]
             order[:] = [2, clock_ms, 0, 0]
-            node._handle(op.advance_processing_time(clock_ms))
+            node._handle(op.advance_processing_time(clock_ms))  # type: ignore[arg-type]
         except LowwaterError:
             raise
         except Exception as e:
