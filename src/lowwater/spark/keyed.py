@@ -36,6 +36,7 @@ Results come to the driver only for row-list sinks, which ask for them.
 from __future__ import annotations
 
 import json
+import pickle
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -219,6 +220,20 @@ class KeyedOutput:
     dead: list[dict[str, Any]]
 
 
+def _dumps(value: Any) -> bytes:
+    """A value in transit between the stages: plain pickle (fast) for what it can describe,
+    cloudpickle for the rest (classes defined in ``__main__`` or in a function). Never stored."""
+    try:
+        data = pickle.dumps(value, protocol=5)
+        if b"__main__" not in data:  # a reference to the driver's script, which an executor cannot import
+            return data
+    except (pickle.PicklingError, AttributeError, TypeError):
+        pass
+    from pyspark import cloudpickle
+
+    return bytes(cloudpickle.dumps(value, protocol=5))  # type: ignore[no-untyped-call]
+
+
 def _table(rows: list[tuple[Any, ...]], columns: tuple[tuple[str, str], ...]) -> Any:
     """``rows`` as an Arrow table of ``columns`` (name, Arrow type name)."""
     import pyarrow as pa
@@ -233,8 +248,6 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
     chain, strategy, key_selector = plan.chain, plan.strategy, plan.operator.key_selector
 
     def run(table: Any) -> Any:
-        from pyspark import cloudpickle
-
         from lowwater.spark.keyed_state import key_bytes
 
         cols = table.to_pydict()
@@ -313,7 +326,7 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
             except Exception as e:
                 raise UserFunctionError("an operator before the window", e, partition=p, offset=off) from e
             for sub, (kb, value, ts) in enumerate(keyed):
-                rows.append((p, off, sq, sub, ts, kb, cloudpickle.dumps(value, protocol=5), None, None))  # type: ignore[no-untyped-call]
+                rows.append((p, off, sq, sub, ts, kb, _dumps(value), None, None))
         try:
             pw.generator.on_periodic_emit(out)
         except LowwaterError:
@@ -334,8 +347,6 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
     tags = [tag for tag in plan.outputs if tag is not None]
 
     def run(elements_table: Any, states_table: Any) -> Any:
-        from pyspark import cloudpickle
-
         from lowwater.runtime.nodes import DeadLetters, WindowNode
         from lowwater.runtime.process_node import KeyedProcessNode
         from lowwater.runtime.records import Record
@@ -354,13 +365,12 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         order: list[int] = [0, 0, 0, 0]  # the position that emissions get: phase, then three numbers
 
         def emit(record: Record) -> None:
-            out.append(("result", None, *order, len(out), cloudpickle.dumps(record.value, protocol=5),  # type: ignore[no-untyped-call]
-                        None, None, None))
+            out.append(("result", None, *order, len(out), _dumps(record.value), None, None, None))
 
         def emit_side(tag: OutputTag, record: Record) -> None:
             if tag in tags:
-                out.append((f"side:{tags.index(tag)}", None, *order, len(out),
-                            cloudpickle.dumps(record.value, protocol=5), None, None, None))  # type: ignore[no-untyped-call]
+                out.append((f"side:{tags.index(tag)}", None, *order, len(out), _dumps(record.value), None, None,
+                            None))
 
         node.emit = emit  # type: ignore[method-assign]
         node.emit_side = emit_side  # type: ignore[method-assign]
@@ -378,7 +388,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             kb, p, off, sq = el["_kb"][i], el["_partition"][i], el["_offset"][i], el["_seq"][i]
             visited.add(kb)
             order[:] = [0, -1 if sq is None else sq, p, -1 if off is None else off]
-            node.on_record(Record(cloudpickle.loads(el["_el"][i]), el["_ts"][i], 0, p, off), 0)
+            node.on_record(Record(pickle.loads(el["_el"][i]), el["_ts"][i], 0, p, off), 0)
         try:
             for w in steps:
                 order[:] = [1, w, 0, 0]
@@ -624,8 +634,6 @@ class KeyedProcessor:
         return True
 
     def _collect_outputs(self, stage_b: DataFrame, kinds: dict[str, int]) -> list[list[Any]]:
-        from pyspark import cloudpickle
-
         wanted = ["result"] if None in self.plan.outputs else []
         tags = [tag for tag in self.plan.outputs if tag is not None]
         wanted += [f"side:{i}" for i in range(len(tags))]
@@ -636,6 +644,6 @@ class KeyedProcessor:
         quoted = ", ".join(f"'{k}'" for k in wanted)
         for r in stage_b.filter(f"kind IN ({quoted})").orderBy("o1", "o2", "o3", "o4", "_kb", "o5").select(
                 "kind", "blob").collect():
-            got[r["kind"]].append(cloudpickle.loads(bytes(r["blob"])))
+            got[r["kind"]].append(pickle.loads(bytes(r["blob"])))
         return [got.get("result", []) if tag is None else got.get(f"side:{tags.index(tag)}", [])
                 for tag in self.plan.outputs]
