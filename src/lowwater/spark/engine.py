@@ -140,7 +140,9 @@ class SparkRuntime:
     spark:
         The session; :func:`lowwater.spark.session.get_or_create_session` by default.
     path:
-        ``auto`` picks the native path when the pipeline allows it (see :mod:`.plan`);
+        ``auto`` picks the native path when the pipeline allows it (see :mod:`.plan`), else the
+        keyed path (one keyed operator of any kind, run per key on the executors, see
+        :mod:`.keyed`), else the general path (the reference operators on the driver);
         ``executor`` forces timestamps and watermarks through Python on the executors.
     trigger:
         ``"available_now"`` processes what the source holds, then stops; a rerun resumes
