@@ -234,7 +234,7 @@ class SparkRuntime:
         if isinstance(processor, NativeProcessor):
             processor.bind(WindowStore(join(store.location, "windows"), store.fs))
         if keyed is not None:
-            processor = KeyedProcessor(keyed, store.fs, store.location, store.key)
+            processor = KeyedProcessor(keyed, store.fs, store.location, store.key, compact_every=self.snapshot_every)
         job = SparkJob(None, store, path, reason)
         driver = _BatchDriver(processor, store, sinks_of, self._now, job, spark)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
