@@ -155,3 +155,45 @@ def test_the_keyed_path_equals_the_reference_runtime(spark: Any, log: Path, name
     if compact:  # the directories a compaction replaced are gone; a few newer ones remain
         kept = sorted(int(d.name.split("=")[1]) for d in keyed.glob("batch=*"))
         assert len(kept) <= 3 and kept[0] >= len(job.batches()) - 4, kept
+
+
+def _badly_keyed(record: dict[str, Any]) -> str:
+    if int(record["value"]) == 13:
+        raise ValueError("no key for 13")
+    return str(record["key"])
+
+
+def test_a_raising_key_selector_is_named_with_its_record_and_a_bad_one_is_dead_lettered_alone(
+        spark: Any, tmp_path: Path) -> None:
+    from lowwater.core.errors import BadRecordError, PipelineError
+    from lowwater.io import PartitionedLogWriter
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1},
+                                                  {"key": "a", "ts": 1500, "value": 13}])
+
+    def build(key_selector: Any, fan_out: Any = None) -> tuple[StreamExecutionEnvironment, CollectSink, CollectSink]:
+        env = StreamExecutionEnvironment()
+        stream = env.from_source(PartitionedLogSource(log, FIELDS), _strategy())
+        if fan_out is not None:
+            stream = stream.flat_map(fan_out)
+        out = stream.key_by(key_selector).window(EventTimeSessionWindows.with_gap(1000)).sum("value").collect()
+        return env, out, CollectSink()
+
+    env, _, dead = build(_badly_keyed)
+    with pytest.raises(PipelineError) as info:
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead, end_of_input=True).execute(env)
+    assert "key_by _badly_keyed" in str(info.value) and "partition 0, offset 1" in str(info.value)
+
+    def bad_copy(record: dict[str, Any]) -> str:  # a BadRecordError: that one element is dead-lettered
+        if record.get("copy"):
+            raise BadRecordError("copies have no key")
+        return str(record["key"])
+
+    env, out, dead = build(bad_copy, fan_out=lambda r: [r, {**r, "copy": True}])
+    job = SparkRuntime(str(tmp_path / "ck2"), spark=spark, dead_letter_sink=dead, end_of_input=True).execute(env)
+    assert job.path == "keyed"
+    assert [(r.key, r.value) for r in out.results] == [("a", 14)]
+    assert sorted((d["offset"], d["reason"]) for d in dead.results) == [(0, "copies have no key"),
+                                                                        (1, "copies have no key")]
+    assert str(job.accounting()) == "4 rows in = 2 windowed + 0 late + 2 dead-lettered (at the window operator)"

@@ -60,6 +60,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import Watermark, WatermarkStrategy
 from lowwater.runtime.exchange import Exchange
+from lowwater.runtime.nodes import _fn_name
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
 from lowwater.spark.native_state import _exchange, _exchange_data
@@ -282,7 +283,7 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
         source_ts = [cols["_source_ts"][i] for i in order]
         corrupt = [cols["_corrupt"][i] for i in order] if "_corrupt" in cols else none
         files = [cols["_file"][i] for i in order] if "_file" in cols else none
-        n_in = n_dead = 0
+        n_in = n_dead = n_key_dead = 0
 
         def dead(offset: Any, seq: Any, reason: str, record: Any, file: Any = None) -> None:
             nonlocal n_dead
@@ -292,6 +293,46 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
                 letter["file"] = file
             rows.append((p, offset, seq, 0, None, None, None, json.dumps(letter, default=str), None))
 
+        def push(step: int, value: Any, ts: int | None, off: Any, sq: Any, sub: list[int]) -> None:
+            """One value through the chain from ``step`` on, depth first, as the reference runtime
+            pushes records: a bad value is dead-lettered alone, as it is at that operator."""
+            nonlocal n_key_dead
+            while step < len(chain):
+                kind, fn = chain[step]
+                try:
+                    if kind == "assign":
+                        ts = int(pw.assigner.extract_timestamp(value, MIN_TIMESTAMP if ts is None else ts))
+                        pw.generator.on_event(value, ts, out)
+                    elif kind == "map":
+                        value = fn(value)
+                    elif kind == "filter":
+                        if not fn(value):
+                            return
+                    else:
+                        for v in list(fn(value) or ()):
+                            push(step + 1, v, ts, off, sq, sub)
+                        return
+                except BadRecordError as e:
+                    dead(off, sq, e.reason, value)
+                    return
+                except LowwaterError:
+                    raise
+                except Exception as e:
+                    what = (f"timestamp/watermark assignment ({strategy!r})" if kind == "assign"
+                            else f"{kind} {_fn_name(fn)}")
+                    raise UserFunctionError(what, e, partition=p, offset=off) from e
+                step += 1
+            try:
+                kb = key_bytes(key_selector(value))
+            except BadRecordError as e:
+                n_key_dead += 1
+                dead(off, sq, e.reason, value)
+                return
+            except Exception as e:
+                raise UserFunctionError(f"key_by {_fn_name(key_selector)}", e, partition=p, offset=off) from e
+            rows.append((p, off, sq, sub[0], ts, kb, _dumps(value), None, None))
+            sub[0] += 1
+
         for record, offset, seq, sts, bad, file in zip(records, offsets, seqs, source_ts, corrupt, files,
                                                        strict=True):
             n_in += 1
@@ -299,34 +340,7 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
             if bad is not None:
                 dead(off, sq, BadRecordError.unparsed(bad), None, file)
                 continue
-            items: list[tuple[Any, int | None]] = [(record, sts)]
-            try:
-                for kind, fn in chain:
-                    nxt: list[tuple[Any, int | None]] = []
-                    for value, ts in items:
-                        if kind == "assign":
-                            prev = MIN_TIMESTAMP if ts is None else ts
-                            ts = int(pw.assigner.extract_timestamp(value, prev))
-                            pw.generator.on_event(value, ts, out)
-                            nxt.append((value, ts))
-                        elif kind == "map":
-                            nxt.append((fn(value), ts))
-                        elif kind == "filter":
-                            if fn(value):
-                                nxt.append((value, ts))
-                        else:
-                            nxt.extend((v, ts) for v in (fn(value) or ()))
-                    items = nxt
-                keyed = [(key_bytes(key_selector(v)), v, ts) for v, ts in items]
-            except BadRecordError as e:
-                dead(off, sq, e.reason, record)
-                continue
-            except LowwaterError:
-                raise
-            except Exception as e:
-                raise UserFunctionError("an operator before the window", e, partition=p, offset=off) from e
-            for sub, (kb, value, ts) in enumerate(keyed):
-                rows.append((p, off, sq, sub, ts, kb, _dumps(value), None, None))
+            push(0, record, sts, off, sq, [0])
         try:
             pw.generator.on_periodic_emit(out)
         except LowwaterError:
@@ -334,7 +348,7 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
         except Exception as e:
             raise UserFunctionError(f"watermark generator ({strategy!r})", e, partition=p) from e
         ctl = {"state": to_data(pw), "clock_ms": clock_ms, "events": events, "rows_in": n_in, "dead": n_dead,
-               "elements": len(rows) - n_dead}
+               "key_dead": n_key_dead, "elements": len(rows) - n_dead}
         rows.append((p, None, None, None, None, None, None, None, json.dumps(ctl)))
         return _table(rows, _A_COLUMNS)
 
@@ -486,7 +500,7 @@ class KeyedProcessor:
         st.pending_delete = []
         st.clock.set(clock_ms)
         w_prev = st.watermark
-        rows_in = dead_a = n_elements = 0
+        rows_in = dead_a = key_dead = n_elements = 0
         persisted: list[DataFrame] = []
         stage_a = None
         if df is not None and not end_of_input:
@@ -510,6 +524,7 @@ class KeyedProcessor:
                         out.mark_active()
                 rows_in += int(ctl["rows_in"])
                 dead_a += int(ctl["dead"])
+                key_dead += int(ctl["key_dead"])
                 n_elements += int(ctl["elements"])
                 emitted.add(p)
             for p, (clock, pw) in st.partitions.items():
@@ -591,7 +606,8 @@ class KeyedProcessor:
                 st.late_by_partition[int(p)] = st.late_by_partition.get(int(p), 0) + int(c)
         batch = {"rows_in": rows_in, "rows_windowed": sums["windowed"], "rows_late": sums["late"],
                  "rows_dead": dead_a + sums["op_dead"], "rows_unassigned": sums["unassigned"],
-                 "op_rows_in": sums["op_rows_in"], "op_dead": sums["op_dead"], "windows_fired": sums["fired"]}
+                 "op_rows_in": sums["op_rows_in"] + key_dead, "op_dead": sums["op_dead"] + key_dead,
+                 "windows_fired": sums["fired"]}
         for k, v in batch.items():
             st.totals[k] = st.totals.get(k, 0) + v
         st.totals["direct"] = int(plan.direct)
