@@ -26,6 +26,7 @@ import pytest
 
 from lowwater.scenario_kafka import run_scenario_on_kafka
 from tests.kafka_server import KafkaBroker
+from tests.spark.crash_series import JVM_OPTIONS  # C1 only, serial GC: for a JVM of its own
 from tests.spark.test_engine import SCENARIOS, _compare
 
 pytestmark = pytest.mark.spark
@@ -55,7 +56,7 @@ def test_the_cli_runs_a_scenario_through_kafka(kafka: KafkaBroker) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "lowwater.cli", "scenario", "run", str(scenario), "--runtime", "spark",
          "--source", "kafka", "--bootstrap-servers", kafka.bootstrap_servers],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env={**os.environ, "JDK_JAVA_OPTIONS": JVM_OPTIONS},
     )
     assert out.returncode == 0, out.stderr[-3000:]
     actual = json.loads(out.stdout)
