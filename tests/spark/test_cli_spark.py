@@ -12,6 +12,7 @@ import pytest
 from lowwater.cli import main
 from lowwater.io import PartitionedLogWriter
 from lowwater.observe.metrics import read_checkpoint
+from tests.spark.crash_series import JVM_OPTIONS  # C1 only, serial GC: for a JVM of its own
 
 pytestmark = pytest.mark.spark
 
@@ -131,7 +132,8 @@ def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger
     lowwater = Path(sys.executable).parent / "lowwater"
     proc = subprocess.Popen([str(lowwater), "run", p, "--checkpoint", str(tmp_path / "ck")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYSPARK_PYTHON": sys.executable}, start_new_session=True)
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS},
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + 300
         assert proc.stdout is not None

@@ -22,6 +22,7 @@ from lowwater.spark.engine import SparkRuntime
 from lowwater.spark.sinks import DirectorySink, ForeachDataFrameSink, PostgresSink
 from lowwater.spark.sinks.postgres import mask_jdbc_url
 from lowwater.spark.sources import BatchFilesSource
+from tests.spark.crash_series import JVM_OPTIONS  # C1 only, serial GC: for a JVM of its own
 
 pytestmark = pytest.mark.spark
 
@@ -230,7 +231,7 @@ def test_postgres_sink_without_the_jdbc_jar_fails_up_front_with_the_fix(tmp_path
         except ConfigurationError as e:
             print("ERROR:", e)
     """)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
                          cwd=tmp_path)
     assert "ERROR:" in run.stdout, run.stderr[-2000:]

@@ -3,6 +3,11 @@
 The same exactly-once guarantee as one source: a driver SIGKILLed between batches, after a
 state commit and between two sinks, then restarted, writes exactly what an uninterrupted
 run writes. Accounting is checked for every in-process run by tests/conftest.py.
+
+The uninterrupted reference run is in-process, on the session's SparkSession; only the runs
+that are killed, and the restart, are their own ``python several_sources_job.py`` (a driver
+and a JVM each, with crash_series.JVM_OPTIONS: C1 only and serial GC, as the crash series).
+Both tests read the same two logs, written once for the module.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ JOB = Path(__file__).with_name("several_sources_job.py")
 sys.path.insert(0, str(JOB.parent))
 from several_sources_job import build  # noqa: E402
 
+from tests.spark.crash_series import JVM_OPTIONS  # noqa: E402
+
 
 def _logs(root: Path) -> tuple[Path, Path]:
     clicks, orders = root / "clicks", root / "orders"
@@ -40,8 +47,13 @@ def _logs(root: Path) -> tuple[Path, Path]:
     return clicks, orders
 
 
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _logs(tmp_path_factory.mktemp("several-sources") / "logs")
+
+
 def _run(logs: tuple[Path, Path], ckpt: Path, out: Path, fault: str | None) -> int:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS}
     env.pop("LOWWATER_FAULT", None)
     if fault:
         env["LOWWATER_FAULT"] = fault
@@ -58,9 +70,13 @@ def _contents(out: Path) -> tuple[list[str], list[str]]:
     return rows("results"), rows("late")
 
 
-def test_a_killed_and_restarted_union_of_two_sources_equals_an_uninterrupted_run(tmp_path: Path) -> None:
-    logs = _logs(tmp_path / "logs")
-    assert _run(logs, tmp_path / "ck-clean", tmp_path / "out-clean", None) == 0
+def test_a_killed_and_restarted_union_of_two_sources_equals_an_uninterrupted_run(
+    spark: Any, logs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    env = StreamExecutionEnvironment()  # the uninterrupted run, as several_sources_job.main runs it
+    build(env, str(logs[0]), str(logs[1]), str(tmp_path / "out-clean"), "union")
+    SparkRuntime(str(tmp_path / "ck-clean"), spark=spark, clock=lambda b: 1_000 * b,
+                 end_of_input=True).execute(env, "several sources")
     clean = _contents(tmp_path / "out-clean")
     assert clean[0] and clean[1], "the job should produce results and late rows"
     for fault in ["1:after_state", "2:after_first_sink"]:
@@ -73,9 +89,8 @@ def test_a_killed_and_restarted_union_of_two_sources_equals_an_uninterrupted_run
 
 
 def test_a_connected_process_function_on_spark_fires_every_timer_the_reference_runtime_fires(
-    spark: Any, tmp_path: Path
+    spark: Any, logs: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    logs = _logs(tmp_path / "logs")
     env = StreamExecutionEnvironment()
     build(env, str(logs[0]), str(logs[1]), str(tmp_path / "out"), "connect")
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1_000 * b,
