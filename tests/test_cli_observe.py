@@ -178,7 +178,7 @@ def test_status_as_json_has_the_summary_and_the_last_lines(
     assert doc["summary"]["current"]["idle_partitions"] == ["2"]
     assert doc["summary"]["accounting"] == {"rows_in": 1000, "rows_windowed": 992, "rows_late": 8,
                                             "rows_dead_lettered": 0, "rows_unassigned": 0, "scope": "job",
-                                            "balanced": True}
+                                            "missing_batches": [], "balanced": True}
 
 
 def test_status_of_a_checkpoint_with_no_batch_yet_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -40,6 +40,9 @@ class Accounting:
     rows_unassigned: int = 0
     scope: str = "job"
     """``job``: ``rows_in`` counts every record read; ``window operator``: the records reaching it."""
+    missing_batches: tuple[int, ...] = ()
+    """Batches the metrics log has no line for (an append that failed): their records are not
+    in these totals, so the account cannot be called balanced."""
 
     @property
     def accounted(self) -> int:
@@ -47,7 +50,7 @@ class Accounting:
 
     @property
     def balanced(self) -> bool:
-        return self.rows_in == self.accounted
+        return self.rows_in == self.accounted and not self.missing_batches
 
     def __str__(self) -> str:
         text = (f"{self.rows_in} rows in = {self.rows_windowed} windowed + {self.rows_late} late + "
@@ -56,8 +59,12 @@ class Accounting:
             text += f" + {self.rows_unassigned} unassigned"
         if self.scope != "job":
             text += f" (at the {self.scope})"
-        if not self.balanced:
+        if self.rows_in != self.accounted:
             text += f"; UNACCOUNTED: {self.rows_in - self.accounted:+d}"
+        if self.missing_batches:
+            shown = ", ".join(map(str, self.missing_batches[:10])) + (", ..." if len(self.missing_batches) > 10 else "")
+            text += (f"; INCOMPLETE: the metrics log has no line for {len(self.missing_batches)} batch(es) ({shown}), "
+                     "whose records these totals do not count")
         return text
 
     def check(self) -> Accounting:
@@ -71,6 +78,8 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
     """The accounting of metrics lines (:mod:`lowwater.observe.metrics`, one per batch)."""
     lines = list(lines)
     direct = all(bool(x.get("direct", True)) for x in lines)
+    ids = {int(x["batch_id"]) for x in lines if x.get("batch_id") is not None}
+    missing = tuple(sorted(set(range(min(ids), max(ids) + 1)) - ids)) if ids else ()
 
     def total(key: str) -> int:
         return sum(int(x.get(key) or 0) for x in lines)
@@ -82,6 +91,7 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
         rows_dead_lettered=total("rows_dead_lettered" if direct else "operator_rows_dead_lettered"),
         rows_unassigned=total("rows_unassigned"),
         scope="job" if direct else "window operator",
+        missing_batches=missing,
     )
 
 
