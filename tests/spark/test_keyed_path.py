@@ -197,3 +197,24 @@ def test_a_raising_key_selector_is_named_with_its_record_and_a_bad_one_is_dead_l
     assert sorted((d["offset"], d["reason"]) for d in dead.results) == [(0, "copies have no key"),
                                                                         (1, "copies have no key")]
     assert str(job.accounting()) == "4 rows in = 2 windowed + 0 late + 2 dead-lettered (at the window operator)"
+
+
+def test_a_checkpoint_of_the_general_path_says_how_to_resume_it(spark: Any, tmp_path: Path) -> None:
+    """Sessions took the general path before the keyed path existed: such a checkpoint is not
+    silently read by another path, and the error says how to resume it where it was written."""
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.io import PartitionedLogWriter
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1}])
+
+    def run(**kwargs: Any) -> Any:
+        env = StreamExecutionEnvironment()
+        (env.from_source(PartitionedLogSource(log, FIELDS), _strategy()).key_by("key")
+         .window(EventTimeSessionWindows.with_gap(1000)).sum("value").collect())
+        return SparkRuntime(str(tmp_path / "ck"), spark=spark, **kwargs).execute(env)
+
+    assert run(path="general").path == "general"
+    with pytest.raises(ConfigurationError, match=r"was 'general', now 'keyed'.*pass path='general' to SparkRuntime"):
+        run()
+    assert run(path="general").accounting().balanced

@@ -85,11 +85,15 @@ class StateStore:
                 changed = sorted(k for k in set(recorded) | set(fingerprint) if recorded.get(k) != fingerprint.get(k))
                 what = "; ".join(f"was {recorded.get(k, 'nothing')!r}, now {fingerprint.get(k, 'nothing')!r}"
                                  for k in changed)
+                hint = ""
+                if "path" in changed and recorded.get("path"):  # a general-path checkpoint from before the keyed path
+                    hint = (f"; to resume it on the path that wrote it, pass path={recorded['path']!r} to SparkRuntime "
+                            f"(\"path\": {json.dumps(recorded['path'])} in RUNTIME_OPTIONS)")
                 raise ConfigurationError(
                     "checkpoint_location",
                     f"{self.location.rsplit('/', 1)[0]} belongs to a different pipeline ({what}). Use a new "
                     "checkpoint location (checkpoint_location=, or --checkpoint on the CLI), or run the "
-                    "pipeline that made this one",
+                    f"pipeline that made this one{hint}",
                 )
             if recorded == fingerprint:
                 return
