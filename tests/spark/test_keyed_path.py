@@ -152,6 +152,8 @@ def test_the_keyed_path_equals_the_reference_runtime(spark: Any, log: Path, name
         assert _rows(got) == _rows(want)
     keyed = tmp_path / "ck" / "lowwater" / "keyed"
     assert any(keyed.glob("batch=*/*.parquet")), "the keyed state is Parquet under the checkpoint"
+    on_disk = sum(f.stat().st_size for f in keyed.rglob("*") if f.is_file())
+    assert job.batches()[-1]["metrics"]["state_bytes"] >= on_disk > 0, "state_bytes counts the keyed state"
     if compact:  # the directories a compaction replaced are gone; a few newer ones remain
         kept = sorted(int(d.name.split("=")[1]) for d in keyed.glob("batch=*"))
         assert len(kept) <= 3 and kept[0] >= len(job.batches()) - 4, kept

@@ -214,5 +214,6 @@ class StateStore:
                 self.fs.delete(join(self.state, f"{v}.delta"))
 
     def size_bytes(self) -> int:
-        """The bytes of state and window files under the checkpoint."""
-        return self.fs.size_bytes(self.state) + self.fs.size_bytes(join(self.location, "windows"))
+        """The bytes of state, window and keyed-state files under the checkpoint."""
+        return sum(self.fs.size_bytes(d) for d in (self.state, join(self.location, "windows"),
+                                                    join(self.location, "keyed")))
