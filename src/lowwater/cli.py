@@ -401,7 +401,7 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
     summary = _dead_letter_summary(MetricsLog(checkpoint).read(), "dead_letter_sink" in options)
     if summary:
         print(summary, file=sys.stderr)
-    print(f"{tail.seen} batches; metrics: {MetricsLog(checkpoint).path}\n"
+    print(f"{tail.seen} batches on the {job.path} path ({job.reason}); metrics: {MetricsLog(checkpoint).path}\n"
           f"next: lowwater status {checkpoint}; lowwater plot {checkpoint} -o watermarks.png")
     return 0
 

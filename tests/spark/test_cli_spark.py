@@ -55,7 +55,7 @@ def test_rerunning_lowwater_run_after_new_records_loses_none_and_status_counts_t
     writer.append(0, _records(20_000, 15))
     assert main(["run", p, "--checkpoint", ck]) == 0
     assert main(["run", p, "--checkpoint", ck, "--end-of-input"]) == 0
-    capsys.readouterr()
+    assert "batches on the native path (native)" in capsys.readouterr().out, "the last line names the path"
     lines = read_checkpoint(ck)
     assert sum(x["rows_in"] for x in lines) == 35
     assert main(["status", ck]) == 0
