@@ -1,11 +1,13 @@
 """A job for the standalone-cluster test, run with ``spark-submit``.
 
-    spark-submit [--master spark://127.0.0.1:PORT] cluster_job.py LOG CHECKPOINT OUT [native|sessions]
+    spark-submit [--master spark://127.0.0.1:PORT] cluster_job.py LOG CHECKPOINT OUT [native,sessions]
 
 ``native``: reads a partitioned log, sums per key in tumbling 2 s windows with 1 s allowed
 lateness, and writes results and late records to ``OUT/results`` and ``OUT/late`` (Parquet, by
 the executors). ``sessions``: session windows (1 s gap, 1 s lateness) on a Python key selector,
-run per key on the executors (the keyed path), the same outputs.
+run per key on the executors (the keyed path), the same outputs. Several kinds, comma-separated,
+run one after the other in one application (one driver start), each under ``CHECKPOINT/<kind>``
+and ``OUT/<kind>``.
 The master comes from ``spark-submit``; the session is Spark's own, not lowwater's local one.
 """
 
@@ -29,10 +31,7 @@ def _upper(record: dict[str, object]) -> str:
     return str(record["key"]).upper()
 
 
-def main(log: str, checkpoint: str, out: str, kind: str = "native") -> None:
-    spark = SparkSession.builder.appName("lowwater cluster test").config("spark.sql.shuffle.partitions", "4") \
-        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+def run(spark: SparkSession, log: str, checkpoint: str, out: str, kind: str) -> None:
     env = StreamExecutionEnvironment()
     late = OutputTag("late")
     result = (
@@ -45,10 +44,18 @@ def main(log: str, checkpoint: str, out: str, kind: str = "native") -> None:
     result.add_sink(DirectorySink(f"{out}/results", "parquet"))
     result.get_side_output(late).add_sink(DirectorySink(f"{out}/late", "parquet"))
     job = SparkRuntime(checkpoint, spark=spark, path="native" if kind == "native" else "keyed",
-                       clock=lambda b: 1_000 * b, end_of_input=True).execute(env, "cluster")
+                       clock=lambda b: 1_000 * b, end_of_input=True).execute(env, f"cluster {kind}")
+    print(kind, "PATH", job.path)
+    print(kind, "ACCOUNTING", job.accounting())
+
+
+def main(log: str, checkpoint: str, out: str, kinds: str = "native") -> None:
+    spark = SparkSession.builder.appName("lowwater cluster test").config("spark.sql.shuffle.partitions", "4") \
+        .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
     print("MASTER", spark.sparkContext.master)
-    print("PATH", job.path)
-    print("ACCOUNTING", job.accounting())
+    for kind in kinds.split(","):
+        run(spark, log, f"{checkpoint}/{kind}", f"{out}/{kind}", kind)
     spark.stop()
 
 

@@ -96,11 +96,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _stop(master)
 
 
-def _submit(master: str, log: Path, ckpt: Path, out: Path, kind: str = "native") -> str:
+def _submit(master: str, log: Path, ckpt: Path, out: Path, kinds: str) -> str:
     cmd = [str(_spark_home() / "bin" / "spark-submit"), "--master", master, "--conf", "spark.cores.max=1",
            "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=512m", "--conf",
            "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
-           str(JOB), str(log), str(ckpt), str(out), kind]
+           str(JOB), str(log), str(ckpt), str(out), kinds]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(),
                          cwd=Path(__file__).resolve().parents[2])
     assert run.returncode == 0, run.stderr[-4000:]
@@ -112,25 +112,27 @@ def _rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in df.drop("window").collect())
 
 
-@pytest.mark.parametrize("kind", ["native", "sessions"])
-def test_a_pipeline_on_a_standalone_cluster_equals_the_local_run(cluster: str, spark: Any, tmp_path: Path,
-                                                                  kind: str) -> None:
-    """``native``: the native path; ``sessions``: session windows per key on the executors (keyed path)."""
+def test_pipelines_on_a_standalone_cluster_equal_the_local_run(cluster: str, spark: Any, tmp_path: Path) -> None:
+    """One application per master runs two pipelines: ``native`` (the native path) and ``sessions``
+    (session windows on a Python key selector, per key on the executors: the keyed path)."""
     log = tmp_path / "log"
     stream = SyntheticStream(partitions=3, keys=20, events_per_second=500, disorder_ms=800, lagging_partition=2,
                              lag_ms=3000, late_fraction=0.02, late_by_ms=4000, seed=7)
     stream.write_to(PartitionedLogWriter(log, "jsonl"), batches=4, rows_per_batch=300)
 
-    on_cluster = _submit(cluster, log, tmp_path / "ck-cluster", tmp_path / "out-cluster", kind)
+    kinds = "native,sessions"
+    on_cluster = _submit(cluster, log, tmp_path / "ck-cluster", tmp_path / "out-cluster", kinds)
     assert f"MASTER {cluster}" in on_cluster
-    assert f"PATH {'native' if kind == 'native' else 'keyed'}" in on_cluster
-    local = _submit("local[2]", log, tmp_path / "ck-local", tmp_path / "out-local", kind)
+    local = _submit("local[2]", log, tmp_path / "ck-local", tmp_path / "out-local", kinds)
     assert "MASTER local[2]" in local
 
-    results = _rows(spark, tmp_path / "out-cluster" / "results")
-    assert results and results == _rows(spark, tmp_path / "out-local" / "results")
-    late = _rows(spark, tmp_path / "out-cluster" / "late")
-    assert late and late == _rows(spark, tmp_path / "out-local" / "late")
-    accounting = [line for line in on_cluster.splitlines() if line.startswith("ACCOUNTING")]
-    assert accounting and accounting == [line for line in local.splitlines() if line.startswith("ACCOUNTING")]
-    assert "UNACCOUNTED" not in accounting[0]
+    for kind, path in (("native", "native"), ("sessions", "keyed")):
+        assert f"{kind} PATH {path}" in on_cluster
+        results = _rows(spark, tmp_path / "out-cluster" / kind / "results")
+        assert results and results == _rows(spark, tmp_path / "out-local" / kind / "results"), kind
+        late = _rows(spark, tmp_path / "out-cluster" / kind / "late")
+        assert late and late == _rows(spark, tmp_path / "out-local" / kind / "late"), kind
+        accounting = [line for line in on_cluster.splitlines() if line.startswith(f"{kind} ACCOUNTING")]
+        assert accounting and accounting == [line for line in local.splitlines()
+                                             if line.startswith(f"{kind} ACCOUNTING")]
+        assert "UNACCOUNTED" not in accounting[0]
