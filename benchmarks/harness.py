@@ -111,6 +111,14 @@ def check_same_as_writer(tmp: Path, stream: SyntheticStream, batches: int, rows:
     shutil.rmtree(b)
 
 
+def hwm_kb(pid: int) -> int:
+    """A process's peak resident set (``VmHWM``), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
 # -- the engines ----------------------------------------------------------------------------------
 class CountingSink(DataFrameSink):
     """Spark's ``noop`` sink for lowwater's results DataFrame: computed on the executors, discarded.

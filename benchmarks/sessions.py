@@ -45,12 +45,6 @@ BOUND_MS = 2_000
 PARTITIONS = 4
 
 
-def _hwm_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return 0
-
 
 def _spark_sessions(spark: Any, log: Path, ckpt: Path) -> tuple[list[Any], float]:
     import harness as H
@@ -111,7 +105,7 @@ def child(engine: str, log: str, ckpt: str) -> dict[str, Any]:
     times = H.progress_times(progress, sampler)
     out = {**H.summarize(times), "wall_s": round(wall, 1), "result_rows": fired,
            "python_driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-           "jvm_peak_rss_mb": round(_hwm_kb(jvm_pid) / 1024, 1)}
+           "jvm_peak_rss_mb": round(H.hwm_kb(jvm_pid) / 1024, 1)}
     spark.stop()
     return out
 

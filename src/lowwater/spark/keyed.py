@@ -61,9 +61,11 @@ from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import Watermark, WatermarkStrategy
 from lowwater.runtime.exchange import Exchange
 from lowwater.runtime.nodes import _fn_name
-from lowwater.spark.executor_watermarks import PartitionState, new_partition
+from lowwater.spark.executor_watermarks import PartitionState, _Events, new_partition
 from lowwater.spark.fs import CheckpointFS, join
+from lowwater.spark.native import _apply
 from lowwater.spark.native_state import _exchange, _exchange_data
+from lowwater.spark.plan import walk
 from lowwater.spark.sealed import StateKey
 from lowwater.spark.snapshot import restore, to_data
 from lowwater.spark.sources import SparkSource
@@ -108,7 +110,7 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
     """The keyed plan, or ``None`` and the reason the pipeline needs the general path."""
     if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
         return None, "not event time"
-    walked = _walk(env)
+    walked = walk(env)
     if any(isinstance(t, KeyedCoProcessTransformation | CoTransformation) for t in walked):
         return None, "a two-input operator"
     operators = [t for t in walked if isinstance(t, WindowTransformation | KeyedProcessTransformation)]
@@ -146,20 +148,6 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
     if isinstance(w, WindowTransformation) and not w.assigner.is_event_time():
         return None, "processing-time windows"
     return KeyedPlan(up.source, tuple(reversed(chain)), strategies[0], w, tuple(outputs)), "keyed"
-
-
-def _walk(env: StreamExecutionEnvironment) -> list[Transformation]:
-    seen: dict[int, Transformation] = {}
-
-    def visit(t: Transformation) -> None:
-        if t.id not in seen:
-            seen[t.id] = t
-            for i in t.inputs:
-                visit(i)
-
-    for s in env.sinks:
-        visit(s)
-    return list(seen.values())
 
 
 # -- the control plane ------------------------------------------------------------------------
@@ -262,19 +250,8 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
         if p in states:
             restore(states[p]["state"], pw)
         clock.set(clock_ms)
-        events: list[tuple[str, int]] = []
-
-        class Out:
-            def emit_watermark(self, w: Watermark) -> None:
-                events.append(("watermark", w.timestamp))
-
-            def mark_idle(self) -> None:
-                events.append(("idle", 0))
-
-            def mark_active(self) -> None:
-                events.append(("active", 0))
-
-        out = Out()
+        out = _Events()
+        events = out.events
         rows: list[tuple[Any, ...]] = []
         names = [f for f in fields if f in cols]
         records = [{f: cols[f][i] for f in names} for i in order]
@@ -514,14 +491,7 @@ class KeyedProcessor:
                 clock, pw = self._lane(st, p)
                 restore(ctl["state"], pw)
                 clock.set(clock_ms)
-                out = st.exchange.mux.get_deferred_output(p)
-                for kind, ts in ctl["events"]:
-                    if kind == "watermark":
-                        out.emit_watermark(Watermark(int(ts)))
-                    elif kind == "idle":
-                        out.mark_idle()
-                    else:
-                        out.mark_active()
+                _apply([(kind, int(ts)) for kind, ts in ctl["events"]], st.exchange.mux.get_deferred_output(p))
                 rows_in += int(ctl["rows_in"])
                 dead_a += int(ctl["dead"])
                 key_dead += int(ctl["key_dead"])

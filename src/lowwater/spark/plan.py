@@ -67,7 +67,8 @@ class NativePlan:
     """Timestamps and watermarks need Python per row: run them on the executors per partition."""
 
 
-def _walk(env: StreamExecutionEnvironment) -> list[Transformation]:
+def walk(env: StreamExecutionEnvironment) -> list[Transformation]:
+    """Every transformation that reaches a sink, each once."""
     seen: dict[int, Transformation] = {}
 
     def visit(t: Transformation) -> None:
@@ -87,7 +88,7 @@ def fingerprint(env: StreamExecutionEnvironment) -> dict[str, Any]:
     A checkpoint is bound to it; state made by one pipeline is refused by another.
     """
     parts: dict[str, Any] = {"time_characteristic": env.time_characteristic.value}
-    for i, t in enumerate(sorted(_walk(env), key=lambda t: t.id)):
+    for i, t in enumerate(sorted(walk(env), key=lambda t: t.id)):
         desc: list[str] = [type(t).__name__]
         if isinstance(t, SourceTransformation):
             desc += [type(t.source).__name__, repr(t.strategy)]
@@ -117,7 +118,7 @@ def _describe(x: Any) -> str:
 
 
 def find_source(env: StreamExecutionEnvironment) -> SparkSource:
-    sources = [t for t in _walk(env) if isinstance(t, SourceTransformation)]
+    sources = [t for t in walk(env) if isinstance(t, SourceTransformation)]
     if len(sources) != 1:
         raise PipelineError(f"the spark runtime runs pipelines with exactly one source; this one has {len(sources)}")
     src = sources[0].source
@@ -133,7 +134,7 @@ def native_plan(env: StreamExecutionEnvironment) -> tuple[NativePlan | None, str
     """The native plan, or ``None`` and the reason the general path is needed."""
     if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
         return None, "not event time"
-    ts = _walk(env)
+    ts = walk(env)
     windows = [t for t in ts if isinstance(t, WindowTransformation)]
     if len(windows) != 1:
         return None, "not exactly one window operator"
