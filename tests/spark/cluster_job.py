@@ -31,7 +31,8 @@ def _upper(record: dict[str, object]) -> str:
     return str(record["key"]).upper()
 
 
-def run(spark: SparkSession, log: str, checkpoint: str, out: str, kind: str) -> None:
+def run(spark: SparkSession, log: str, checkpoint: str, out: str, kind: str) -> tuple[str, str]:
+    """Runs one kind; returns the path the job took and its accounting line."""
     env = StreamExecutionEnvironment()
     late = OutputTag("late")
     result = (
@@ -45,8 +46,7 @@ def run(spark: SparkSession, log: str, checkpoint: str, out: str, kind: str) -> 
     result.get_side_output(late).add_sink(DirectorySink(f"{out}/late", "parquet"))
     job = SparkRuntime(checkpoint, spark=spark, path="native" if kind == "native" else "keyed",
                        clock=lambda b: 1_000 * b, end_of_input=True).execute(env, f"cluster {kind}")
-    print(kind, "PATH", job.path)
-    print(kind, "ACCOUNTING", job.accounting())
+    return job.path, str(job.accounting())
 
 
 def main(log: str, checkpoint: str, out: str, kinds: str = "native") -> None:
@@ -55,7 +55,9 @@ def main(log: str, checkpoint: str, out: str, kinds: str = "native") -> None:
     spark.sparkContext.setLogLevel("WARN")
     print("MASTER", spark.sparkContext.master)
     for kind in kinds.split(","):
-        run(spark, log, f"{checkpoint}/{kind}", f"{out}/{kind}", kind)
+        path, accounting = run(spark, log, f"{checkpoint}/{kind}", f"{out}/{kind}", kind)
+        print(kind, "PATH", path)
+        print(kind, "ACCOUNTING", accounting)
     spark.stop()
 
 

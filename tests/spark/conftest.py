@@ -5,18 +5,31 @@ Both fail (never skip) when something is missing, with what to run to fix it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
-from lowwater.spark.session import get_or_create_session, postgres_jdbc_jar
+from lowwater.spark.session import LOG4J2, get_or_create_session, postgres_jdbc_jar
 
 try:  # tests/ is a package if someone added tests/__init__.py, else tests/ is on sys.path
     from tests.pg_server import PgServer, postgres_server
+    from tests.spark.crash_series import JVM_OPTIONS
 except ImportError:
+    from crash_series import JVM_OPTIONS  # type: ignore[no-redef]
+
     from pg_server import PgServer, postgres_server  # type: ignore[no-redef]
 
 _FIX = "run: bash scripts/ensure_postgres.sh (as root it installs the Debian packages)"
+
+
+def _jvm_conf() -> dict[str, str]:
+    """The test session's JVM runs C1 only with the serial GC (``crash_series.JVM_OPTIONS``), as the
+    crash jobs' JVMs do: its queries are many and small, so C2 compiles code that seldom runs
+    again, and on a shared 2-core machine that made the Spark tests a third slower (measured in
+    docs/testing.md). ``LOWWATER_TEST_JVM_OPTIONS`` replaces the options ("" for the JVM's own)."""
+    options = os.environ.get("LOWWATER_TEST_JVM_OPTIONS", JVM_OPTIONS)
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2} {options}".strip()}
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +37,8 @@ def spark() -> Iterator[object]:
     jar = postgres_jdbc_jar()
     if jar is None:
         pytest.fail(f"PostgreSQL JDBC driver /usr/share/java/postgresql.jar not found; {_FIX}")
-    session = get_or_create_session(app_name="lowwater-tests", jars=[jar], conf={"spark.ui.enabled": "false"})
+    conf = {"spark.ui.enabled": "false", **_jvm_conf()}
+    session = get_or_create_session(app_name="lowwater-tests", jars=[jar], conf=conf)
     try:
         session._jvm.java.lang.Class.forName("org.postgresql.Driver")
     except Exception as e:  # an earlier session without the jar, for instance

@@ -1,5 +1,9 @@
 """A native-path pipeline on a Spark standalone cluster (one master, one worker, 1 core each, on
-127.0.0.1), submitted with ``spark-submit``, equals the same job run locally."""
+127.0.0.1), submitted with ``spark-submit``, equals the same job run locally (in-process, on the
+test session's local master).
+
+The master, the worker and the application's JVMs run C1 only with the serial GC
+(``crash_series.JVM_OPTIONS``): the JIT has no part in what is tested."""
 
 from __future__ import annotations
 
@@ -21,6 +25,13 @@ pytestmark = pytest.mark.spark
 
 JOB = Path(__file__).with_name("cluster_job.py")
 
+try:
+    from tests.spark.cluster_job import run
+    from tests.spark.crash_series import JVM_OPTIONS
+except ImportError:  # tests/spark on sys.path
+    from cluster_job import run  # type: ignore[no-redef]
+    from crash_series import JVM_OPTIONS  # type: ignore[no-redef]
+
 
 def _spark_home() -> Path:
     import pyspark
@@ -37,7 +48,7 @@ def _free_port() -> int:
 def _env() -> dict[str, str]:
     return {**os.environ, "SPARK_HOME": str(_spark_home()), "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_NO_DAEMONIZE": "1"}
+            "SPARK_NO_DAEMONIZE": "1", "SPARK_DAEMON_JAVA_OPTS": JVM_OPTIONS}
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 180) -> None:
@@ -100,6 +111,8 @@ def _submit(master: str, log: Path, ckpt: Path, out: Path, kinds: str) -> str:
     cmd = [str(_spark_home() / "bin" / "spark-submit"), "--master", master, "--conf", "spark.cores.max=1",
            "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=512m", "--conf",
            "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
+           "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
+           "--conf", f"spark.executor.extraJavaOptions={JVM_OPTIONS}",
            str(JOB), str(log), str(ckpt), str(out), kinds]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(),
                          cwd=Path(__file__).resolve().parents[2])
@@ -123,8 +136,8 @@ def test_pipelines_on_a_standalone_cluster_equal_the_local_run(cluster: str, spa
     kinds = "native,sessions"
     on_cluster = _submit(cluster, log, tmp_path / "ck-cluster", tmp_path / "out-cluster", kinds)
     assert f"MASTER {cluster}" in on_cluster
-    local = _submit("local[2]", log, tmp_path / "ck-local", tmp_path / "out-local", kinds)
-    assert "MASTER local[2]" in local
+    local = {kind: run(spark, str(log), str(tmp_path / "ck-local" / kind), str(tmp_path / "out-local" / kind), kind)
+             for kind in kinds.split(",")}  # the local run in-process, on the test session's local master
 
     for kind, path in (("native", "native"), ("sessions", "keyed")):
         assert f"{kind} PATH {path}" in on_cluster
@@ -132,7 +145,7 @@ def test_pipelines_on_a_standalone_cluster_equal_the_local_run(cluster: str, spa
         assert results and results == _rows(spark, tmp_path / "out-local" / kind / "results"), kind
         late = _rows(spark, tmp_path / "out-cluster" / kind / "late")
         assert late and late == _rows(spark, tmp_path / "out-local" / kind / "late"), kind
+        assert local[kind][0] == path
         accounting = [line for line in on_cluster.splitlines() if line.startswith(f"{kind} ACCOUNTING")]
-        assert accounting and accounting == [line for line in local.splitlines()
-                                             if line.startswith(f"{kind} ACCOUNTING")]
+        assert accounting == [f"{kind} ACCOUNTING {local[kind][1]}"]
         assert "UNACCOUNTED" not in accounting[0]

@@ -25,12 +25,13 @@ try:
 except ImportError:  # tests/spark on sys.path
     from crash_series import PG_POINTS, Series, landed_points, summary  # type: ignore[no-redef]
 
-# Seeds of the full series whose kills all name points (so they land whatever the machine's speed):
+# A seed of the full series whose kills all name points (so they land whatever the machine's speed):
 # 68 kills batch 2 inside the PostgreSQL transaction, batch 5 inside its state write and the
-# end-of-input step inside the results directory's write; 17 kills batch 0 inside the results
-# directory's write, batch 2 inside the PostgreSQL transaction and batch 5 with the staging table
-# written. 6 kills, all inside writes (chosen for the log's batches of one segment per partition).
-CI_SEEDS = (68, 17)
+# end-of-input step inside the results directory's write: 3 kills, all inside writes (chosen for
+# the log's batches of one segment per partition). Seed 17 (batch 0 inside the results directory's
+# write, batch 2 inside the PostgreSQL transaction, batch 5 with the staging table written) ran
+# here too until CI's time needed the room; ``LOWWATER_FAULT_RUNS`` runs it.
+CI_SEEDS = (68,)
 
 
 # -- the fault points, without Spark ----------------------------------------------------------------
@@ -122,7 +123,7 @@ def test_seeded_sigkills_then_a_restart_equal_an_uninterrupted_run(pg: Any, tmp_
     totals = summary(records)
     print(json.dumps(totals))
     assert totals["equal"] == len(seeds)
-    assert totals["kills_landed"] >= 5, totals
+    assert totals["kills_landed"] >= 3 * len(seeds), totals
     if not count:
         points = landed_points(records)
         assert "state_write" in points, totals

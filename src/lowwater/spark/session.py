@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SHUFFLE_PARTITIONS", "get_or_create_session", "postgres_jdbc_jar"]
 
-_LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 #: Spark's default of 200 shuffle partitions is far too many for micro-batches on one machine.
 DEFAULT_SHUFFLE_PARTITIONS = 4
@@ -105,7 +105,7 @@ def get_or_create_session(
         "spark.ui.retainedJobs": "200",
         "spark.ui.retainedStages": "200",
         "spark.sql.ui.retainedExecutions": "200",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_LOG4J2}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2}",
     }
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
