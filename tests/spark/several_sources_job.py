@@ -1,6 +1,6 @@
 """A job for the several-source tests: two partitioned logs, united or connected, on Spark.
 
-    python several_sources_job.py CLICKS ORDERS CHECKPOINT OUT [union|connect]
+    python several_sources_job.py CLICKS ORDERS CHECKPOINT OUT [union|connect] [auto|keyed|general]
 
 ``union``: both sources -> key_by(key) -> tumbling 2 s windows, sum, late side output, to
 ``OUT/results`` and ``OUT/late`` (DirectorySinks). ``connect``: a KeyedCoProcessFunction
@@ -64,9 +64,11 @@ def build(env: StreamExecutionEnvironment, clicks: str, orders: str, out: str, t
 def main() -> None:
     clicks, orders, checkpoint, out = sys.argv[1:5]
     topology = sys.argv[5] if len(sys.argv) > 5 else "union"
+    path = sys.argv[6] if len(sys.argv) > 6 else "auto"
     env = StreamExecutionEnvironment()
     build(env, clicks, orders, out, topology)
-    SparkRuntime(checkpoint, clock=lambda b: 1_000 * b, end_of_input=True).execute(env, "several sources")
+    SparkRuntime(checkpoint, path=path, clock=lambda b: 1_000 * b,  # type: ignore[arg-type]
+                 end_of_input=True).execute(env, "several sources")
 
 
 if __name__ == "__main__":

@@ -80,12 +80,15 @@ def test_spark_runtime_reproduces_flink(spark: Any, scenario: Path, path: str, t
     _compare(expected, actual)
 
 
-@pytest.mark.parametrize("scenario", NEXT_SEVERAL_SOURCES, ids=lambda p: p.stem)
-def test_several_sources_on_spark_reproduce_flink(spark: Any, scenario: Path, tmp_path: Path) -> None:
-    """One query reads every source; union and connect run on the general path."""
+@pytest.mark.parametrize(("scenario", "path"),
+                         [(s, path) for s in NEXT_SEVERAL_SOURCES for path in ("auto", "general")],
+                         ids=lambda x: x.stem if isinstance(x, Path) else x)
+def test_several_sources_on_spark_reproduce_flink(spark: Any, scenario: Path, path: str, tmp_path: Path) -> None:
+    """One query reads every source; a union into a window and a keyed connect take the keyed path
+    (per key on the executors, a lane per (source, partition) on the driver), or the general one."""
     expected = json.loads(scenario.with_name(scenario.stem + ".expected.json").read_text())
-    actual = run_scenario(scenario, runtime="spark", spark=spark, workdir=str(tmp_path))
-    assert actual["spark_path"] == "general"
+    actual = run_scenario(scenario, runtime="spark", path=path, spark=spark, workdir=str(tmp_path))
+    assert actual["spark_path"] == ("keyed" if path == "auto" else path)
     _compare(expected, actual)
 
 

@@ -30,10 +30,11 @@ from lowwater.spark.sinks import read_directory
 pytestmark = pytest.mark.spark
 
 JOB = Path(__file__).with_name("several_sources_job.py")
-sys.path.insert(0, str(JOB.parent))
-from several_sources_job import build  # noqa: E402
 
+# imported as tests.spark.several_sources_job, a module the executors' Python workers can import
+# too (their working directory is the repository's): the keyed path runs its functions there
 from tests.spark.crash_series import JVM_OPTIONS  # noqa: E402
+from tests.spark.several_sources_job import build  # noqa: E402
 
 
 def _logs(root: Path) -> tuple[Path, Path]:
@@ -52,12 +53,12 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return _logs(tmp_path_factory.mktemp("several-sources") / "logs")
 
 
-def _run(logs: tuple[Path, Path], ckpt: Path, out: Path, fault: str | None) -> int:
+def _run(logs: tuple[Path, Path], ckpt: Path, out: Path, fault: str | None, path: str) -> int:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS}
     env.pop("LOWWATER_FAULT", None)
     if fault:
         env["LOWWATER_FAULT"] = fault
-    proc = subprocess.run([sys.executable, str(JOB), str(logs[0]), str(logs[1]), str(ckpt), str(out)],
+    proc = subprocess.run([sys.executable, str(JOB), str(logs[0]), str(logs[1]), str(ckpt), str(out), "union", path],
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode in (0, -9), proc.stderr[-3000:]
     return proc.returncode
@@ -70,32 +71,34 @@ def _contents(out: Path) -> tuple[list[str], list[str]]:
     return rows("results"), rows("late")
 
 
+@pytest.mark.parametrize("path", ["keyed", "general"])
 def test_a_killed_and_restarted_union_of_two_sources_equals_an_uninterrupted_run(
-    spark: Any, logs: tuple[Path, Path], tmp_path: Path
+    spark: Any, logs: tuple[Path, Path], tmp_path: Path, path: str
 ) -> None:
     env = StreamExecutionEnvironment()  # the uninterrupted run, as several_sources_job.main runs it
     build(env, str(logs[0]), str(logs[1]), str(tmp_path / "out-clean"), "union")
-    SparkRuntime(str(tmp_path / "ck-clean"), spark=spark, clock=lambda b: 1_000 * b,
+    SparkRuntime(str(tmp_path / "ck-clean"), spark=spark, path=path, clock=lambda b: 1_000 * b,  # type: ignore[arg-type]
                  end_of_input=True).execute(env, "several sources")
     clean = _contents(tmp_path / "out-clean")
     assert clean[0] and clean[1], "the job should produce results and late rows"
     for fault in ["1:after_state", "2:after_first_sink"]:
-        assert _run(logs, tmp_path / "ck", tmp_path / "out", fault) == -9, f"not killed at {fault}"
-    assert _run(logs, tmp_path / "ck", tmp_path / "out", None) == 0
+        assert _run(logs, tmp_path / "ck", tmp_path / "out", fault, path) == -9, f"not killed at {fault}"
+    assert _run(logs, tmp_path / "ck", tmp_path / "out", None, path) == 0
     assert _contents(tmp_path / "out") == clean
     lines = [json.loads(x) for x in (tmp_path / "ck" / "lowwater" / "metrics.jsonl").read_text().splitlines()]
     last = {x["batch_id"]: x for x in lines}
     assert sum(int(x.get("rows_in") or 0) for x in last.values()) == 4 * 200 + 4 * 80
 
 
+@pytest.mark.parametrize("path", ["keyed", "general"])
 def test_a_connected_process_function_on_spark_fires_every_timer_the_reference_runtime_fires(
-    spark: Any, logs: tuple[Path, Path], tmp_path: Path
+    spark: Any, logs: tuple[Path, Path], tmp_path: Path, path: str
 ) -> None:
     env = StreamExecutionEnvironment()
     build(env, str(logs[0]), str(logs[1]), str(tmp_path / "out"), "connect")
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1_000 * b,
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, clock=lambda b: 1_000 * b,  # type: ignore[arg-type]
                        end_of_input=True).execute(env, "connect")
-    assert job.path == "general"
+    assert job.path == path
     on_spark = read_directory(tmp_path / "out" / "results")
 
     ref_env = StreamExecutionEnvironment()

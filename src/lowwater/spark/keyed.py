@@ -4,24 +4,31 @@ Session windows, custom and count triggers, process window functions, user aggre
 Python maps, filters and key selectors: what the native path cannot express in SQL runs
 here, and no longer in the driver's one Python process. The pipeline's shape::
 
-    one source -> map/filter/flat_map/assign_timestamps_and_watermarks (any order, one strategy)
+    per source: map/filter/flat_map/assign_timestamps_and_watermarks (any order, one strategy)
+      [-> union(...) -> map/filter/flat_map]
       -> key_by(anything) -> window(any assigner, trigger, contents, function, lateness)
-      -> sinks on the window's output, its late output and its side outputs
+                             | process(KeyedProcessFunction)
+      -> sinks on the operator's output, its late output and its side outputs
+
+    or two such inputs: connect(...).key_by(k1, k2).process(KeyedCoProcessFunction)
 
 Per micro-batch ``k`` (shared/DESIGN.md §2):
 
-1. **Per partition, on the executors** (``groupBy(_partition).applyInPandas``, rows in offset
-   order): the Python operators before the window, the timestamp assigner and the watermark
-   generator, with the partition's generator state from the driver and the batch's clock.
-   Each partition returns its elements (key text, timestamp, the value cloudpickled) and one
-   control row: its generator's new state as plain data and the watermark events it emitted.
-2. **On the driver**: the control rows (O(partitions)) go through the multiplexer, as on the
-   native path, giving ``W_k``. Elements of batch ``k`` are judged against ``W_{k-1}``.
+1. **Per lane, on the executors** (``groupBy(_source, _partition).applyInArrow``, rows in
+   offset order; a lane is one partition of one source): the Python operators on the way,
+   the timestamp assigner and the watermark generator, with the lane's generator state from
+   the driver and the batch's clock. Each lane returns its elements (key text, timestamp, the
+   value cloudpickled) and one control row: its generator's new state as plain data and the
+   watermark events it emitted.
+2. **On the driver**: the control rows (O(lanes)) go through each input's sources'
+   multiplexers and the valve that unites them, then the inputs' combination, as the
+   reference runtime's operator does: the batch's watermark steps, the last one ``W_k``.
+   Elements of batch ``k`` are judged against ``W_{k-1}``.
 3. **Per key, on the executors**: the keys with elements, or with a timer due by ``W_k`` or by
    the batch's processing time, are cogrouped with their stored state by a hash bucket of the
    key. Each bucket runs the reference window operator (:class:`~lowwater.runtime.nodes.WindowNode`):
-   the elements in arrival order at ``W_{k-1}``, then ``W_k``, then processing time. What it
-   emits, and each visited key's new state, come back as rows.
+   the elements in arrival order at ``W_{k-1}``, then each step up to ``W_k``, then processing
+   time. What it emits, and each visited key's new state, come back as rows.
 4. Keyed state is Parquet under ``<checkpoint>/lowwater/keyed/batch=<k>/``: one row per key the
    batch visited (``live`` false when the key's state is gone), its slice sealed
    (:mod:`.sealed`). The state as of ``k - 1`` is the newest row per key over the directories
@@ -29,7 +36,7 @@ Per micro-batch ``k`` (shared/DESIGN.md §2):
    state, and the older ones are deleted one batch later. A replay of ``k`` rewrites the same
    directory with the same rows.
 
-The driver holds O(partitions + buckets) per batch: generator states, watermarks, counters.
+The driver holds O(lanes + buckets) per batch: generator states, watermarks, counters.
 Results come to the driver only for row-list sinks, which ask for them.
 """
 
@@ -52,18 +59,21 @@ from lowwater.api.transformations import (
     SideOutputTransformation,
     SourceTransformation,
     Transformation,
+    UnionTransformation,
     WindowTransformation,
 )
 from lowwater.core.clock import ManualClock
 from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.time_characteristic import TimeCharacteristic
-from lowwater.core.watermarks import Watermark, WatermarkStrategy
-from lowwater.runtime.exchange import Exchange
-from lowwater.runtime.nodes import _fn_name
+from lowwater.core.watermarks import CombinedWatermarkStatus, PartialWatermark, WatermarkStrategy
+from lowwater.runtime.job import CompiledJob
+from lowwater.runtime.nodes import _fn_name, _lane_labels
+from lowwater.runtime.operator_inputs import combine_input_steps
+from lowwater.runtime.records import LaneEvent
+from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, _Events, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.native import _apply
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.plan import walk
 from lowwater.spark.sealed import StateKey
@@ -75,13 +85,15 @@ if TYPE_CHECKING:
 
 __all__ = ["KeyedOutput", "KeyedPlan", "KeyedProcessor", "KeyedState", "keyed_plan"]
 
-FORMAT = 1
+FORMAT = 2
+"""2: lanes are (source, partition), several sources and two inputs (1: one source)."""
 COMPACT_EVERY = 20
 
-_A_SCHEMA = ("_partition INT, _offset BIGINT, _seq BIGINT, _sub INT, _ts BIGINT, _kb STRING, _el BINARY, "
-             "_dead STRING, _ctl STRING")
-_A_COLUMNS = (("_partition", "int32"), ("_offset", "int64"), ("_seq", "int64"), ("_sub", "int32"),
-              ("_ts", "int64"), ("_kb", "string"), ("_el", "binary"), ("_dead", "string"), ("_ctl", "string"))
+_A_SCHEMA = ("_source INT, _partition INT, _offset BIGINT, _seq BIGINT, _sub INT, _ts BIGINT, _kb STRING, "
+             "_el BINARY, _dead STRING, _ctl STRING")
+_A_COLUMNS = (("_source", "int32"), ("_partition", "int32"), ("_offset", "int64"), ("_seq", "int64"),
+              ("_sub", "int32"), ("_ts", "int64"), ("_kb", "string"), ("_el", "binary"), ("_dead", "string"),
+              ("_ctl", "string"))
 _B_COLUMNS = (("kind", "string"), ("_kb", "string"), ("o1", "int64"), ("o2", "int64"), ("o3", "int64"),
               ("o4", "int64"), ("o5", "int64"), ("blob", "binary"), ("next_event", "int64"),
               ("next_proc", "int64"), ("live", "bool_"))
@@ -91,19 +103,41 @@ _STATE_SCHEMA = "_kb STRING, _v BIGINT, state BINARY, next_event BIGINT, next_pr
 
 
 @dataclass(frozen=True)
-class KeyedPlan:
+class Branch:
+    """One source's way to the keyed operator."""
+
     source: SparkSource
     chain: tuple[tuple[str, Any], ...]
-    """From the source to the window: ``("map" | "filter" | "flat_map", fn)`` or ``("assign", None)``."""
+    """From the source to the operator: ``("map" | "filter" | "flat_map", fn)`` or ``("assign", strategy)``
+    (exactly one), through any union on the way."""
     strategy: WatermarkStrategy[Any]
-    operator: WindowTransformation | KeyedProcessTransformation
+    input: int
+    """The operator input it reaches: 0, or 1 for the second input of a keyed ``connect``."""
+
+
+@dataclass(frozen=True)
+class KeyedPlan:
+    branches: tuple[Branch, ...]
+    """One per source, in the order the compiled job numbers them (the ``_source`` column)."""
+    operator: WindowTransformation | KeyedProcessTransformation | KeyedCoProcessTransformation
     outputs: tuple[OutputTag | None, ...]
-    """Per sink of the pipeline (in ``env.sinks`` order): ``None`` for the window's output, else
+    """Per sink of the pipeline (in ``env.sinks`` order): ``None`` for the operator's output, else
     the side output's tag."""
 
     @property
+    def source(self) -> SparkSource:
+        return self.branches[0].source
+
+    @property
+    def key_selectors(self) -> tuple[Any, ...]:
+        t = self.operator
+        if isinstance(t, KeyedCoProcessTransformation):
+            return (t.key_selector1, t.key_selector2)
+        return (t.key_selector,)
+
+    @property
     def direct(self) -> bool:
-        return all(kind == "assign" for kind, _ in self.chain)
+        return all(kind == "assign" for b in self.branches for kind, _ in b.chain)
 
 
 def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
@@ -111,9 +145,10 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
     if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
         return None, "not event time"
     walked = walk(env)
-    if any(isinstance(t, KeyedCoProcessTransformation | CoTransformation) for t in walked):
-        return None, "a two-input operator"
-    operators = [t for t in walked if isinstance(t, WindowTransformation | KeyedProcessTransformation)]
+    if any(isinstance(t, CoTransformation) for t in walked):
+        return None, "connect without key_by (a CoMapFunction)"
+    operators = [t for t in walked if isinstance(t, WindowTransformation | KeyedProcessTransformation
+                                                  | KeyedCoProcessTransformation)]
     if len(operators) != 1:
         return None, "not exactly one window or keyed process operator"
     w = operators[0]
@@ -125,37 +160,69 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
             outputs.append(s.input.tag)
         else:
             return None, f"sink {s.name!r} is not on the operator's output or one of its side outputs"
-    chain: list[tuple[str, Any]] = []
-    strategies: list[WatermarkStrategy[Any]] = []
-    up: Transformation = w.input
-    while not isinstance(up, SourceTransformation):
-        if isinstance(up, OneInputTransformation):
-            chain.append((up.kind, up.fn))
+    found: list[tuple[SourceTransformation, tuple[tuple[str, Any], ...], int]] = []
+
+    def climb(up: Transformation, below: list[tuple[str, Any]], input_index: int) -> str | None:
+        chain = list(below)  # from the operator upwards
+        while not isinstance(up, SourceTransformation):
+            if isinstance(up, OneInputTransformation):
+                chain.append((up.kind, up.fn))
+            elif isinstance(up, AssignTransformation):
+                chain.append(("assign", up.strategy))
+            elif isinstance(up, UnionTransformation):
+                if any(kind == "assign" for kind, _ in chain):
+                    return "a watermark strategy after a union"
+                for member in up.members:
+                    why = climb(member, chain, input_index)
+                    if why is not None:
+                        return why
+                return None
+            else:
+                return f"{type(up).__name__} between a source and the keyed operator"
             up = up.input
-        elif isinstance(up, AssignTransformation):
-            chain.append(("assign", None))
-            strategies.append(up.strategy)
-            up = up.input
-        else:
-            return None, f"{type(up).__name__} between the source and the keyed operator"
-    if up.strategy is not None:
-        chain.append(("assign", None))
-        strategies.append(up.strategy)
-    if len(strategies) != 1:
-        return None, "no watermark strategy" if not strategies else "more than one watermark strategy"
-    if not isinstance(up.source, SparkSource):
-        return None, f"{type(up.source).__name__} cannot be read by Spark"
+        if up.strategy is not None:
+            chain.append(("assign", up.strategy))
+        found.append((up, tuple(reversed(chain)), input_index))
+        return None
+
+    for i, upstream in enumerate(w.inputs):
+        why = climb(upstream, [], i)
+        if why is not None:
+            return None, why
+    order = {n.node_id: k for k, n in enumerate(CompiledJob(env, ManualClock(0)).sources)}
+    if len({order[t.id] for t, _, _ in found}) != len(found):
+        return None, "a source reaches the keyed operator more than once"
+    branches: list[Branch | None] = [None] * len(order)
+    for t, chain, input_index in found:
+        strategies = [fn for kind, fn in chain if kind == "assign"]
+        if len(strategies) != 1:
+            return None, "no watermark strategy" if not strategies else "more than one watermark strategy"
+        if not isinstance(t.source, SparkSource):
+            return None, f"{type(t.source).__name__} cannot be read by Spark"
+        branches[order[t.id]] = Branch(t.source, chain, strategies[0], input_index)
+    if any(b is None for b in branches):
+        return None, "a source that does not reach the keyed operator"
     if isinstance(w, WindowTransformation) and not w.assigner.is_event_time():
         return None, "processing-time windows"
-    return KeyedPlan(up.source, tuple(reversed(chain)), strategies[0], w, tuple(outputs)), "keyed"
+    return KeyedPlan(tuple(b for b in branches if b is not None), w, tuple(outputs)), "keyed"
 
 
 # -- the control plane ------------------------------------------------------------------------
+Lane = tuple[int, int]
+"""``(source, partition)``, as the reference runtime numbers lanes."""
+
+
 @dataclass
 class KeyedState:
+    """What the driver keeps: per lane (source, partition) its generator; per operator input the
+    sources' multiplexers and the valve that unites them; the inputs' combination (as the
+    reference runtime's :class:`~lowwater.runtime.nodes._SingleLaneNode` keeps them)."""
+
     clock: ManualClock = field(default_factory=ManualClock)
-    exchange: Exchange = field(default_factory=lambda: Exchange(keep_history=False))
-    partitions: dict[int, PartitionState] = field(default_factory=dict)
+    inputs: list[UnionInput] = field(default_factory=list)
+    combined: CombinedWatermarkStatus = field(default_factory=CombinedWatermarkStatus)
+    partials: list[PartialWatermark] = field(default_factory=list)
+    partitions: dict[Lane, PartitionState] = field(default_factory=dict)
     started: bool = False
     state_dirs: list[int] = field(default_factory=list)
     """The batches whose ``keyed/batch=<k>`` directories hold the keyed state (newest row per key wins)."""
@@ -164,36 +231,77 @@ class KeyedState:
     late_by_partition: dict[int, int] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
 
+    @staticmethod
+    def for_inputs(n: int) -> KeyedState:
+        st = KeyedState(inputs=[UnionInput(keep_history=False) for _ in range(n)],
+                        partials=[PartialWatermark() for _ in range(n)])
+        for partial in st.partials:
+            st.combined.add(partial)
+        return st
+
     @property
     def watermark(self) -> int:
-        return self.exchange.watermark_or_min()
+        """The operator's current watermark (the last step it moved to)."""
+        return self.combined.combined_watermark
+
+    def lane_event(self, plan: KeyedPlan, lane: Lane, kind: str, ts: int = 0) -> None:
+        self.inputs[plan.branches[lane[0]].input].on_lane_event(lane, LaneEvent(kind, ts))  # type: ignore[arg-type]
+
+
+def _union_data(ui: UnionInput) -> dict[str, Any]:
+    return {"sources": [[g, _exchange_data(ex), ui.channel[g]] for g, ex in ui.sources.items()],
+            "valve": {"channels": [[c.watermark, c.idle, c.aligned] for c in ui.valve.channels],
+                      "last": ui.valve.last_output_watermark, "idle": ui.valve.idle},
+            "advanced_once": bool(ui.advanced_once)}
+
+
+def _union(data: dict[str, Any]) -> UnionInput:
+    ui = UnionInput(keep_history=False)
+    for g, ex, channel in data["sources"]:
+        ui.sources[int(g)] = _exchange(ex, lane=tuple)
+        ui.channel[int(g)] = int(channel)
+    for w, idle, aligned in data["valve"]["channels"]:
+        c = ui.valve.channels[ui.valve.add_channel()]
+        c.watermark, c.idle, c.aligned = int(w), bool(idle), bool(aligned)
+    ui.valve.last_output_watermark = int(data["valve"]["last"])
+    ui.valve.idle = bool(data["valve"]["idle"])
+    ui.advanced_once = bool(data["advanced_once"])
+    return ui
 
 
 def state_to_json(st: KeyedState) -> dict[str, Any]:
     return {"format": FORMAT, "path": "keyed", "clock_ms": st.clock.now_ms(), "started": st.started,
-            "watermarks": _exchange_data(st.exchange),
-            "executor": {str(p): {"clock_ms": c.now_ms(), "state": to_data(pw)}
-                         for p, (c, pw) in st.partitions.items()},
+            "inputs": [_union_data(ui) for ui in st.inputs],
+            "combined": {"watermark": st.combined.combined_watermark, "idle": st.combined.idle,
+                         "partials": [[p.watermark, p.idle] for p in st.partials]},
+            "executor": [[src, p, c.now_ms(), to_data(pw)] for (src, p), (c, pw) in st.partitions.items()],
             "state_dirs": list(st.state_dirs), "pending_delete": list(st.pending_delete),
             "totals": dict(st.totals), "late_by_partition": {str(p): n for p, n in st.late_by_partition.items()},
             "metrics": st.metrics}
 
 
-def state_from_json(data: dict[str, Any], strategy: WatermarkStrategy[Any]) -> KeyedState:
+def state_from_json(data: dict[str, Any], plan: KeyedPlan) -> KeyedState:
     if data.get("format") != FORMAT or data.get("path") != "keyed":
         from lowwater.core.errors import ConfigurationError
 
         raise ConfigurationError("checkpoint_location", "the checkpoint's state was not written by the keyed path "
                                                         "of this lowwater version: use a new checkpoint")
-    st = KeyedState()
+    st = KeyedState.for_inputs(0)
     st.clock.set(int(data["clock_ms"]))
     st.started = bool(data["started"])
-    st.exchange = _exchange(data["watermarks"])
-    for p_, item in data["executor"].items():
-        clock, pw = new_partition(strategy, int(p_))
-        restore(item["state"], pw)
-        clock.set(int(item["clock_ms"]))
-        st.partitions[int(p_)] = (clock, pw)
+    st.inputs = [_union(ui) for ui in data["inputs"]]
+    for w, idle in data["combined"]["partials"]:
+        partial = PartialWatermark()
+        partial.watermark, partial.idle = int(w), bool(idle)
+        st.partials.append(partial)
+        st.combined.add(partial)
+    st.combined.combined_watermark = int(data["combined"]["watermark"])
+    st.combined.idle = bool(data["combined"]["idle"])
+    for src, p, clock_ms, tree in data["executor"]:
+        clock, pw = new_partition(plan.branches[int(src)].strategy, int(p))
+        restore(tree, pw)
+        clock.set(int(clock_ms))
+        st.partitions[(int(src), int(p))] = (clock, pw)
     st.state_dirs = [int(b) for b in data["state_dirs"]]
     st.pending_delete = [int(b) for b in data["pending_delete"]]
     st.totals = {k: int(v) for k, v in data["totals"].items()}
@@ -233,8 +341,8 @@ def _table(rows: list[tuple[Any, ...]], columns: tuple[tuple[str, str], ...]) ->
 
 
 # -- stage A: per partition ----------------------------------------------------------------------
-def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[str, Any]], clock_ms: int) -> Any:
-    chain, strategy, key_selector = plan.chain, plan.strategy, plan.operator.key_selector
+def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> Any:
+    """Stage A's function: one lane (source, partition) per call."""
 
     def run(table: Any) -> Any:
         from lowwater.spark.keyed_state import key_bytes
@@ -242,13 +350,17 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
         cols = table.to_pydict()
         n = table.num_rows
         none = [None] * n
+        src = int(cols["_source"][0]) if "_source" in cols else 0
+        branch = plan.branches[src]
+        chain, strategy, key_selector = branch.chain, branch.strategy, plan.key_selectors[branch.input]
+        fields = branch.source.fields()
         seqs, offsets = cols.get("_seq", none), cols["_offset"]
         order = sorted(range(n), key=lambda i: (seqs[i] is not None, seqs[i] or 0,
                                                 offsets[i] is not None, offsets[i] or 0))
         p = int(cols["_partition"][0])
         clock, pw = new_partition(strategy, p)
-        if p in states:
-            restore(states[p]["state"], pw)
+        if (src, p) in states:
+            restore(states[(src, p)], pw)
         clock.set(clock_ms)
         out = _Events()
         events = out.events
@@ -268,7 +380,7 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
             letter = {"reason": reason, "partition": p, "offset": offset, "record": record}
             if file is not None:
                 letter["file"] = file
-            rows.append((p, offset, seq, 0, None, None, None, json.dumps(letter, default=str), None))
+            rows.append((src, p, offset, seq, 0, None, None, None, json.dumps(letter, default=str), None))
 
         def push(step: int, value: Any, ts: int | None, off: Any, sq: Any, sub: list[int]) -> None:
             """One value through the chain from ``step`` on, depth first, as the reference runtime
@@ -307,7 +419,7 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
                 return
             except Exception as e:
                 raise UserFunctionError(f"key_by {_fn_name(key_selector)}", e, partition=p, offset=off) from e
-            rows.append((p, off, sq, sub[0], ts, kb, _dumps(value), None, None))
+            rows.append((src, p, off, sq, sub[0], ts, kb, _dumps(value), None, None))
             sub[0] += 1
 
         for record, offset, seq, sts, bad, file in zip(records, offsets, seqs, source_ts, corrupt, files,
@@ -326,7 +438,7 @@ def _per_partition(plan: KeyedPlan, fields: list[str], states: dict[int, dict[st
             raise UserFunctionError(f"watermark generator ({strategy!r})", e, partition=p) from e
         ctl = {"state": to_data(pw), "clock_ms": clock_ms, "events": events, "rows_in": n_in, "dead": n_dead,
                "key_dead": n_key_dead, "elements": len(rows) - n_dead}
-        rows.append((p, None, None, None, None, None, None, None, json.dumps(ctl)))
+        rows.append((src, p, None, None, None, None, None, None, None, json.dumps(ctl)))
         return _table(rows, _A_COLUMNS)
 
     return run
@@ -348,7 +460,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         if isinstance(t, WindowTransformation):
             node = WindowNode(0, t, ManualClock(clock_ms))
         else:
-            node = KeyedProcessNode(0, t.name, t.function, [t.key_selector], ManualClock(clock_ms))
+            node = KeyedProcessNode(0, t.name, t.function, list(plan.key_selectors), ManualClock(clock_ms))
         node.dead = DeadLetters()
         op = node.operator
         op.current_watermark = w_prev
@@ -372,14 +484,15 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             put_slice(op, data["key"], data)
             visited.add(kb)
         el = elements_table.to_pydict()
-        arrival = sorted(range(elements_table.num_rows), key=lambda i: (
-            el["_seq"][i] is not None, el["_seq"][i] or 0, el["_partition"][i],
+        arrival = sorted(range(elements_table.num_rows), key=lambda i: (  # as the general path orders them
+            el["_seq"][i] is not None, el["_seq"][i] or 0, el["_source"][i], el["_partition"][i],
             el["_offset"][i] is not None, el["_offset"][i] or 0, el["_sub"][i]))
+        inputs = [b.input for b in plan.branches]
         for i in arrival:
-            kb, p, off, sq = el["_kb"][i], el["_partition"][i], el["_offset"][i], el["_seq"][i]
+            kb, src, p, off, sq = el["_kb"][i], el["_source"][i], el["_partition"][i], el["_offset"][i], el["_seq"][i]
             visited.add(kb)
-            order[:] = [0, -1 if sq is None else sq, p, -1 if off is None else off]
-            node.on_record(Record(pickle.loads(el["_el"][i]), el["_ts"][i], 0, p, off), 0)
+            order[:] = [0, -1 if sq is None else sq, (src << 32) | p, -1 if off is None else off]
+            node.on_record(Record(pickle.loads(el["_el"][i]), el["_ts"][i], (src, p), p, off), inputs[src])
         try:
             for w in steps:
                 order[:] = [1, w, 0, 0]
@@ -432,10 +545,10 @@ class KeyedProcessor:
         self.compact_every = compact_every
 
     def empty_state(self) -> KeyedState:
-        return KeyedState()
+        return KeyedState.for_inputs(len(self.plan.key_selectors))
 
     def state_from_json(self, data: dict[str, Any]) -> KeyedState:
-        return state_from_json(data, self.plan.strategy)
+        return state_from_json(data, self.plan)
 
     @staticmethod
     def state_to_json(st: KeyedState) -> dict[str, Any]:
@@ -447,12 +560,20 @@ class KeyedProcessor:
     def _buckets(self, spark: SparkSession) -> int:
         return max(2, 2 * int(spark.sparkContext.defaultParallelism))
 
-    def _lane(self, st: KeyedState, p: int) -> PartitionState:
-        if p not in st.partitions:
-            st.partitions[p] = new_partition(self.plan.strategy, p)
-        if p not in st.exchange.mux:
-            st.exchange.mux.register_new_output(p)
-        return st.partitions[p]
+    def _lane(self, st: KeyedState, lane: Lane) -> PartitionState:
+        if lane not in st.partitions:
+            st.partitions[lane] = new_partition(self.plan.branches[lane[0]].strategy, lane[1])
+            st.lane_event(self.plan, lane, "register")
+        return st.partitions[lane]
+
+    def _periodic(self, st: KeyedState, lane: Lane, clock_ms: int) -> None:
+        """A lane without rows this batch: its generator's periodic emission, on the driver."""
+        clock, pw = st.partitions[lane]
+        clock.set(clock_ms)
+        out = _Events()
+        pw.generator.on_periodic_emit(out)
+        for kind, ts in out.events:
+            st.lane_event(self.plan, lane, kind, ts)
 
     def run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
             end_of_input: bool = False) -> KeyedOutput:
@@ -469,8 +590,9 @@ class KeyedProcessor:
             mark = now
 
         if not st.started:
-            for p in plan.source.partitions():
-                self._lane(st, p)
+            for src, branch in enumerate(plan.branches):
+                for p in branch.source.partitions():
+                    self._lane(st, (src, p))
             st.started = True
         for b in st.pending_delete:  # superseded by a compaction that batch k-1 committed
             self.fs.delete(self._dir(b))
@@ -481,44 +603,44 @@ class KeyedProcessor:
         persisted: list[DataFrame] = []
         stage_a = None
         if df is not None and not end_of_input:
-            states = {p: {"state": to_data(pw)} for p, (_, pw) in st.partitions.items()}
-            stage_a = df.groupBy("_partition").applyInArrow(
-                _per_partition(plan, plan.source.fields(), states, clock_ms), _A_SCHEMA).persist()
+            states = {lane: to_data(pw) for lane, (_, pw) in st.partitions.items()}
+            lanes = ["_source", "_partition"] if "_source" in df.columns else ["_partition"]
+            stage_a = df.groupBy(*lanes).applyInArrow(_per_partition(plan, states, clock_ms), _A_SCHEMA).persist()
             persisted.append(stage_a)
-            emitted: set[int] = set()
-            for r in stage_a.filter("_ctl IS NOT NULL").select("_partition", "_ctl").collect():
-                p, ctl = int(r["_partition"]), json.loads(r["_ctl"])
-                clock, pw = self._lane(st, p)
+            emitted: set[Lane] = set()
+            for r in stage_a.filter("_ctl IS NOT NULL").select("_source", "_partition", "_ctl").collect():
+                lane, ctl = (int(r["_source"]), int(r["_partition"])), json.loads(r["_ctl"])
+                clock, pw = self._lane(st, lane)
                 restore(ctl["state"], pw)
                 clock.set(clock_ms)
-                _apply([(kind, int(ts)) for kind, ts in ctl["events"]], st.exchange.mux.get_deferred_output(p))
+                for kind, ts in ctl["events"]:
+                    st.lane_event(plan, lane, kind, int(ts))
                 rows_in += int(ctl["rows_in"])
                 dead_a += int(ctl["dead"])
                 key_dead += int(ctl["key_dead"])
                 n_elements += int(ctl["elements"])
-                emitted.add(p)
-            for p, (clock, pw) in st.partitions.items():
-                if p not in emitted:
-                    clock.set(clock_ms)
-                    pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
-        elif end_of_input:
-            for p in st.partitions:
-                st.exchange.mux.get_deferred_output(p).emit_watermark(Watermark(MAX_TIMESTAMP))
+                emitted.add(lane)
+            for lane in list(st.partitions):
+                if lane not in emitted:
+                    self._periodic(st, lane, clock_ms)
+        elif end_of_input:  # every lane sends MAX (the sources' end), no last periodic emission
+            for lane in st.partitions:
+                st.lane_event(plan, lane, "watermark", MAX_TIMESTAMP)
         else:
-            for p, (clock, pw) in st.partitions.items():
-                clock.set(clock_ms)
-                pw.generator.on_periodic_emit(st.exchange.mux.get_deferred_output(p))
+            for lane in list(st.partitions):
+                self._periodic(st, lane, clock_ms)
         lap("partitions_ms")
-        combined = st.exchange.combine()
+        # each input combines its sources' lanes, then the inputs combine (the reference runtime's
+        # _SingleLaneNode.combine_inputs): the watermark steps the operator moves through
+        steps = list(combine_input_steps(st.combined, st.partials, [ui.combine() for ui in st.inputs]).steps)
         w_new = st.watermark
-        steps = [w_new] if combined.advanced_to is not None and w_new > w_prev else []
 
         try:
             elements = (stage_a.filter("_ctl IS NULL AND _dead IS NULL")
-                        .select("_kb", "_partition", "_offset", "_seq", "_sub", "_ts", "_el")
+                        .select("_kb", "_source", "_partition", "_offset", "_seq", "_sub", "_ts", "_el")
                         if stage_a is not None else
-                        spark.createDataFrame([], "_kb STRING, _partition INT, _offset BIGINT, _seq BIGINT, "
-                                                  "_sub INT, _ts BIGINT, _el BINARY"))
+                        spark.createDataFrame([], "_kb STRING, _source INT, _partition INT, _offset BIGINT, "
+                                                  "_seq BIGINT, _sub INT, _ts BIGINT, _el BINARY"))
             due = max(w_new, w_prev)
             stored = self._stored(spark, st.state_dirs)
             if stored is not None:
@@ -559,7 +681,7 @@ class KeyedProcessor:
             lap("state_write_ms")
             per_sink = self._collect_outputs(stage_b, kinds)
             dead = [json.loads(r["_dead"]) for r in stage_a.filter("_dead IS NOT NULL")
-                    .orderBy("_seq", "_partition", "_offset").select("_dead").collect()] \
+                    .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
                 if dead_a and stage_a is not None else []
             if kinds.get("dead"):
                 dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
@@ -581,11 +703,16 @@ class KeyedProcessor:
         for k, v in batch.items():
             st.totals[k] = st.totals.get(k, 0) + v
         st.totals["direct"] = int(plan.direct)
-        status = st.exchange.lane_status()
-        metrics = {
-            "combined_watermark": w_new,
-            "partition_watermarks": {str(k): v[0] for k, v in status.items()},
-            "idle_partitions": sorted(str(k) for k, v in status.items() if v[1]),
+        status: dict[Any, tuple[int, bool]] = {}
+        for ui in st.inputs:
+            status.update(ui.lane_status())
+        label = _lane_labels(list(status))
+        metrics = {  # as the general path's operator reports them
+            "combined_watermark": (st.inputs[0].watermark_or_min() if isinstance(plan.operator, WindowTransformation)
+                                   else st.watermark),
+            "partition_watermarks": {label[k]: v[0] for k, v in status.items()},
+            "idle_partitions": sorted(label[k] for k, v in status.items() if v[1]),
+            "source_watermarks": {str(g): w for ui in st.inputs for g, (w, _) in ui.source_status().items()},
             "rows_in": rows_in, "rows_windowed": batch["rows_windowed"], "rows_late": batch["rows_late"],
             "rows_dead_lettered": batch["rows_dead"], "rows_unassigned": batch["rows_unassigned"],
             "operator_rows_in": batch["op_rows_in"], "operator_rows_dead_lettered": batch["op_dead"],

@@ -21,6 +21,7 @@ The JSON document (``state/<batch_id>.json``)::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,11 +70,13 @@ def _exchange_data(ex: Exchange) -> dict[str, Any]:
             "advanced_once": bool(ex.advanced_once or ex.history)}
 
 
-def _exchange(data: dict[str, Any]) -> Exchange:
+def _exchange(data: dict[str, Any], lane: Callable[[Any], Hashable] = int) -> Exchange:
+    """The exchange ``data`` describes; ``lane`` makes a lane id of its JSON form (a partition
+    number here; ``tuple`` for the keyed path's ``(source, partition)``)."""
     ex = Exchange(keep_history=False)
-    for lane, watermark, idle in data["lanes"]:
-        ex.mux.register_new_output(int(lane))
-        partial = ex.mux.partial(int(lane))
+    for lane_, watermark, idle in data["lanes"]:
+        ex.mux.register_new_output(lane(lane_))
+        partial = ex.mux.partial(lane(lane_))
         partial.watermark, partial.idle = int(watermark), bool(idle)
     ex.mux.status.combined_watermark = int(data["combined"])
     ex.mux.status.idle = bool(data["status_idle"])
