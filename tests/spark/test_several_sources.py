@@ -111,3 +111,26 @@ def test_a_connected_process_function_on_spark_fires_every_timer_the_reference_r
     assert len(on_spark) > 50
     final = {r["key"]: r["count"] for r in on_spark}  # in the order they fired: the last one per key
     assert sum(final.values()) == 4 * 200 + 4 * 80
+
+
+def test_a_dead_letter_of_a_union_on_the_keyed_path_names_its_source(spark: Any, tmp_path: Path) -> None:
+    from lowwater.api import CollectSink
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import EventTimeSessionWindows
+    from lowwater.io import PartitionedLogWriter
+    from lowwater.spark.sources import PartitionedLogSource
+
+    fields = [("key", "STRING"), ("ts", "BIGINT")]
+    PartitionedLogWriter(tmp_path / "a", "jsonl").append(0, [{"key": "x", "ts": 1000}, {"key": "y", "ts": "oops"}])
+    PartitionedLogWriter(tmp_path / "b", "jsonl").append(0, [{"key": "x", "ts": 2000}])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(100).with_timestamp_assigner("ts")
+    env = StreamExecutionEnvironment()
+    a = env.from_source(PartitionedLogSource(tmp_path / "a", fields), strategy, name="clicks")
+    b = env.from_source(PartitionedLogSource(tmp_path / "b", fields), strategy, name="orders")
+    out = a.union(b).key_by("key").window(EventTimeSessionWindows.with_gap(5000)).count().collect()
+    dead = CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead, end_of_input=True,
+                       clock=lambda b: 1_000 * b).execute(env, "dead letters of a union")  # type: ignore[arg-type]
+    assert job.path == "keyed"
+    assert [(r.key, r.value) for r in out.results] == [("x", 2)]
+    assert [(d["source"], d["partition"], d["offset"]) for d in dead.results] == [("clicks", 0, 1)]

@@ -113,6 +113,8 @@ class Branch:
     strategy: WatermarkStrategy[Any]
     input: int
     """The operator input it reaches: 0, or 1 for the second input of a keyed ``connect``."""
+    name: str = ""
+    """The source's name (``env.from_source(..., name=...)``), in its dead letters when there are several."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,7 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
             return None, "no watermark strategy" if not strategies else "more than one watermark strategy"
         if not isinstance(t.source, SparkSource):
             return None, f"{type(t.source).__name__} cannot be read by Spark"
-        branches[order[t.id]] = Branch(t.source, chain, strategies[0], input_index)
+        branches[order[t.id]] = Branch(t.source, chain, strategies[0], input_index, t.name)
     if any(b is None for b in branches):
         return None, "a source that does not reach the keyed operator"
     if isinstance(w, WindowTransformation) and not w.assigner.is_event_time():
@@ -378,6 +380,8 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
             nonlocal n_dead
             n_dead += 1
             letter = {"reason": reason, "partition": p, "offset": offset, "record": record}
+            if len(plan.branches) > 1:
+                letter["source"] = branch.name
             if file is not None:
                 letter["file"] = file
             rows.append((src, p, offset, seq, 0, None, None, None, json.dumps(letter, default=str), None))
