@@ -220,3 +220,53 @@ def test_a_checkpoint_of_the_general_path_says_how_to_resume_it(spark: Any, tmp_
     with pytest.raises(ConfigurationError, match=r"was 'general', now 'keyed'.*pass path='general' to SparkRuntime"):
         run()
     assert run(path="general").accounting().balanced
+
+
+def test_dataframe_sinks_get_frames_the_executors_built_with_the_window_struct(
+    spark: Any, log: Path, tmp_path: Path
+) -> None:
+    """A DataFrame sink on the keyed path gets a DataFrame Spark made from the executors' rows (no
+    local relation: no row came through the driver), typed, with Spark's window struct; a row-list
+    sink on the same output still gets the reference runtime's objects."""
+    from lowwater.spark.sinks import DirectorySink, ForeachDataFrameSink, read_directory
+
+    frames: list[Any] = []
+    plans: list[str] = []
+
+    def keep(df: Any, batch_id: int) -> None:
+        plans.append(df._jdf.queryExecution().analyzed().toString())
+        frames.append(df.collect())
+
+    env = StreamExecutionEnvironment()
+    expected = _sessions(env, PartitionedLogSource(log, FIELDS, segments_per_batch=1))
+    ReferenceRuntime().execute(env)
+
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    out = (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1), _strategy())
+           .map(lambda r: {**r, "value": int(r["value"]) * 2})
+           .key_by(lambda r: r["key"].upper())
+           .window(EventTimeSessionWindows.with_gap(400))
+           .allowed_lateness(1000)
+           .side_output_late_data(late)
+           .sum("value"))
+    out.add_sink(DirectorySink(tmp_path / "results", "parquet"))
+    out.add_sink(ForeachDataFrameSink(keep))
+    rows = out.collect()
+    out.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "jsonl"))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1000 * b, end_of_input=True).execute(env)
+    assert job.path == "keyed", job.reason
+
+    assert _rows(rows) == _rows(expected[0])
+    assert plans and not any("LocalRelation" in p for p in plans), plans[:1]
+    results = spark.read.parquet(str(tmp_path / "results" / "batch=*"))
+    assert dict(results.dtypes) == {"key": "string", "window_start": "bigint", "window_end": "bigint",
+                                    "value": "bigint", "fire_index": "bigint",
+                                    "window": "struct<start:timestamp,end:timestamp>"}
+    got = sorted((r["key"], r["window_start"], r["window_end"], r["value"], r["fire_index"]) for r in results.collect())
+    assert got == sorted((r.key, r.window_start, r.window_end, r.value, r.fire_index) for r in expected[0].results)
+    assert results.where("unix_millis(window.start) != window_start OR unix_millis(window.end) != window_end"
+                         ).count() == 0
+    assert sum(len(f) for f in frames) == len(got)
+    late_rows = read_directory(tmp_path / "late")
+    assert sorted(json.dumps(r, sort_keys=True) for r in late_rows) == _rows(expected[1])

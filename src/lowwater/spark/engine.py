@@ -444,7 +444,7 @@ class _BatchDriver:
         faults.at("after_state", batch_id)
         metrics = dict(out.metrics)
         pairs = self.sinks_of(out)
-        persisted = []
+        persisted = list(getattr(out, "persisted", ()))  # the keyed path's cached stage, read by its outputs
         if self.native:  # each output is computed once for all its sinks: rows collected once, or cached
             for output in (out.results, out.late, out.dead):
                 takers = [s for s, p in pairs if p is output]

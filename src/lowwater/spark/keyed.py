@@ -74,6 +74,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, _Events, new_partition
 from lowwater.spark.fs import CheckpointFS, join
+from lowwater.spark.native import Output
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.plan import walk
 from lowwater.spark.sealed import StateKey
@@ -96,9 +97,9 @@ _A_COLUMNS = (("_source", "int32"), ("_partition", "int32"), ("_offset", "int64"
               ("_ctl", "string"))
 _B_COLUMNS = (("kind", "string"), ("_kb", "string"), ("o1", "int64"), ("o2", "int64"), ("o3", "int64"),
               ("o4", "int64"), ("o5", "int64"), ("blob", "binary"), ("next_event", "int64"),
-              ("next_proc", "int64"), ("live", "bool_"))
+              ("next_proc", "int64"), ("live", "bool_"), ("json", "string"))
 _B_SCHEMA = ("kind STRING, _kb STRING, o1 BIGINT, o2 BIGINT, o3 BIGINT, o4 BIGINT, o5 BIGINT, blob BINARY, "
-             "next_event BIGINT, next_proc BIGINT, live BOOLEAN")
+             "next_event BIGINT, next_proc BIGINT, live BOOLEAN, json STRING")
 _STATE_SCHEMA = "_kb STRING, _v BIGINT, state BINARY, next_event BIGINT, next_proc BIGINT, live BOOLEAN"
 
 
@@ -314,9 +315,47 @@ def state_from_json(data: dict[str, Any], plan: KeyedPlan) -> KeyedState:
 
 @dataclass
 class KeyedOutput:
-    per_sink: list[list[Any]]
+    per_sink: list[Output]
+    """Per sink: the operator's output or side output it takes, as a DataFrame for a DataFrame sink
+    (built by Spark from JSON rows on the executors), as Python objects for a row-list sink."""
     metrics: dict[str, Any]
     dead: list[dict[str, Any]]
+    persisted: list[DataFrame] = field(default_factory=list)
+    """Cached frames the outputs read: the caller unpersists them once every sink has written."""
+
+
+class _JsonOutput(Output):
+    """One kind of stage B's rows: their JSON as a DataFrame, their pickled values as rows."""
+
+    def dataframe(self) -> DataFrame | None:
+        if self.frame is None:
+            return None
+        if self._df is None:
+            self._df = _from_json(self.frame.select("json"))
+        return self._df
+
+    _df: DataFrame | None = None
+
+
+def _from_json(frame: DataFrame) -> DataFrame:
+    """A DataFrame of JSON strings as the DataFrame they describe (Spark infers the schema on the
+    executors), with Spark's ``window`` struct beside a window result's epoch-ms fields."""
+    from pyspark.sql import functions as F
+
+    spark = frame.sparkSession
+    try:  # the JVM's read.json(Dataset[String]): the strings never pass through Python
+        from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+        jvm: Any = spark._jvm
+        strings = getattr(frame._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
+        df: DataFrame = ClassicDataFrame(spark._jsparkSession.read().json(strings), spark)
+    except (ImportError, AttributeError):  # Spark Connect: through the executors' Python workers
+        df = spark.read.json(frame.rdd.map(lambda r: r[0]))
+    types = dict(df.dtypes)
+    if types.get("window_start") == "bigint" and types.get("window_end") == "bigint":
+        df = df.withColumn("window", F.struct(F.timestamp_millis("window_start").alias("start"),
+                                              F.timestamp_millis("window_end").alias("end")))
+    return df
 
 
 def _dumps(value: Any) -> bytes:
@@ -331,6 +370,14 @@ def _dumps(value: Any) -> bytes:
     from pyspark import cloudpickle
 
     return bytes(cloudpickle.dumps(value, protocol=5))  # type: ignore[no-untyped-call]
+
+
+def _json(value: Any) -> str:
+    """An output value as a JSON object, the row a DataFrame sink gets (``to_dict``: a window result's
+    fields, a dict as it is, anything else as ``{"value": ...}``); what JSON cannot say becomes text."""
+    from lowwater.spark.sinks.files import to_dict
+
+    return json.dumps(to_dict(value), default=str, allow_nan=True)
 
 
 def _table(rows: list[tuple[Any, ...]], columns: tuple[tuple[str, str], ...]) -> Any:
@@ -472,12 +519,13 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         order: list[int] = [0, 0, 0, 0]  # the position that emissions get: phase, then three numbers
 
         def emit(record: Record) -> None:
-            out.append(("result", None, *order, len(out), _dumps(record.value), None, None, None))
+            out.append(("result", None, *order, len(out), _dumps(record.value), None, None, None,
+                        _json(record.value)))
 
         def emit_side(tag: OutputTag, record: Record) -> None:
             if tag in tags:
                 out.append((f"side:{tags.index(tag)}", None, *order, len(out), _dumps(record.value), None, None,
-                            None))
+                            None, _json(record.value)))
 
         node.emit = emit  # type: ignore[method-assign]
         node.emit_side = emit_side  # type: ignore[method-assign]
@@ -510,14 +558,14 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
                                     f"{node.name}", e) from e
         for letter in node.dead.rows:
             out.append(("dead", None, 0, 0, 0, 0, len(out), json.dumps(letter, default=str).encode(), None, None,
-                        None))
+                        None, None))
         slices = take_slices(op)
         for k, (data, next_event, next_proc) in slices.items():
             kb = key_bytes(k)
             visited.discard(kb)
-            out.append(("state", kb, 0, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True))
+            out.append(("state", kb, 0, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True, None))
         for kb in visited:  # visited, and no state left: a tombstone
-            out.append(("state", kb, 0, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False))
+            out.append(("state", kb, 0, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False, None))
         kinds: dict[str, int] = {}
         for row in out:
             kinds[row[0]] = kinds.get(row[0], 0) + 1
@@ -529,7 +577,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         else:  # a process function takes every element it is handed (as on the reference runtime)
             stats.update(windowed=node.operator.elements_in, late=0, unassigned=0, fired=node.operator.timers_fired,
                          late_by_partition={})
-        out.append(("stats", None, 0, 0, 0, 0, 0, json.dumps(stats).encode(), None, None, None))
+        out.append(("stats", None, 0, 0, 0, 0, 0, json.dumps(stats).encode(), None, None, None, None))
         return _table(out, _B_COLUMNS)
 
     return run
@@ -683,7 +731,7 @@ class KeyedProcessor:
             elif wrote:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
             lap("state_write_ms")
-            per_sink = self._collect_outputs(stage_b, kinds)
+            per_sink = self._outputs(stage_b, kinds)
             dead = [json.loads(r["_dead"]) for r in stage_a.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
                 if dead_a and stage_a is not None else []
@@ -691,9 +739,10 @@ class KeyedProcessor:
                 dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
                          .select("blob").collect()]
             lap("outputs_ms")
-        finally:
+        except BaseException:
             for frame in persisted:
                 frame.unpersist()
+            raise
 
         sums = {k: sum(int(s[k]) for s in stats) for k in ("op_rows_in", "op_dead", "windowed", "late", "unassigned",
                                                             "fired")}
@@ -725,7 +774,7 @@ class KeyedProcessor:
             "phases": phases,
         }
         st.metrics = dict(metrics)
-        return KeyedOutput(per_sink, metrics, dead)
+        return KeyedOutput(per_sink, metrics, dead, persisted)
 
     def _stored(self, spark: SparkSession, dirs: list[int]) -> DataFrame | None:
         if not dirs:
@@ -750,17 +799,18 @@ class KeyedProcessor:
         rows.write.mode("overwrite").parquet(target)
         return True
 
-    def _collect_outputs(self, stage_b: DataFrame, kinds: dict[str, int]) -> list[list[Any]]:
-        wanted = ["result"] if None in self.plan.outputs else []
+    def _outputs(self, stage_b: DataFrame, kinds: dict[str, int]) -> list[Output]:
+        """One :class:`Output` per sink; sinks on the same output share it (its rows are collected once)."""
         tags = [tag for tag in self.plan.outputs if tag is not None]
-        wanted += [f"side:{i}" for i in range(len(tags))]
-        wanted = [k for k in wanted if kinds.get(k)]
-        if not wanted:
-            return [[] for _ in self.plan.outputs]
-        got: dict[str, list[Any]] = {k: [] for k in wanted}
-        quoted = ", ".join(f"'{k}'" for k in wanted)
-        for r in stage_b.filter(f"kind IN ({quoted})").orderBy("o1", "o2", "o3", "o4", "_kb", "o5").select(
-                "kind", "blob").collect():
-            got[r["kind"]].append(pickle.loads(bytes(r["blob"])))
-        return [got.get("result", []) if tag is None else got.get(f"side:{tags.index(tag)}", [])
-                for tag in self.plan.outputs]
+        made: dict[str, Output] = {}
+
+        def to_rows(frame: DataFrame) -> list[Any]:
+            return [pickle.loads(bytes(r["blob"])) for r in
+                    frame.orderBy("o1", "o2", "o3", "o4", "_kb", "o5").select("blob").collect()]
+
+        def output(kind: str) -> Output:
+            if kind not in made:
+                made[kind] = _JsonOutput(stage_b.filter(f"kind = '{kind}'") if kinds.get(kind) else None, to_rows)
+            return made[kind]
+
+        return [output("result" if tag is None else f"side:{tags.index(tag)}") for tag in self.plan.outputs]
