@@ -11,9 +11,6 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lowwater.api.sinks import Sink
-from lowwater.api.sources import Source, SourceBatch, SourceIdle, SourceItem, SourceRecord, SourceWatermark
-from lowwater.api.transformations import OutputTag, WindowTransformation
 from lowwater.core.clock import Clock
 from lowwater.core.errors import BadRecordError, ConfigurationError, LowwaterError, UserFunctionError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -27,6 +24,9 @@ from lowwater.core.watermarks import (
 )
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.core.windows.aggregations import BuiltinAggregate
+from lowwater.graph.sinks import Sink
+from lowwater.graph.sources import Source, SourceBatch, SourceIdle, SourceItem, SourceRecord, SourceWatermark
+from lowwater.graph.transformations import OutputTag, WindowTransformation
 from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import Lane, LaneEvent, Record
 from lowwater.runtime.restore import transfer_state

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lowwater.api.transformations import OutputTag
 from lowwater.core.clock import Clock
 from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
 from lowwater.core.process import Emitted, KeyedProcessOperator, SideEmitted
+from lowwater.graph.transformations import OutputTag
 from lowwater.runtime.nodes import Node, _fn_name, _SingleLaneNode
 from lowwater.runtime.records import Record
 

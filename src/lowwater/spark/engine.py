@@ -27,12 +27,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.sinks import Sink
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.graph import Pipeline, PipelineLike, as_pipeline
+from lowwater.graph.sinks import Sink
 from lowwater.spark import faults
 from lowwater.spark.field_check import check_field_names
 from lowwater.spark.fs import join
@@ -40,7 +40,7 @@ from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
 from lowwater.spark.native import NativeProcessor, Output
 from lowwater.spark.native_state import from_json, to_json
-from lowwater.spark.plan import fingerprint, native_plan
+from lowwater.spark.plan import native_plan
 from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 from lowwater.spark.window_store import WindowStore
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from lowwater.api.environment import StreamExecutionEnvironment
     from lowwater.observe.accounting import Accounting
 
 __all__ = ["SparkJob", "SparkRuntime"]
@@ -198,13 +199,15 @@ class SparkRuntime:
             return int(self.clock(batch_id))
         return int(self.clock.now_ms())
 
-    def execute(self, env: StreamExecutionEnvironment, job_name: str = "lowwater job") -> SparkJob:
+    def execute(self, pipeline: PipelineLike, job_name: str = "lowwater job") -> SparkJob:
+        """Run ``pipeline`` (a :class:`~lowwater.graph.Pipeline`, or an environment, which makes one)."""
         from lowwater.spark.session import get_or_create_session
 
+        p = as_pipeline(pipeline)  # the graph's one walk: everything below reads p.walk()
         spark = self.spark or get_or_create_session()
-        sources = find_sources(env)
-        check_field_names(env)  # before Spark starts and before the checkpoint is claimed
-        plan, reason = native_plan(env)
+        sources = find_sources(p)
+        check_field_names(p)  # before Spark starts and before the checkpoint is claimed
+        plan, reason = native_plan(p)
         if self.path in ("native", "executor") and plan is None:
             raise PipelineError(f"this pipeline cannot take the native path: {reason}")
         if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
@@ -217,7 +220,9 @@ class SparkRuntime:
         else:
             why = "general path requested"
             if self.path in ("auto", "keyed"):
-                keyed, why = keyed_plan(env)
+                # keyed_plan still names the environment in its signature, and reads only the
+                # .sinks and .time_characteristic that a Pipeline has (keyed.py: retype it to PipelineLike)
+                keyed, why = keyed_plan(cast("StreamExecutionEnvironment", p))
                 if keyed is None and self.path == "keyed":
                     raise PipelineError(f"this pipeline cannot take the keyed path: {why}")
             if plan is not None:
@@ -226,11 +231,11 @@ class SparkRuntime:
                 reason = f"not native ({reason}): per key on the executors"
             else:
                 reason = f"not native ({reason}), not keyed ({why})"
-            processor, path = GeneralProcessor(env, sources), "keyed" if keyed is not None else "general"
-            sinks_of = self._general_sinks(env, self.dead_letter_sink)
+            processor, path = GeneralProcessor(p, sources), "keyed" if keyed is not None else "general"
+            sinks_of = self._general_sinks(p, self.dead_letter_sink)
         store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
                            spark=spark)
-        store.claim({"path": path, **fingerprint(env)})
+        store.claim({"path": path, **p.fingerprint()})
         if isinstance(processor, NativeProcessor):
             processor.bind(WindowStore(join(store.location, "windows"), store.fs))
         if keyed is not None:
@@ -277,9 +282,9 @@ class SparkRuntime:
 
     @staticmethod
     def _general_sinks(
-        env: StreamExecutionEnvironment, dead: Sink | None
+        pipeline: Pipeline, dead: Sink | None
     ) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
-        sinks = [t.sink for t in env.sinks]
+        sinks = [t.sink for t in pipeline.sinks]
 
         def sinks_of(out: Any) -> list[tuple[Sink, list[Any]]]:
             pairs = list(zip(sinks, out.per_sink, strict=True))
@@ -526,10 +531,10 @@ def _deliver(sink: Sink, payload: Any, batch_id: int) -> None:
 
 
 def run_batches(
-    env: StreamExecutionEnvironment, checkpoint_location: str, processing_times_ms: Sequence[int] | None = None,
+    pipeline: PipelineLike, checkpoint_location: str, processing_times_ms: Sequence[int] | None = None,
     **kwargs: Any,
 ) -> SparkJob:
     """Run a bounded pipeline to its end on Spark (one micro-batch per source batch)."""
     times = list(processing_times_ms) if processing_times_ms is not None else None
     clock: Any = (lambda b: times[b] if b < len(times) else times[-1]) if times else None
-    return SparkRuntime(checkpoint_location, clock=clock, **kwargs).execute(env)
+    return SparkRuntime(checkpoint_location, clock=clock, **kwargs).execute(pipeline)

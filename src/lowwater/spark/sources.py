@@ -23,8 +23,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.sources import SourceBatch, SourceRecord
 from lowwater.core.errors import ConfigurationError
+from lowwater.graph.sources import SourceBatch, SourceRecord
 from lowwater.spark.dataframe_source import DataFrameSource, KafkaShapedSource
 from lowwater.spark.source_base import STANDARD_COLUMNS, SparkSource
 

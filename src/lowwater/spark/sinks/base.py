@@ -22,7 +22,7 @@ Spark's ``window()`` gives it); the late output has the source's fields, ``parti
 letters have ``reason``, ``partition``, ``offset``, ``file`` and ``record`` (the source
 fields as a JSON string).
 
-The reference runtime keeps row-list sinks (:class:`lowwater.api.sinks.Sink`); on Spark a
+The reference runtime keeps row-list sinks (:class:`lowwater.graph.sinks.Sink`); on Spark a
 row-list sink still works, by collecting the batch's rows to the driver for it (that is
 the user's choice, proportional to the output). A :class:`DataFrameSink` also implements
 ``write_batch(batch_id, rows)`` where it can, so one pipeline runs on both runtimes.
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.sinks import Sink
+from lowwater.graph.sinks import Sink
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
