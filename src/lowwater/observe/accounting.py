@@ -11,20 +11,20 @@ Each term is counted where it happens, independently of the others, so the balan
 check, not a definition. It covers the whole job when the window operator is fed straight
 from the sources (``direct``); with a map, filter or flat_map in between (which may drop
 or multiply records on purpose), it covers the records reaching the window operator.
+
+A reference run's account is :meth:`lowwater.runtime.result.JobResult.accounting`; this module
+knows no runtime.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lowwater.core.errors import LowwaterError
 
-if TYPE_CHECKING:
-    from lowwater.runtime.result import JobResult
-
-__all__ = ["Accounting", "AccountingError", "from_lines", "from_result"]
+__all__ = ["Accounting", "AccountingError", "from_lines"]
 
 
 class AccountingError(LowwaterError):
@@ -92,27 +92,4 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
         rows_unassigned=total("rows_unassigned"),
         scope="job" if direct else "window operator",
         missing_batches=missing,
-    )
-
-
-def from_result(result: JobResult, operator: str | None = None) -> Accounting:
-    """The accounting of a reference run (the window operator named ``operator``, or the only one)."""
-    if not result.batches:
-        return Accounting(0, 0, 0, 0)
-    last = result.batches[-1].windows
-    if operator is None:
-        if len(last) != 1:
-            raise ValueError(f"name one of the window operators: {sorted(last)}")
-        operator = next(iter(last))
-    w = last[operator]
-    if result.direct:
-        return Accounting(
-            rows_in=sum(b.rows_in for b in result.batches), rows_windowed=int(w["rows_windowed"]),
-            rows_late=int(w["rows_late"]), rows_dead_lettered=sum(b.rows_dead_lettered for b in result.batches),
-            rows_unassigned=int(w["rows_unassigned"]),
-        )
-    return Accounting(
-        rows_in=int(w["operator_rows_in"]), rows_windowed=int(w["rows_windowed"]), rows_late=int(w["rows_late"]),
-        rows_dead_lettered=int(w["operator_rows_dead_lettered"]), rows_unassigned=int(w["rows_unassigned"]),
-        scope="window operator",
     )
