@@ -44,6 +44,7 @@ from types import ModuleType
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.core.failures import root_cause
 
 __all__ = ["main"]
 
@@ -390,7 +391,7 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
                 if job.query.isActive:
                     job.query.stop()
                 if job.query.exception() is not None:
-                    raise CliError(f"the streaming query failed: {_first_line(str(job.query.exception()))}; "
+                    raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
                                    "hint: fix the cause and rerun; the job resumes from its checkpoint")
         if interrupted.is_set():
             print(f"\ninterrupted: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
@@ -407,17 +408,10 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
 
 
 # -- errors -----------------------------------------------------------------------------
-def _first_line(message: str) -> str:
-    """The useful line of a long (JVM, Python worker) message: the one naming its cause."""
-    from lowwater.core.failures import root_cause
-
-    return root_cause(message)
-
-
 def _error(e: BaseException, verbose: bool, hint: str = "") -> int:
     if verbose:
         traceback.print_exc()
-    text = _first_line(str(e))
+    text = root_cause(str(e))  # the useful line of a long (JVM, Python worker) message
     if hint and "hint:" not in text:
         text = f"{text.rstrip('.')}; hint: {hint}"
     print(f"lowwater: error: {text}", file=sys.stderr)

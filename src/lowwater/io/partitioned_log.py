@@ -59,13 +59,13 @@ import json
 import operator
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.util.files import atomic_write
 
 __all__ = [
     "FORMATS",
@@ -458,18 +458,7 @@ class _LogDirectory:
 
 def _atomic_write_bytes(directory: Path, name: str, data: bytes, *, fsync: bool) -> None:
     """Write ``directory/name`` via a hidden temporary file and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".tmp-{name}-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if fsync:
-                os.fsync(f.fileno())
-        os.replace(tmp, directory / name)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(directory / name, data, fsync=fsync, unique_tmp=True)
 
 
 def _open_existing_root(root: str | os.PathLike[str]) -> _LogDirectory:
@@ -815,18 +804,7 @@ class PartitionedLogWriter:
                 "value": pa.array(encoded, type=pa.string()),
             }
         )
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".tmp-{name}-")
-        os.close(fd)
-        try:
-            pq.write_table(table, tmp)
-            if self.fsync:
-                with open(tmp, "rb") as f:
-                    os.fsync(f.fileno())
-            os.replace(tmp, directory / name)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic_write(directory / name, lambda tmp: pq.write_table(table, tmp), fsync=self.fsync, unique_tmp=True)
 
     def __repr__(self) -> str:
         return f"PartitionedLogWriter({str(self.root)!r}, format={self.format!r})"

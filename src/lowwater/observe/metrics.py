@@ -45,6 +45,7 @@ from typing import Any
 
 from lowwater.core.errors import LowwaterError
 from lowwater.core.time import MIN_TIMESTAMP
+from lowwater.util.files import atomic_write
 
 __all__ = [
     "METRICS_FILE",
@@ -167,9 +168,7 @@ class MetricsLog:
     def compact(self) -> None:
         """Rewrite the log deduplicated (atomically). Only while no job writes to it."""
         lines = self.read()
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text("".join(json.dumps(x, sort_keys=True, default=str) + "\n" for x in lines))
-        os.replace(tmp, self.path)
+        atomic_write(self.path, "".join(json.dumps(x, sort_keys=True, default=str) + "\n" for x in lines), fsync=False)
 
     def follow(self, from_end: bool = False) -> MetricsFollower:
         return MetricsFollower(self.path, from_end=from_end)

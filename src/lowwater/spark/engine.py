@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.core.failures import root_cause
 from lowwater.graph import Pipeline, PipelineLike, as_pipeline
 from lowwater.graph.sinks import Sink
 from lowwater.spark import faults
@@ -262,7 +263,7 @@ class SparkRuntime:
                         query.stop()
                         return job
             except Exception as e:  # StreamingQueryException: say what failed, not the JVM's trace
-                raise PipelineError(f"the streaming query failed: {_root_cause(e)}") from e
+                raise PipelineError(f"the streaming query failed: {root_cause(e)}") from e
             if self.end_of_input and not self.stop_requested.is_set():
                 driver.finish()
         else:
@@ -329,20 +330,6 @@ def _check_source_count(spark_checkpoint: Path, expected: int) -> None:
             f"{spark_checkpoint.parent} was written by a query with {sources} source(s), and lowwater's query "
             f"now has {expected} (its sources and the tick source, on every trigger); Spark cannot resume it. "
             "Finish it with the lowwater version that wrote it, or start over with a new checkpoint location")
-
-
-def _root_cause(e: BaseException) -> str:
-    """The line naming the cause of a failed query (:func:`lowwater.core.failures.root_cause`),
-    searched in the exception and the exceptions it wraps."""
-    from lowwater.core.failures import root_cause
-
-    texts, seen = [], set()
-    cur: BaseException | None = e
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        texts.append(str(cur))
-        cur = cur.__cause__ or cur.__context__
-    return root_cause("\n".join(texts))
 
 
 def _query_name(job_name: str) -> str:
