@@ -166,7 +166,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 # -- status, plot -----------------------------------------------------------------------
 def _status(args: argparse.Namespace) -> int:
-    from lowwater.observe.metrics import read_checkpoint
+    from lowwater.metrics.log import read_checkpoint
     from lowwater.observe.status import render_status, summarize
 
     lines = read_checkpoint(args.checkpoint)
@@ -185,7 +185,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from lowwater.observe.metrics import read_checkpoint
+    from lowwater.metrics.log import read_checkpoint
     from lowwater.observe.plot import FORMATS, plot_watermarks
 
     out = Path(args.output)
@@ -266,7 +266,7 @@ def _build(module: ModuleType, file: str) -> Any:
 
 
 def _print_progress(line: dict[str, Any]) -> None:
-    from lowwater.observe.dead_letters import describe_reasons
+    from lowwater.metrics.dead_letters import describe_reasons
     from lowwater.observe.progress import progress_line
 
     print(progress_line(line), flush=True)
@@ -285,7 +285,7 @@ def _print_progress(line: dict[str, Any]) -> None:
 
 
 def _dead_letter_summary(lines: list[dict[str, Any]], has_sink: bool) -> str | None:
-    from lowwater.observe.dead_letters import describe_reasons, merge_reasons
+    from lowwater.metrics.dead_letters import describe_reasons, merge_reasons
 
     dead = sum(int(x.get("rows_dead_lettered") or 0) for x in lines)
     if not dead:
@@ -322,7 +322,7 @@ class _BatchClock:
 
 def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str | None) -> int:
     """The reference runtime runs in-process; its batches are printed once it has run them."""
-    from lowwater.observe.metrics import CUMULATIVE_GENERAL, MetricsLog, batch_line
+    from lowwater.metrics.log import CUMULATIVE_GENERAL, MetricsLog, batch_line
     from lowwater.observe.progress import PROGRESS_HEADER
     from lowwater.runtime.reference import ReferenceRuntime
 
@@ -348,7 +348,7 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
             mlog.append(line)
         _print_progress(line)
     if result.dead_letters:
-        from lowwater.observe.dead_letters import describe_reasons, summarize_dead
+        from lowwater.metrics.dead_letters import describe_reasons, summarize_dead
 
         reasons = summarize_dead(result.dead_letters)["dead_letter_reasons"]
         print(f"{len(result.dead_letters)} records dead-lettered ({describe_reasons(reasons)})", file=sys.stderr)
@@ -359,7 +359,7 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
 
 
 def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
-    from lowwater.observe.metrics import MetricsLog
+    from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail
     from lowwater.spark.engine import SparkRuntime, _query_name
     from lowwater.spark.listener import LowwaterProgressListener

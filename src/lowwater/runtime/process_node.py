@@ -101,7 +101,7 @@ class KeyedProcessNode(_SingleLaneNode):
             **super().metrics(),
             "operator_rows_in": self.rows_in,
             "operator_rows_dead_lettered": self.rows_dead_lettered,
-            # accounting (lowwater.observe.accounting): a process function takes every element
+            # accounting (lowwater.metrics.accounting): a process function takes every element
             # it is handed, so those count where a window's on-time rows do; none is late
             "rows_processed": self.operator.elements_in,
             "rows_windowed": self.operator.elements_in,

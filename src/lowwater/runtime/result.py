@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lowwater.observe.accounting import Accounting
+from lowwater.metrics.accounting import Accounting
 
 __all__ = ["BatchMetrics", "JobResult"]
 
@@ -41,7 +41,7 @@ class JobResult:
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
     """Every record sent to the dead-letter output: ``{"reason", "partition", "offset", "record"}``."""
     direct: bool = False
-    """One window operator fed straight from the sources (see :mod:`lowwater.observe.accounting`)."""
+    """One window operator fed straight from the sources (see :mod:`lowwater.metrics.accounting`)."""
 
     def accounting(self, operator: str | None = None) -> Accounting:
         """Where every record went (the window operator named ``operator``, or the only one);

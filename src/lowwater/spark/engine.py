@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from lowwater.api.environment import StreamExecutionEnvironment
-    from lowwater.observe.accounting import Accounting
+    from lowwater.metrics.accounting import Accounting
 
 __all__ = ["SparkJob", "SparkRuntime"]
 
@@ -92,8 +92,8 @@ class SparkJob:
 
     def metrics(self) -> list[dict[str, Any]]:
         """One metrics line per batch, from ``<checkpoint>/lowwater/metrics.jsonl``
-        (see :mod:`lowwater.observe.metrics` for the fields; a replayed batch's last line wins)."""
-        from lowwater.observe.metrics import lines_from_records, read_checkpoint
+        (see :mod:`lowwater.metrics.log` for the fields; a replayed batch's last line wins)."""
+        from lowwater.metrics.log import lines_from_records, read_checkpoint
 
         if not self.store.local:  # no append on object stores: the lines are rebuilt from the batch records
             return lines_from_records(list(self.store.batch_records()))
@@ -105,7 +105,7 @@ class SparkJob:
         committed state (the same file, written in the same step, as the state itself), so a
         metrics line that failed to append cannot make it look balanced; on the general path
         from the metrics log."""
-        from lowwater.observe.accounting import Accounting, from_lines
+        from lowwater.metrics.accounting import Accounting, from_lines
 
         if self.path != "general":
             version = self.store.latest_version()
@@ -475,7 +475,7 @@ class _BatchDriver:
         if not self.store.local:
             return
         try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)
-            from lowwater.observe.metrics import record_batch
+            from lowwater.metrics.log import record_batch
 
             record_batch(self.store, {**record, "metrics": metrics}, self.job.path)
         except OSError as e:
@@ -483,9 +483,9 @@ class _BatchDriver:
 
 
 def _dead_summary(out: Any) -> dict[str, Any]:
-    """The batch's dead-letter reasons and one sample (:mod:`lowwater.observe.dead_letters`); on the
+    """The batch's dead-letter reasons and one sample (:mod:`lowwater.metrics.dead_letters`); on the
     native paths computed by Spark (a count per reason kind and one row), not from collected rows."""
-    from lowwater.observe.dead_letters import SAMPLE_CHARS, TOP_REASONS, summarize_dead
+    from lowwater.metrics.dead_letters import SAMPLE_CHARS, TOP_REASONS, summarize_dead
 
     dead = out.dead
     if not isinstance(dead, Output):
