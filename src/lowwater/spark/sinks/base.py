@@ -30,6 +30,7 @@ the user's choice, proportional to the output). A :class:`DataFrameSink` also im
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,19 @@ from lowwater.graph.sinks import Sink
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["DataFrameSink", "ForeachDataFrameSink"]
+__all__ = ["DataFrameSink", "ForeachDataFrameSink", "to_dict"]
+
+
+def to_dict(row: Any) -> dict[str, Any]:
+    """A result row as a mapping: a dataclass's fields, a dict itself, a Spark ``Row``'s
+    fields, anything else as ``{"value": row}``."""
+    if dataclasses.is_dataclass(row) and not isinstance(row, type):
+        return dataclasses.asdict(row)
+    if isinstance(row, dict):
+        return row
+    if hasattr(row, "asDict"):
+        return dict(row.asDict(recursive=True))
+    return {"value": row}
 
 
 class DataFrameSink(Sink):
@@ -50,8 +63,6 @@ class DataFrameSink(Sink):
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         """Rows from the reference runtime: as a small DataFrame, written by :meth:`write`."""
         from pyspark.sql import SparkSession
-
-        from lowwater.spark.sinks.files import to_dict
 
         records = [to_dict(r) for r in rows]
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
