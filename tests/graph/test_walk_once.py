@@ -47,3 +47,20 @@ def test_planning_a_spark_job_walks_the_graph_once(tmp_path: Path, walks: list[i
     keyed_plan(p)  # type: ignore[arg-type]  # keyed.py still annotates the environment (see engine.py)
     p.fingerprint()
     assert len(walks) == 1
+
+
+def test_a_pipeline_the_operators_cannot_run_is_refused_before_spark_starts(tmp_path: Path) -> None:
+    # find_sources no longer compiles the pipeline; the general path's processor does, when made
+    from lowwater.core.errors import PipelineError
+    from lowwater.graph import Pipeline
+    from lowwater.graph.sinks import CollectSink
+    from lowwater.graph.transformations import OutputTag, SideOutputTransformation, SinkTransformation
+    from lowwater.spark.general import GeneralProcessor
+
+    BatchFilesSource.write(tmp_path, [[{"key": "a", "ts": 1, "value": 1}]])
+    env = StreamExecutionEnvironment()
+    mapped = env.from_source(BatchFilesSource(tmp_path, [("key", "string")], [0])).map(lambda e: e)
+    side = SideOutputTransformation("side", mapped.transformation, OutputTag("x"))
+    p = Pipeline.of([SinkTransformation("sink", side, CollectSink())])
+    with pytest.raises(PipelineError, match="get_side_output is only available"):
+        GeneralProcessor(p, find_sources(p))

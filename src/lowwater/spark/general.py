@@ -82,6 +82,7 @@ class GeneralProcessor:
     def __init__(self, pipeline: PipelineLike, sources: SparkSource | list[SparkSource]) -> None:
         self.pipeline = as_pipeline(pipeline)
         self.sources = sources if isinstance(sources, list) else [sources]
+        self.empty_state()  # a pipeline the operators cannot run fails here, before Spark starts
 
     @property
     def source(self) -> SparkSource:
