@@ -140,7 +140,7 @@ class BatchFilesSource(SparkSource):
 
 
 class PartitionedLogSource(SparkSource):
-    """The embedded default: a :mod:`lowwater.io.partitioned_log` directory.
+    """The embedded default: a :mod:`lowwater.io.log` directory.
 
     Both runtimes read the log the same way, through :class:`~lowwater.io.PartitionedLogReader`
     (on Spark inside a Python streaming data source, :mod:`lowwater.spark.log_stream`):
