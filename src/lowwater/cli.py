@@ -361,7 +361,7 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
 def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
     from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail
-    from lowwater.spark.engine import SparkRuntime, _query_name
+    from lowwater.spark.engine import SparkRuntime, query_name
     from lowwater.spark.listener import LowwaterProgressListener
     from lowwater.spark.session import get_or_create_session
 
@@ -372,7 +372,7 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
     if not verbose:
         spark.sparkContext.setLogLevel("OFF")  # failures are reported in one line below
     runtime = SparkRuntime(checkpoint, spark=spark, **options)
-    listener = LowwaterProgressListener(checkpoint, query_name=_query_name(name))
+    listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
     spark.streams.addListener(listener)
     print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}")
     print(PROGRESS_HEADER, flush=True)

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from lowwater.api.environment import StreamExecutionEnvironment
     from lowwater.metrics.accounting import Accounting
 
-__all__ = ["SparkJob", "SparkRuntime"]
+__all__ = ["SparkJob", "SparkRuntime", "query_name"]
 
 log = logging.getLogger("lowwater.spark")
 PathChoice = Literal["auto", "native", "executor", "keyed", "general"]
@@ -252,7 +252,7 @@ class SparkRuntime:
         stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable
         writer = stream.writeStream.foreachBatch(driver.on_batch).option(
             "checkpointLocation", join(self.checkpoint, "spark")
-        ).queryName(_query_name(job_name))
+        ).queryName(query_name(job_name))
         if self.trigger == "available_now":
             writer = writer.trigger(availableNow=True)
             query = writer.start()
@@ -332,7 +332,9 @@ def _check_source_count(spark_checkpoint: Path, expected: int) -> None:
             "Finish it with the lowwater version that wrote it, or start over with a new checkpoint location")
 
 
-def _query_name(job_name: str) -> str:
+def query_name(job_name: str) -> str:
+    """The streaming query's name for a job: its letters and digits, other characters as ``_``,
+    at most 60 (``lowwater`` for an empty name); the CLI's progress listener picks the query by it."""
     return "".join(c if c.isalnum() else "_" for c in job_name)[:60] or "lowwater"
 
 
