@@ -44,6 +44,7 @@ from types import ModuleType
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.core.failures import root_cause
 
 __all__ = ["main"]
 
@@ -165,7 +166,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 # -- status, plot -----------------------------------------------------------------------
 def _status(args: argparse.Namespace) -> int:
-    from lowwater.observe.metrics import read_checkpoint
+    from lowwater.metrics.log import read_checkpoint
     from lowwater.observe.status import render_status, summarize
 
     lines = read_checkpoint(args.checkpoint)
@@ -184,7 +185,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from lowwater.observe.metrics import read_checkpoint
+    from lowwater.metrics.log import read_checkpoint
     from lowwater.observe.plot import FORMATS, plot_watermarks
 
     out = Path(args.output)
@@ -265,7 +266,7 @@ def _build(module: ModuleType, file: str) -> Any:
 
 
 def _print_progress(line: dict[str, Any]) -> None:
-    from lowwater.observe.dead_letters import describe_reasons
+    from lowwater.metrics.dead_letters import describe_reasons
     from lowwater.observe.progress import progress_line
 
     print(progress_line(line), flush=True)
@@ -284,7 +285,7 @@ def _print_progress(line: dict[str, Any]) -> None:
 
 
 def _dead_letter_summary(lines: list[dict[str, Any]], has_sink: bool) -> str | None:
-    from lowwater.observe.dead_letters import describe_reasons, merge_reasons
+    from lowwater.metrics.dead_letters import describe_reasons, merge_reasons
 
     dead = sum(int(x.get("rows_dead_lettered") or 0) for x in lines)
     if not dead:
@@ -321,7 +322,7 @@ class _BatchClock:
 
 def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str | None) -> int:
     """The reference runtime runs in-process; its batches are printed once it has run them."""
-    from lowwater.observe.metrics import CUMULATIVE_GENERAL, MetricsLog, batch_line
+    from lowwater.metrics.log import CUMULATIVE_GENERAL, MetricsLog, batch_line
     from lowwater.observe.progress import PROGRESS_HEADER
     from lowwater.runtime.reference import ReferenceRuntime
 
@@ -347,7 +348,7 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
             mlog.append(line)
         _print_progress(line)
     if result.dead_letters:
-        from lowwater.observe.dead_letters import describe_reasons, summarize_dead
+        from lowwater.metrics.dead_letters import describe_reasons, summarize_dead
 
         reasons = summarize_dead(result.dead_letters)["dead_letter_reasons"]
         print(f"{len(result.dead_letters)} records dead-lettered ({describe_reasons(reasons)})", file=sys.stderr)
@@ -358,9 +359,9 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
 
 
 def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
-    from lowwater.observe.metrics import MetricsLog
+    from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail
-    from lowwater.spark.engine import SparkRuntime, _query_name
+    from lowwater.spark.engine import SparkRuntime, query_name
     from lowwater.spark.listener import LowwaterProgressListener
     from lowwater.spark.session import get_or_create_session
 
@@ -371,7 +372,7 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
     if not verbose:
         spark.sparkContext.setLogLevel("OFF")  # failures are reported in one line below
     runtime = SparkRuntime(checkpoint, spark=spark, **options)
-    listener = LowwaterProgressListener(checkpoint, query_name=_query_name(name))
+    listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
     spark.streams.addListener(listener)
     print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}")
     print(PROGRESS_HEADER, flush=True)
@@ -390,7 +391,7 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
                 if job.query.isActive:
                     job.query.stop()
                 if job.query.exception() is not None:
-                    raise CliError(f"the streaming query failed: {_first_line(str(job.query.exception()))}; "
+                    raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
                                    "hint: fix the cause and rerun; the job resumes from its checkpoint")
         if interrupted.is_set():
             print(f"\ninterrupted: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
@@ -407,17 +408,10 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
 
 
 # -- errors -----------------------------------------------------------------------------
-def _first_line(message: str) -> str:
-    """The useful line of a long (JVM, Python worker) message: the one naming its cause."""
-    from lowwater.core.failures import root_cause
-
-    return root_cause(message)
-
-
 def _error(e: BaseException, verbose: bool, hint: str = "") -> int:
     if verbose:
         traceback.print_exc()
-    text = _first_line(str(e))
+    text = root_cause(str(e))  # the useful line of a long (JVM, Python worker) message
     if hint and "hint:" not in text:
         text = f"{text.rstrip('.')}; hint: {hint}"
     print(f"lowwater: error: {text}", file=sys.stderr)

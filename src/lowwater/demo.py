@@ -151,7 +151,7 @@ def run_demo(out: str | Path = "out/demo") -> int:
           f"emitted instead of {len(lw['windows'])}, as in Flink.")
 
     picture = out / "watermarks.png"
-    from lowwater.observe.metrics import read_checkpoint
+    from lowwater.metrics.log import read_checkpoint
 
     drawn = plot_watermarks(read_checkpoint(out / "checkpoints" / "lowwater"), picture,
                             "lowwater demo: per-partition and combined watermarks")

@@ -8,8 +8,17 @@ from lowwater.api.datastream import (
     WindowedStream,
 )
 from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.sinks import CollectSink, ForeachBatchSink, FunctionSink, PrintSink, Sink
-from lowwater.api.sources import (
+from lowwater.core.process import (
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    RuntimeContext,
+    TimeDomain,
+    ValueStateDescriptor,
+)
+from lowwater.graph.sinks import CollectSink, ForeachBatchSink, FunctionSink, PrintSink, Sink
+from lowwater.graph.sources import (
     CollectionSource,
     FunctionSource,
     Source,
@@ -20,16 +29,7 @@ from lowwater.api.sources import (
     SourceRecord,
     SourceWatermark,
 )
-from lowwater.api.transformations import OutputTag
-from lowwater.core.process import (
-    KeyedCoProcessFunction,
-    KeyedProcessFunction,
-    ListStateDescriptor,
-    MapStateDescriptor,
-    RuntimeContext,
-    TimeDomain,
-    ValueStateDescriptor,
-)
+from lowwater.graph.transformations import OutputTag
 
 __all__ = [
     "CollectSink",

@@ -1,7 +1,7 @@
 """DataStream, KeyedStream, WindowedStream and ConnectedStreams: Flink's API, in snake_case.
 
 Every method returns a new stream; nothing is mutated. A pipeline is a graph of
-:mod:`~lowwater.api.transformations` that either runtime runs unchanged::
+:mod:`~lowwater.graph.transformations` that either runtime runs unchanged::
 
     env = StreamExecutionEnvironment()
     late = OutputTag("late")
@@ -25,20 +25,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.sinks import CollectSink, PrintSink, Sink
-from lowwater.api.transformations import (
-    AssignTransformation,
-    CoTransformation,
-    KeyedCoProcessTransformation,
-    KeyedProcessTransformation,
-    OneInputTransformation,
-    OutputTag,
-    SideOutputTransformation,
-    SinkTransformation,
-    Transformation,
-    UnionTransformation,
-    WindowTransformation,
-)
 from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError
 from lowwater.core.process import KeyedCoProcessFunction, KeyedProcessFunction
 from lowwater.core.time import DurationLike, to_millis
@@ -65,6 +51,20 @@ from lowwater.core.windows import (
     builtin_aggregate,
 )
 from lowwater.core.windows.operator import WindowFunction
+from lowwater.graph.sinks import CollectSink, PrintSink, Sink
+from lowwater.graph.transformations import (
+    AssignTransformation,
+    CoTransformation,
+    KeyedCoProcessTransformation,
+    KeyedProcessTransformation,
+    OneInputTransformation,
+    OutputTag,
+    SideOutputTransformation,
+    SinkTransformation,
+    Transformation,
+    UnionTransformation,
+    WindowTransformation,
+)
 
 if TYPE_CHECKING:
     from lowwater.api.environment import StreamExecutionEnvironment

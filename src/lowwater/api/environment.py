@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
 from lowwater.api.datastream import DataStream
-from lowwater.api.sources import CollectionSource, FunctionSource, Source, SourceFunction
-from lowwater.api.transformations import SinkTransformation, SourceTransformation
+from lowwater.api.runtimes import Runtime, RuntimeName, runtime_named
 from lowwater.core.clock import Clock
 from lowwater.core.errors import ConfigurationError, LowwaterError
 from lowwater.core.time import DurationLike, to_millis
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.graph import Pipeline
+from lowwater.graph.sources import CollectionSource, FunctionSource, Source, SourceFunction
+from lowwater.graph.transformations import SinkTransformation, SourceTransformation
 
 __all__ = ["RuntimeName", "StreamExecutionEnvironment"]
-
-RuntimeName = Literal["reference", "spark"]
 
 
 class StreamExecutionEnvironment:
@@ -83,24 +83,29 @@ class StreamExecutionEnvironment:
         return list(self._sinks)
 
     # -- running ---------------------------------------------------------------------
+    def pipeline(self) -> Pipeline:
+        """The pipelines built so far, as a value a runtime runs (the graph walked once)."""
+        return Pipeline.of(self._sinks, self.time_characteristic, self.auto_watermark_interval_ms)
+
     def execute(
-        self, job_name: str = "lowwater job", *, runtime: RuntimeName = "reference",
+        self, job_name: str = "lowwater job", *, runtime: RuntimeName | Runtime = "reference",
         clock: Clock | None = None, **options: Any,
     ) -> Any:
-        """Run every pipeline that ends in a sink; returns the runtime's job result."""
+        """Run every pipeline that ends in a sink; returns the runtime's job result.
+
+        ``runtime`` is a name (``"reference"``, ``"spark"``: see :mod:`lowwater.api.runtimes`),
+        made with ``clock`` and ``options``, or a runtime object, which is used as it is.
+        """
         if not self._sinks:
             raise LowwaterError("no sinks: add one with stream.add_sink(...) or stream.collect() before execute()")
-        if runtime == "reference":
-            from lowwater.runtime.reference import ReferenceRuntime
-
-            return ReferenceRuntime(clock=clock, **options).execute(self, job_name)
-        if runtime == "spark":
-            from lowwater.spark.engine import SparkRuntime
-
-            if "checkpoint_location" not in options:
+        if not isinstance(runtime, str):
+            if clock is not None or options:
                 raise ConfigurationError(
-                    "checkpoint_location", "the spark runtime needs one: env.execute(runtime='spark', "
-                    "checkpoint_location='checkpoints/my-job')"
-                )
-            return SparkRuntime(options.pop("checkpoint_location"), clock=clock, **options).execute(self, job_name)
-        raise ConfigurationError("runtime", f"unknown runtime {runtime!r}; use 'reference' or 'spark'")
+                    "runtime", "options and clock go to the runtime's constructor when it is given as an object")
+            return runtime.execute(self.pipeline(), job_name)
+        if runtime == "spark" and "checkpoint_location" not in options:
+            raise ConfigurationError(
+                "checkpoint_location", "the spark runtime needs one: env.execute(runtime='spark', "
+                "checkpoint_location='checkpoints/my-job')"
+            )
+        return runtime_named(runtime, clock=clock, **options).execute(self.pipeline(), job_name)

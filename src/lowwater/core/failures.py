@@ -35,8 +35,11 @@ _PY4J_WRAPPERS = ("py4j.", "Py4JJavaError", "Py4JError", "StreamingQueryExceptio
                   "CapturedException")
 
 
-def root_cause(text: str, limit: int = 400) -> str:
-    """The one line that names the cause of a failure described by ``text``."""
+def root_cause(failure: str | BaseException, limit: int = 400) -> str:
+    """The one line that names the cause of a failure: ``failure`` is its text, or an exception,
+    whose text and the texts of the exceptions it wraps (``__cause__``, else ``__context__``)
+    are searched together."""
+    text = failure if isinstance(failure, str) else _chain_text(failure)
     found = _LOWWATER.findall(text)
     if found:
         name, message = found[-1]
@@ -56,3 +59,13 @@ def root_cause(text: str, limit: int = 400) -> str:
         if line.strip():
             return line.strip()[:limit]
     return text[:limit]
+
+
+def _chain_text(e: BaseException) -> str:
+    texts, seen = [], set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        texts.append(str(cur))
+        cur = cur.__cause__ or cur.__context__
+    return "\n".join(texts)

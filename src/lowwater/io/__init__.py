@@ -1,12 +1,12 @@
 """lowwater.io: sources that live on disk and in memory (pure Python, no pyspark).
 
-* :mod:`lowwater.io.partitioned_log` -- the embedded partitioned log (JSON-lines or
+* :mod:`lowwater.io.log` -- the embedded partitioned log (JSON-lines or
   Parquet segments per partition), read by offset range for exactly-once replay.
 * :mod:`lowwater.io.synthetic` -- a deterministic synthetic stream with disorder, a
   lagging partition, an idle partition and late records.
 """
 
-from lowwater.io.partitioned_log import (
+from lowwater.io.log import (
     FORMATS,
     MANIFEST_NAME,
     CorruptLogError,

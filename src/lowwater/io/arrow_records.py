@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lowwater.io.fields import FieldError, column_type, read_element
-from lowwater.io.partitioned_log import LogRecord, PartitionedLogReader
+from lowwater.io.log import LogRecord, PartitionedLogReader
 
 __all__ = ["ARROW_ROWS", "arrow_schema", "read_arrow", "to_arrow"]
 

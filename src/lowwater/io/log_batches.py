@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lowwater.core.errors import ConfigurationError
-from lowwater.io.partitioned_log import PartitionedLogReader
+from lowwater.io.log import PartitionedLogReader
 
 __all__ = ["LogBatching"]
 

@@ -35,7 +35,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError
-from lowwater.io.partitioned_log import LogRecord, PartitionedLogWriter
+from lowwater.io.log import LogRecord, PartitionedLogWriter
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -1,118 +1,13 @@
-"""Where every record went: ``rows in = windowed + late + dead-lettered (+ unassigned)``.
+"""Accounting: now :mod:`lowwater.metrics.accounting` (below the runtimes); re-exported here."""
 
-Every record a job reads ends in exactly one place: a window (``rows_windowed``: added to
-at least one window), the late output (``rows_late``: late for all its windows, counted
-whether or not a late sink was given), or the dead-letter output (``rows_dead_lettered``:
-its data cannot be processed; the reason and source position go with it). A fourth
-place exists only with a user window assigner that gives an element no window and is
-not late (``rows_unassigned``; Flink drops those without a trace, lowwater counts them).
+from lowwater.metrics.accounting import (
+    Accounting,
+    AccountingError,
+    from_lines,
+)
 
-Each term is counted where it happens, independently of the others, so the balance is a
-check, not a definition. It covers the whole job when the window operator is fed straight
-from the sources (``direct``); with a map, filter or flat_map in between (which may drop
-or multiply records on purpose), it covers the records reaching the window operator.
-"""
-
-from __future__ import annotations
-
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from lowwater.core.errors import LowwaterError
-
-if TYPE_CHECKING:
-    from lowwater.runtime.result import JobResult
-
-__all__ = ["Accounting", "AccountingError", "from_lines", "from_result"]
-
-
-class AccountingError(LowwaterError):
-    """Records are unaccounted for (a bug: please report it with the metrics log)."""
-
-
-@dataclass(frozen=True)
-class Accounting:
-    rows_in: int
-    rows_windowed: int
-    rows_late: int
-    rows_dead_lettered: int
-    rows_unassigned: int = 0
-    scope: str = "job"
-    """``job``: ``rows_in`` counts every record read; ``window operator``: the records reaching it."""
-    missing_batches: tuple[int, ...] = ()
-    """Batches the metrics log has no line for (an append that failed): their records are not
-    in these totals, so the account cannot be called balanced."""
-
-    @property
-    def accounted(self) -> int:
-        return self.rows_windowed + self.rows_late + self.rows_dead_lettered + self.rows_unassigned
-
-    @property
-    def balanced(self) -> bool:
-        return self.rows_in == self.accounted and not self.missing_batches
-
-    def __str__(self) -> str:
-        text = (f"{self.rows_in} rows in = {self.rows_windowed} windowed + {self.rows_late} late + "
-                f"{self.rows_dead_lettered} dead-lettered")
-        if self.rows_unassigned:
-            text += f" + {self.rows_unassigned} unassigned"
-        if self.scope != "job":
-            text += f" (at the {self.scope})"
-        if self.rows_in != self.accounted:
-            text += f"; UNACCOUNTED: {self.rows_in - self.accounted:+d}"
-        if self.missing_batches:
-            shown = ", ".join(map(str, self.missing_batches[:10])) + (", ..." if len(self.missing_batches) > 10 else "")
-            text += (f"; INCOMPLETE: the metrics log has no line for {len(self.missing_batches)} batch(es) ({shown}), "
-                     "whose records these totals do not count")
-        return text
-
-    def check(self) -> Accounting:
-        """``self`` if balanced, else :class:`AccountingError`."""
-        if not self.balanced:
-            raise AccountingError(f"records unaccounted for: {self}")
-        return self
-
-
-def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
-    """The accounting of metrics lines (:mod:`lowwater.observe.metrics`, one per batch)."""
-    lines = list(lines)
-    direct = all(bool(x.get("direct", True)) for x in lines)
-    ids = {int(x["batch_id"]) for x in lines if x.get("batch_id") is not None}
-    missing = tuple(sorted(set(range(min(ids), max(ids) + 1)) - ids)) if ids else ()
-
-    def total(key: str) -> int:
-        return sum(int(x.get(key) or 0) for x in lines)
-
-    return Accounting(
-        rows_in=total("rows_in" if direct else "operator_rows_in"),
-        rows_windowed=total("rows_windowed"),
-        rows_late=total("rows_late"),
-        rows_dead_lettered=total("rows_dead_lettered" if direct else "operator_rows_dead_lettered"),
-        rows_unassigned=total("rows_unassigned"),
-        scope="job" if direct else "window operator",
-        missing_batches=missing,
-    )
-
-
-def from_result(result: JobResult, operator: str | None = None) -> Accounting:
-    """The accounting of a reference run (the window operator named ``operator``, or the only one)."""
-    if not result.batches:
-        return Accounting(0, 0, 0, 0)
-    last = result.batches[-1].windows
-    if operator is None:
-        if len(last) != 1:
-            raise ValueError(f"name one of the window operators: {sorted(last)}")
-        operator = next(iter(last))
-    w = last[operator]
-    if result.direct:
-        return Accounting(
-            rows_in=sum(b.rows_in for b in result.batches), rows_windowed=int(w["rows_windowed"]),
-            rows_late=int(w["rows_late"]), rows_dead_lettered=sum(b.rows_dead_lettered for b in result.batches),
-            rows_unassigned=int(w["rows_unassigned"]),
-        )
-    return Accounting(
-        rows_in=int(w["operator_rows_in"]), rows_windowed=int(w["rows_windowed"]), rows_late=int(w["rows_late"]),
-        rows_dead_lettered=int(w["operator_rows_dead_lettered"]), rows_unassigned=int(w["rows_unassigned"]),
-        scope="window operator",
-    )
+__all__ = [
+    "Accounting",
+    "AccountingError",
+    "from_lines",
+]

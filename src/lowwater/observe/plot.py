@@ -28,7 +28,7 @@ FORMATS = (".png", ".svg", ".html")
 
 def _as_lines(batches: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Metrics lines as they are, or batch records (``{"clock_ms", "metrics"}``) turned into lines."""
-    from lowwater.observe.metrics import lines_from_records
+    from lowwater.metrics.log import lines_from_records
 
     if any("metrics" in b for b in batches):
         return lines_from_records([dict(b) for b in batches])
@@ -87,7 +87,7 @@ def plot_watermarks(batches: Sequence[Mapping[str, Any]], path: str | os.PathLik
                     title: str = "") -> dict[str, Any]:
     """Draw the timeline to ``path`` (.png, .svg or .html); return the plotted series.
 
-    ``batches`` are metrics lines (:func:`lowwater.observe.metrics.read_checkpoint`) or
+    ``batches`` are metrics lines (:func:`lowwater.metrics.log.read_checkpoint`) or
     batch records. The returned dict is :func:`series` plus ``drawn``: for each line and
     marker set in the picture, its label and the (x, y) points matplotlib drew.
     """

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from lowwater.metrics.log import MetricsLog
 from lowwater.observe.fmt import fmt_duration, fmt_watermark
-from lowwater.observe.metrics import MetricsLog
 from lowwater.observe.status import lag_ms
 
 __all__ = ["PROGRESS_HEADER", "MetricsTail", "progress_line"]

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from lowwater.observe.accounting import from_lines
+from lowwater.metrics.accounting import from_lines
+from lowwater.metrics.log import read_checkpoint
 from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark
-from lowwater.observe.metrics import read_checkpoint
 
 __all__ = ["batch_row", "lag_ms", "render_status", "status", "summarize"]
 
@@ -96,7 +96,7 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
     accounting = s["accounting"]
     out.append(f"accounting: {accounting}" + (" (balanced)" if accounting.balanced else ""))
     if s["rows_dead_lettered"]:
-        from lowwater.observe.dead_letters import describe_reasons, merge_reasons
+        from lowwater.metrics.dead_letters import describe_reasons, merge_reasons
 
         out.append(f"dead letters: {describe_reasons(merge_reasons(lines))}")
         sample = next((x["dead_letter_sample"] for x in reversed(lines) if x.get("dead_letter_sample")), None)

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.sources import SourceBatch
-from lowwater.api.transformations import (
+from lowwater.core.clock import ManualClock
+from lowwater.core.errors import PipelineError
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.graph import Pipeline, PipelineLike, as_pipeline
+from lowwater.graph.sources import SourceBatch
+from lowwater.graph.transformations import (
     AssignTransformation,
     CoTransformation,
     KeyedCoProcessTransformation,
@@ -24,10 +28,6 @@ from lowwater.api.transformations import (
     UnionTransformation,
     WindowTransformation,
 )
-from lowwater.core.clock import ManualClock
-from lowwater.core.errors import PipelineError
-from lowwater.core.time_characteristic import TimeCharacteristic
-from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.runtime.nodes import (
     AssignerNode,
     CoNode,
@@ -50,9 +50,9 @@ __all__ = ["CompiledJob"]
 class CompiledJob:
     """The operators of a pipeline, in topological order, with a manual clock."""
 
-    def __init__(self, env: StreamExecutionEnvironment, clock: ManualClock | None = None) -> None:
+    def __init__(self, pipeline: PipelineLike, clock: ManualClock | None = None) -> None:
         self.clock = clock or ManualClock(0)
-        self.nodes = _compile(env, self.clock)
+        self.nodes = _compile(as_pipeline(pipeline), self.clock)
         self.sources = [n for n in self.nodes if isinstance(n, SourceNode)]
         self.windows = [n for n in self.nodes if isinstance(n, WindowNode)]
         self.operators: list[WindowNode | KeyedProcessNode] = [
@@ -191,7 +191,7 @@ def _direct(nodes: list[Node]) -> bool:
     return True
 
 
-def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:
+def _compile(pipeline: Pipeline, clock: ManualClock) -> list[Node]:
     nodes: dict[int, Node] = {}
     order: list[Node] = []
 
@@ -212,7 +212,7 @@ def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:
         if isinstance(t, SourceTransformation):
             node = add(SourceNode(t.id, t.name, t.source, index=sum(isinstance(n, SourceNode) for n in order)))
             strategy = t.strategy
-            if strategy is None and env.time_characteristic is TimeCharacteristic.INGESTION_TIME:
+            if strategy is None and pipeline.time_characteristic is TimeCharacteristic.INGESTION_TIME:
                 strategy = WatermarkStrategy.for_ingestion_time()
             if strategy is not None:
                 assigner = add(AssignerNode(-t.id, f"{t.name} watermarks", strategy, clock))
@@ -256,6 +256,6 @@ def _compile(env: StreamExecutionEnvironment, clock: ManualClock) -> list[Node]:
         nodes[t.id] = node
         return node
 
-    for sink in env.sinks:
+    for sink in pipeline.sinks:
         build(sink)
     return order

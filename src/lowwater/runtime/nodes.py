@@ -11,11 +11,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lowwater.api.sinks import Sink
-from lowwater.api.sources import Source, SourceBatch, SourceIdle, SourceItem, SourceRecord, SourceWatermark
-from lowwater.api.transformations import OutputTag, WindowTransformation
 from lowwater.core.clock import Clock
-from lowwater.core.errors import BadRecordError, ConfigurationError, LowwaterError, UserFunctionError
+from lowwater.core.errors import BadRecordError, ConfigurationError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import (
     CombinedWatermarkStatus,
@@ -27,10 +24,14 @@ from lowwater.core.watermarks import (
 )
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.core.windows.aggregations import BuiltinAggregate
+from lowwater.graph.sinks import Sink
+from lowwater.graph.sources import Source, SourceBatch, SourceIdle, SourceItem, SourceRecord, SourceWatermark
+from lowwater.graph.transformations import OutputTag, WindowTransformation
 from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import Lane, LaneEvent, Record
 from lowwater.runtime.restore import transfer_state
 from lowwater.runtime.union_input import UnionInput
+from lowwater.runtime.user_code import user_code_failed
 
 __all__ = [
     "AssignerNode", "CoNode", "DeadLetters", "Node", "SideOutputNode", "SinkNode", "SourceNode",
@@ -188,14 +189,9 @@ class StatelessNode(Node):
                 out = [record.value] if self.fn(record.value) else []
             else:
                 out = list(self.fn(record.value) or ())
-        except BadRecordError as e:
-            self.dead.add(record, e)
-            return
-        except LowwaterError:
-            raise
         except Exception as e:
-            raise UserFunctionError(f"{self.kind} {_fn_name(self.fn)}", e,
-                                    partition=record.partition, offset=record.offset) from e
+            user_code_failed(e, f"{self.kind} {_fn_name(self.fn)}", record, on_bad=self.dead.add)
+            return
         for v in out:
             self.emit(Record(v, record.timestamp, record.lane, record.partition, record.offset))
 
@@ -255,14 +251,9 @@ class AssignerNode(Node):
             )
             ts = int(ts)
             lw.partition.generator.on_event(record.value, ts, lw.output)
-        except BadRecordError as e:
-            self.dead.add(record, e)
-            return
-        except LowwaterError:
-            raise
         except Exception as e:
-            raise UserFunctionError(f"timestamp/watermark assignment ({self.strategy!r})", e,
-                                    partition=record.partition, offset=record.offset) from e
+            user_code_failed(e, f"timestamp/watermark assignment ({self.strategy!r})", record, on_bad=self.dead.add)
+            return
         record.timestamp = ts
         self.emit(record)
 
@@ -282,11 +273,9 @@ class AssignerNode(Node):
                 continue
             try:
                 lw.partition.generator.on_periodic_emit(lw.output)
-            except LowwaterError:
-                raise
             except Exception as e:
-                raise UserFunctionError(f"watermark generator ({self.strategy!r})", e,
-                                        partition=lane[1] if isinstance(lane, tuple) else lane) from e
+                user_code_failed(e, f"watermark generator ({self.strategy!r})",
+                                 partition=lane[1] if isinstance(lane, tuple) else lane)
             events, lw.output.events = lw.output.events, []
             for ev in events:
                 self.emit_lane_event(lane, ev)
@@ -382,14 +371,9 @@ class CoNode(_SingleLaneNode):
         fn = self.fns[input_index]
         try:
             out = list(fn(record.value) or ()) if self.flat else [fn(record.value)]
-        except BadRecordError as e:
-            self.dead.add(record, e)
-            return
-        except LowwaterError:
-            raise
         except Exception as e:
-            raise UserFunctionError(f"{self.name} {_fn_name(fn)}", e,
-                                    partition=record.partition, offset=record.offset) from e
+            user_code_failed(e, f"{self.name} {_fn_name(fn)}", record, on_bad=self.dead.add)
+            return
         for v in out:
             self.emit(Record(v, record.timestamp, self.out_lane))
 
@@ -446,13 +430,10 @@ class WindowNode(_SingleLaneNode):
             key = self.t.key_selector(record.value)
             if self._check_value is not None:
                 self._check_value(record.value)
-        except BadRecordError as e:
-            self.rows_dead_lettered += 1
-            self.dead.add(record, e)
-            return
         except Exception as e:
-            raise UserFunctionError(f"key_by {_fn_name(self.t.key_selector)}", e,
-                                    partition=record.partition, offset=record.offset) from e
+            user_code_failed(e, f"key_by {_fn_name(self.t.key_selector)}", record, on_bad=self._reject,
+                             wrap_lowwater=True)
+            return
         if record.timestamp is None and self.operator.is_event_time:
             raise ConfigurationError(
                 "timestamp",
@@ -468,16 +449,14 @@ class WindowNode(_SingleLaneNode):
             return
         try:
             events = self.operator.process_element(key, record.value, ts)
-        except BadRecordError as e:  # raised by a user function on purpose
-            self.rows_dead_lettered += 1
-            self.dead.add(record, e)
+        except Exception as e:  # a BadRecordError is raised by a user function on purpose
+            user_code_failed(e, f"window function of {self.name}", record, on_bad=self._reject)
             return
-        except LowwaterError:
-            raise
-        except Exception as e:
-            raise UserFunctionError(f"window function of {self.name}", e,
-                                    partition=record.partition, offset=record.offset) from e
         self._handle(events, record)
+
+    def _reject(self, record: Record, e: BadRecordError) -> None:
+        self.rows_dead_lettered += 1
+        self.dead.add(record, e)
 
     def _handle(self, events: list[Any], record: Record | None = None) -> None:
         for ev in events:
@@ -502,10 +481,8 @@ class WindowNode(_SingleLaneNode):
                 self._handle(self.operator.advance_watermark(watermark))
             self.forward_status(steps, idle)
             self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
-        except LowwaterError:
-            raise
         except Exception as e:
-            raise UserFunctionError(f"window function of {self.name}", e) from e
+            user_code_failed(e, f"window function of {self.name}")
 
     def metrics(self) -> dict[str, Any]:
         status = self.exchange.lane_status()

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lowwater.api.transformations import OutputTag
 from lowwater.core.clock import Clock
-from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
+from lowwater.core.errors import BadRecordError
 from lowwater.core.process import Emitted, KeyedProcessOperator, SideEmitted
+from lowwater.graph.transformations import OutputTag
 from lowwater.runtime.nodes import Node, _fn_name, _SingleLaneNode
 from lowwater.runtime.records import Record
+from lowwater.runtime.user_code import user_code_failed
 
 __all__ = ["KeyedProcessNode"]
 
@@ -64,25 +65,19 @@ class KeyedProcessNode(_SingleLaneNode):
         selector = self.key_selectors[input_index]
         try:
             key = selector(record.value)
-        except BadRecordError as e:
-            self.rows_dead_lettered += 1
-            self.dead.add(record, e)
-            return
         except Exception as e:
-            raise UserFunctionError(f"key_by {_fn_name(selector)}", e,
-                                    partition=record.partition, offset=record.offset) from e
+            user_code_failed(e, f"key_by {_fn_name(selector)}", record, on_bad=self._reject, wrap_lowwater=True)
+            return
         try:
             events = self.operator.process_element(key, record.value, record.timestamp, input_index)
-        except BadRecordError as e:
-            self.rows_dead_lettered += 1
-            self.dead.add(record, e)
-            return
-        except LowwaterError:
-            raise
         except Exception as e:
-            raise UserFunctionError(f"process function of {self.name}", e,
-                                    partition=record.partition, offset=record.offset) from e
+            user_code_failed(e, f"process function of {self.name}", record, on_bad=self._reject)
+            return
         self._handle(events)
+
+    def _reject(self, record: Record, e: BadRecordError) -> None:
+        self.rows_dead_lettered += 1
+        self.dead.add(record, e)
 
     def _handle(self, events: list[Emitted | SideEmitted]) -> None:
         for ev in events:
@@ -98,17 +93,15 @@ class KeyedProcessNode(_SingleLaneNode):
                 self._handle(self.operator.advance_watermark(watermark))
             self.forward_status(steps, idle)
             self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
-        except LowwaterError:
-            raise
         except Exception as e:
-            raise UserFunctionError(f"process function of {self.name} (on_timer)", e) from e
+            user_code_failed(e, f"process function of {self.name} (on_timer)")
 
     def metrics(self) -> dict[str, Any]:
         return {
             **super().metrics(),
             "operator_rows_in": self.rows_in,
             "operator_rows_dead_lettered": self.rows_dead_lettered,
-            # accounting (lowwater.observe.accounting): a process function takes every element
+            # accounting (lowwater.metrics.accounting): a process function takes every element
             # it is handed, so those count where a window's on-time rows do; none is late
             "rows_processed": self.operator.elements_in,
             "rows_windowed": self.operator.elements_in,

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.sinks import Sink
 from lowwater.core.clock import Clock, ManualClock, SystemClock
+from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.sinks import Sink
 from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.nodes import Node
 from lowwater.runtime.result import BatchMetrics, JobResult
@@ -31,7 +31,7 @@ __all__ = ["ReferenceRuntime"]
 
 
 class ReferenceRuntime:
-    """Runs a :class:`StreamExecutionEnvironment`'s pipelines in-process.
+    """Runs a :class:`~lowwater.graph.Pipeline` (or a ``StreamExecutionEnvironment``'s) in-process.
 
     Parameters
     ----------
@@ -59,10 +59,10 @@ class ReferenceRuntime:
         self.nodes: list[Node] = []
         """The compiled operators of the last ``execute`` (for inspection after a failure)."""
 
-    def execute(self, env: StreamExecutionEnvironment, job_name: str = "lowwater job") -> JobResult:
+    def execute(self, pipeline: PipelineLike, job_name: str = "lowwater job") -> JobResult:
         manual = self.user_clock if isinstance(self.user_clock, ManualClock) else ManualClock(0)
         fallback: Clock = self.user_clock or SystemClock()
-        job = CompiledJob(env, manual)
+        job = CompiledJob(as_pipeline(pipeline), manual)
         self.nodes = job.nodes
         job.start()
         dead_sink = self.dead_letter_sink

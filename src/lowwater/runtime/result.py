@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from lowwater.observe.accounting import Accounting
+from lowwater.metrics.accounting import Accounting
 
 __all__ = ["BatchMetrics", "JobResult"]
 
@@ -42,13 +41,30 @@ class JobResult:
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
     """Every record sent to the dead-letter output: ``{"reason", "partition", "offset", "record"}``."""
     direct: bool = False
-    """One window operator fed straight from the sources (see :mod:`lowwater.observe.accounting`)."""
+    """One window operator fed straight from the sources (see :mod:`lowwater.metrics.accounting`)."""
 
     def accounting(self, operator: str | None = None) -> Accounting:
-        """Where every record went; ``.balanced`` is the invariant."""
-        from lowwater.observe.accounting import from_result
-
-        return from_result(self, operator)
+        """Where every record went (the window operator named ``operator``, or the only one);
+        ``.balanced`` is the invariant."""
+        if not self.batches:
+            return Accounting(0, 0, 0, 0)
+        last = self.batches[-1].windows
+        if operator is None:
+            if len(last) != 1:
+                raise ValueError(f"name one of the window operators: {sorted(last)}")
+            operator = next(iter(last))
+        w = last[operator]
+        if self.direct:
+            return Accounting(
+                rows_in=sum(b.rows_in for b in self.batches), rows_windowed=int(w["rows_windowed"]),
+                rows_late=int(w["rows_late"]), rows_dead_lettered=sum(b.rows_dead_lettered for b in self.batches),
+                rows_unassigned=int(w["rows_unassigned"]),
+            )
+        return Accounting(
+            rows_in=int(w["operator_rows_in"]), rows_windowed=int(w["rows_windowed"]), rows_late=int(w["rows_late"]),
+            rows_dead_lettered=int(w["operator_rows_dead_lettered"]), rows_unassigned=int(w["rows_unassigned"]),
+            scope="window operator",
+        )
 
     def combined_watermarks(self, operator: str | None = None) -> list[int]:
         if operator is None:

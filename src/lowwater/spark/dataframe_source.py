@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.sources import SourceBatch
 from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.graph.sources import SourceBatch
 from lowwater.spark.source_base import SparkSource
 
 if TYPE_CHECKING:

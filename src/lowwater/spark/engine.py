@@ -27,12 +27,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.sinks import Sink
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.core.failures import root_cause
+from lowwater.graph import Pipeline, PipelineLike, as_pipeline
+from lowwater.graph.sinks import Sink
 from lowwater.spark import faults
 from lowwater.spark.field_check import check_field_names
 from lowwater.spark.fs import join
@@ -40,7 +41,7 @@ from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
 from lowwater.spark.native import NativeProcessor, Output
 from lowwater.spark.native_state import from_json, to_json
-from lowwater.spark.plan import fingerprint, native_plan
+from lowwater.spark.plan import native_plan
 from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 from lowwater.spark.window_store import WindowStore
@@ -49,9 +50,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-    from lowwater.observe.accounting import Accounting
+    from lowwater.api.environment import StreamExecutionEnvironment
+    from lowwater.metrics.accounting import Accounting
 
-__all__ = ["SparkJob", "SparkRuntime"]
+__all__ = ["SparkJob", "SparkRuntime", "query_name"]
 
 log = logging.getLogger("lowwater.spark")
 PathChoice = Literal["auto", "native", "executor", "keyed", "general"]
@@ -90,8 +92,8 @@ class SparkJob:
 
     def metrics(self) -> list[dict[str, Any]]:
         """One metrics line per batch, from ``<checkpoint>/lowwater/metrics.jsonl``
-        (see :mod:`lowwater.observe.metrics` for the fields; a replayed batch's last line wins)."""
-        from lowwater.observe.metrics import lines_from_records, read_checkpoint
+        (see :mod:`lowwater.metrics.log` for the fields; a replayed batch's last line wins)."""
+        from lowwater.metrics.log import lines_from_records, read_checkpoint
 
         if not self.store.local:  # no append on object stores: the lines are rebuilt from the batch records
             return lines_from_records(list(self.store.batch_records()))
@@ -103,7 +105,7 @@ class SparkJob:
         committed state (the same file, written in the same step, as the state itself), so a
         metrics line that failed to append cannot make it look balanced; on the general path
         from the metrics log."""
-        from lowwater.observe.accounting import Accounting, from_lines
+        from lowwater.metrics.accounting import Accounting, from_lines
 
         if self.path != "general":
             version = self.store.latest_version()
@@ -198,13 +200,15 @@ class SparkRuntime:
             return int(self.clock(batch_id))
         return int(self.clock.now_ms())
 
-    def execute(self, env: StreamExecutionEnvironment, job_name: str = "lowwater job") -> SparkJob:
+    def execute(self, pipeline: PipelineLike, job_name: str = "lowwater job") -> SparkJob:
+        """Run ``pipeline`` (a :class:`~lowwater.graph.Pipeline`, or an environment, which makes one)."""
         from lowwater.spark.session import get_or_create_session
 
+        p = as_pipeline(pipeline)  # the graph's one walk: everything below reads p.walk()
         spark = self.spark or get_or_create_session()
-        sources = find_sources(env)
-        check_field_names(env)  # before Spark starts and before the checkpoint is claimed
-        plan, reason = native_plan(env)
+        sources = find_sources(p)
+        check_field_names(p)  # before Spark starts and before the checkpoint is claimed
+        plan, reason = native_plan(p)
         if self.path in ("native", "executor") and plan is None:
             raise PipelineError(f"this pipeline cannot take the native path: {reason}")
         if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
@@ -217,7 +221,9 @@ class SparkRuntime:
         else:
             why = "general path requested"
             if self.path in ("auto", "keyed"):
-                keyed, why = keyed_plan(env)
+                # keyed_plan still names the environment in its signature, and reads only the
+                # .sinks and .time_characteristic that a Pipeline has (keyed.py: retype it to PipelineLike)
+                keyed, why = keyed_plan(cast("StreamExecutionEnvironment", p))
                 if keyed is None and self.path == "keyed":
                     raise PipelineError(f"this pipeline cannot take the keyed path: {why}")
             if plan is not None:
@@ -226,11 +232,11 @@ class SparkRuntime:
                 reason = f"not native ({reason}): per key on the executors"
             else:
                 reason = f"not native ({reason}), not keyed ({why})"
-            processor, path = GeneralProcessor(env, sources), "keyed" if keyed is not None else "general"
-            sinks_of = self._general_sinks(env, self.dead_letter_sink)
+            processor, path = GeneralProcessor(p, sources), "keyed" if keyed is not None else "general"
+            sinks_of = self._general_sinks(p, self.dead_letter_sink)
         store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
                            spark=spark)
-        store.claim({"path": path, **fingerprint(env)})
+        store.claim({"path": path, **p.fingerprint()})
         if isinstance(processor, NativeProcessor):
             processor.bind(WindowStore(join(store.location, "windows"), store.fs))
         if keyed is not None:
@@ -246,7 +252,7 @@ class SparkRuntime:
         stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable
         writer = stream.writeStream.foreachBatch(driver.on_batch).option(
             "checkpointLocation", join(self.checkpoint, "spark")
-        ).queryName(_query_name(job_name))
+        ).queryName(query_name(job_name))
         if self.trigger == "available_now":
             writer = writer.trigger(availableNow=True)
             query = writer.start()
@@ -257,7 +263,7 @@ class SparkRuntime:
                         query.stop()
                         return job
             except Exception as e:  # StreamingQueryException: say what failed, not the JVM's trace
-                raise PipelineError(f"the streaming query failed: {_root_cause(e)}") from e
+                raise PipelineError(f"the streaming query failed: {root_cause(e)}") from e
             if self.end_of_input and not self.stop_requested.is_set():
                 driver.finish()
         else:
@@ -277,9 +283,9 @@ class SparkRuntime:
 
     @staticmethod
     def _general_sinks(
-        env: StreamExecutionEnvironment, dead: Sink | None
+        pipeline: Pipeline, dead: Sink | None
     ) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
-        sinks = [t.sink for t in env.sinks]
+        sinks = [t.sink for t in pipeline.sinks]
 
         def sinks_of(out: Any) -> list[tuple[Sink, list[Any]]]:
             pairs = list(zip(sinks, out.per_sink, strict=True))
@@ -326,21 +332,9 @@ def _check_source_count(spark_checkpoint: Path, expected: int) -> None:
             "Finish it with the lowwater version that wrote it, or start over with a new checkpoint location")
 
 
-def _root_cause(e: BaseException) -> str:
-    """The line naming the cause of a failed query (:func:`lowwater.core.failures.root_cause`),
-    searched in the exception and the exceptions it wraps."""
-    from lowwater.core.failures import root_cause
-
-    texts, seen = [], set()
-    cur: BaseException | None = e
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        texts.append(str(cur))
-        cur = cur.__cause__ or cur.__context__
-    return root_cause("\n".join(texts))
-
-
-def _query_name(job_name: str) -> str:
+def query_name(job_name: str) -> str:
+    """The streaming query's name for a job: its letters and digits, other characters as ``_``,
+    at most 60 (``lowwater`` for an empty name); the CLI's progress listener picks the query by it."""
     return "".join(c if c.isalnum() else "_" for c in job_name)[:60] or "lowwater"
 
 
@@ -483,7 +477,7 @@ class _BatchDriver:
         if not self.store.local:
             return
         try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)
-            from lowwater.observe.metrics import record_batch
+            from lowwater.metrics.log import record_batch
 
             record_batch(self.store, {**record, "metrics": metrics}, self.job.path)
         except OSError as e:
@@ -491,9 +485,9 @@ class _BatchDriver:
 
 
 def _dead_summary(out: Any) -> dict[str, Any]:
-    """The batch's dead-letter reasons and one sample (:mod:`lowwater.observe.dead_letters`); on the
+    """The batch's dead-letter reasons and one sample (:mod:`lowwater.metrics.dead_letters`); on the
     native paths computed by Spark (a count per reason kind and one row), not from collected rows."""
-    from lowwater.observe.dead_letters import SAMPLE_CHARS, TOP_REASONS, summarize_dead
+    from lowwater.metrics.dead_letters import SAMPLE_CHARS, TOP_REASONS, summarize_dead
 
     dead = out.dead
     if not isinstance(dead, Output):
@@ -526,10 +520,10 @@ def _deliver(sink: Sink, payload: Any, batch_id: int) -> None:
 
 
 def run_batches(
-    env: StreamExecutionEnvironment, checkpoint_location: str, processing_times_ms: Sequence[int] | None = None,
+    pipeline: PipelineLike, checkpoint_location: str, processing_times_ms: Sequence[int] | None = None,
     **kwargs: Any,
 ) -> SparkJob:
     """Run a bounded pipeline to its end on Spark (one micro-batch per source batch)."""
     times = list(processing_times_ms) if processing_times_ms is not None else None
     clock: Any = (lambda b: times[b] if b < len(times) else times[-1]) if times else None
-    return SparkRuntime(checkpoint_location, clock=clock, **kwargs).execute(env)
+    return SparkRuntime(checkpoint_location, clock=clock, **kwargs).execute(pipeline)

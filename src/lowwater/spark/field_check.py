@@ -14,29 +14,22 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.transformations import (
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.watermarks import FieldTimestampAssigner, WatermarkStrategy
+from lowwater.core.windows import AggregatingContents, BuiltinAggregate
+from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.transformations import (
     AssignTransformation,
     SourceTransformation,
     Transformation,
     WindowTransformation,
 )
-from lowwater.core.errors import ConfigurationError
-from lowwater.core.watermarks import FieldTimestampAssigner, WatermarkStrategy
-from lowwater.core.windows import AggregatingContents, BuiltinAggregate
 
 __all__ = ["check_field_names", "field_uses"]
 
 
-def _walk(env: StreamExecutionEnvironment) -> list[Transformation]:
-    seen: dict[int, Transformation] = {}
-    stack: list[Transformation] = list(env.sinks)
-    while stack:
-        t = stack.pop()
-        if t.id not in seen:
-            seen[t.id] = t
-            stack.extend(t.inputs)
-    return sorted(seen.values(), key=lambda t: t.id)
+def _walk(pipeline: PipelineLike) -> list[Transformation]:
+    return sorted(as_pipeline(pipeline).walk(), key=lambda t: t.id)
 
 
 def _source_of(t: Transformation) -> SourceTransformation | None:
@@ -51,10 +44,10 @@ def _timestamp_field(strategy: WatermarkStrategy[Any] | None) -> str | None:
     return proto.field if isinstance(proto, FieldTimestampAssigner) else None
 
 
-def field_uses(env: StreamExecutionEnvironment) -> list[tuple[SourceTransformation, str, str]]:
+def field_uses(pipeline: PipelineLike) -> list[tuple[SourceTransformation, str, str]]:
     """``(source, what, field)`` for every field name used on a source's own elements."""
     uses: list[tuple[SourceTransformation, str, str]] = []
-    for t in _walk(env):
+    for t in _walk(pipeline):
         if isinstance(t, SourceTransformation):
             field = _timestamp_field(t.strategy)
             if field is not None:
@@ -76,14 +69,15 @@ def field_uses(env: StreamExecutionEnvironment) -> list[tuple[SourceTransformati
     return uses
 
 
-def check_field_names(env: StreamExecutionEnvironment) -> None:
+def check_field_names(pipeline: PipelineLike) -> None:
     """Raise :class:`ConfigurationError` for a field name no source declares (see the module),
     or for a source whose data cannot be read as it declares (its ``check_before_run``)."""
-    for t in _walk(env):
+    p = as_pipeline(pipeline)
+    for t in _walk(p):
         check = getattr(t.source, "check_before_run", None) if isinstance(t, SourceTransformation) else None
         if callable(check):
             check()
-    for source, what, field in field_uses(env):
+    for source, what, field in field_uses(p):
         fields_of = getattr(source.source, "fields", None)
         if not callable(fields_of):
             continue

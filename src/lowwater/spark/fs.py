@@ -20,9 +20,10 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from lowwater.spark import faults
+from lowwater.util.files import atomic_write
 
 __all__ = ["CheckpointFS", "HadoopFS", "LocalFS", "checkpoint_fs", "is_uri", "join"]
 
@@ -66,18 +67,15 @@ class LocalFS:
         kills the process after half of the bytes are in the temporary file."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
+
+        def half_then_die(f: BinaryIO) -> None:
             if fault_batch is not None and faults.armed("state_write", fault_batch):
                 f.write(data[: len(data) // 2])
                 f.flush()
                 os.fsync(f.fileno())
                 faults.at("state_write", fault_batch)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
+
+        atomic_write(p, data, fsync=True, private=True, before_content=half_then_die)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.sinks import Sink
-from lowwater.api.sources import SourceBatch, SourceRecord
 from lowwater.core.clock import ManualClock
 from lowwater.core.errors import PipelineError
+from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.sinks import Sink
+from lowwater.graph.sources import SourceBatch, SourceRecord
 from lowwater.runtime.job import CompiledJob
 from lowwater.spark.native import unparsed_dead_letter
 from lowwater.spark.sources import SparkSource
@@ -34,9 +34,9 @@ __all__ = ["GeneralProcessor", "find_sources", "read_sources"]
 SOURCE_COLUMN = "_source"
 
 
-def find_sources(env: StreamExecutionEnvironment) -> list[SparkSource]:
+def find_sources(pipeline: PipelineLike) -> list[SparkSource]:
     """The pipeline's sources, in the order the compiled job numbers them (its lanes)."""
-    sources = [n.source for n in CompiledJob(env, ManualClock(0)).sources]
+    sources = [t.source for t in as_pipeline(pipeline).sources]
     if not sources:
         raise PipelineError("the pipeline has no source; start it with env.from_source(...)")
     for src in sources:
@@ -79,16 +79,17 @@ class GeneralOutput:
 
 
 class GeneralProcessor:
-    def __init__(self, env: StreamExecutionEnvironment, sources: SparkSource | list[SparkSource]) -> None:
-        self.env = env
+    def __init__(self, pipeline: PipelineLike, sources: SparkSource | list[SparkSource]) -> None:
+        self.pipeline = as_pipeline(pipeline)
         self.sources = sources if isinstance(sources, list) else [sources]
+        self.empty_state()  # a pipeline the operators cannot run fails here, before Spark starts
 
     @property
     def source(self) -> SparkSource:
         return self.sources[0]
 
     def empty_state(self) -> CompiledJob:
-        job = CompiledJob(self.env, ManualClock(0))
+        job = CompiledJob(self.pipeline, ManualClock(0))
         job.detach_sinks()
         job.bound_histories()
         return job

@@ -25,7 +25,7 @@ from typing import Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from lowwater.observe.metrics import MetricsLog
+from lowwater.metrics.log import MetricsLog
 
 __all__ = ["LowwaterProgressListener", "progress_fields"]
 

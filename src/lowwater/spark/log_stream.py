@@ -34,8 +34,8 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from lowwater.io.arrow_records import read_arrow
 from lowwater.io.fields import column_type
+from lowwater.io.log import CorruptLogError, PartitionedLogReader
 from lowwater.io.log_batches import LogBatching
-from lowwater.io.partitioned_log import CorruptLogError, PartitionedLogReader
 
 if TYPE_CHECKING:
     import pyarrow as pa

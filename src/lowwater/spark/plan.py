@@ -19,17 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.sinks import Sink
-from lowwater.api.transformations import (
-    AssignTransformation,
-    OutputTag,
-    SideOutputTransformation,
-    SinkTransformation,
-    SourceTransformation,
-    Transformation,
-    WindowTransformation,
-)
 from lowwater.core.errors import PipelineError
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import FieldTimestampAssigner, RecordTimestampAssigner, WatermarkStrategy
@@ -40,6 +29,16 @@ from lowwater.core.windows import (
     EventTimeTrigger,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
+)
+from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.sinks import Sink
+from lowwater.graph.transformations import (
+    AssignTransformation,
+    OutputTag,
+    SideOutputTransformation,
+    SourceTransformation,
+    Transformation,
+    WindowTransformation,
 )
 from lowwater.spark.sources import SparkSource
 
@@ -67,61 +66,25 @@ class NativePlan:
     """Timestamps and watermarks need Python per row: run them on the executors per partition."""
 
 
-def walk(env: StreamExecutionEnvironment) -> list[Transformation]:
-    """Every transformation that reaches a sink, each once."""
-    seen: dict[int, Transformation] = {}
-
-    def visit(t: Transformation) -> None:
-        if t.id not in seen:
-            seen[t.id] = t
-            for i in t.inputs:
-                visit(i)
-
-    for s in env.sinks:
-        visit(s)
-    return list(seen.values())
+def walk(pipeline: PipelineLike) -> list[Transformation]:
+    """Every transformation that reaches a sink, each once (:meth:`Pipeline.walk`)."""
+    return list(as_pipeline(pipeline).walk())
 
 
-def fingerprint(env: StreamExecutionEnvironment) -> dict[str, Any]:
-    """What makes a pipeline's state meaningful: its operators, in order, and their settings.
-
-    A checkpoint is bound to it; state made by one pipeline is refused by another.
-    """
-    parts: dict[str, Any] = {"time_characteristic": env.time_characteristic.value}
-    for i, t in enumerate(sorted(walk(env), key=lambda t: t.id)):
-        desc: list[str] = [type(t).__name__]
-        if isinstance(t, SourceTransformation):
-            desc += [type(t.source).__name__, repr(t.strategy)]
-            fields = getattr(t.source, "fields", None)
-            if callable(fields):
-                desc.append(",".join(fields()))
-        elif isinstance(t, AssignTransformation):
-            desc.append(repr(t.strategy))
-        elif isinstance(t, WindowTransformation):
-            desc += [repr(t.assigner), _describe(t.trigger), str(t.allowed_lateness_ms),
-                     getattr(t.key_selector, "field_name", "function"),
-                     _describe(getattr(t.contents, "function", t.contents)), _describe(t.window_function)]
-        elif isinstance(t, SinkTransformation):
-            desc.append(type(t.sink).__name__)
-        parts[f"{i:03d}"] = " | ".join(desc)
-    return parts
+def fingerprint(pipeline: PipelineLike) -> dict[str, Any]:
+    """:meth:`Pipeline.fingerprint`: what a checkpoint is bound to."""
+    return as_pipeline(pipeline).fingerprint()
 
 
-def _describe(x: Any) -> str:
-    """A description that is the same in every process (no memory addresses)."""
-    if x is None:
-        return "None"
-    own_repr = any("__repr__" in vars(c) for c in type(x).__mro__[:-1])
-    if (own_repr and not callable(x)) or hasattr(type(x), "__dataclass_fields__"):
-        return repr(x)
-    return str(getattr(x, "__qualname__", None) or type(x).__qualname__)
-
-
-def find_source(env: StreamExecutionEnvironment) -> SparkSource:
-    sources = [t for t in walk(env) if isinstance(t, SourceTransformation)]
+def find_source(pipeline: PipelineLike) -> SparkSource:
+    sources = as_pipeline(pipeline).sources
     if len(sources) != 1:
         raise PipelineError(f"the spark runtime runs pipelines with exactly one source; this one has {len(sources)}")
-    src = sources[0].source
+    return _spark_source(sources[0])
+
+
+def _spark_source(t: SourceTransformation) -> SparkSource:
+    src = t.source
     if not isinstance(src, SparkSource):
         raise PipelineError(
             f"{type(src).__name__} cannot be read by Spark; use a lowwater.spark.sources source "
@@ -130,17 +93,18 @@ def find_source(env: StreamExecutionEnvironment) -> SparkSource:
     return src
 
 
-def native_plan(env: StreamExecutionEnvironment) -> tuple[NativePlan | None, str]:
+def native_plan(pipeline: PipelineLike) -> tuple[NativePlan | None, str]:
     """The native plan, or ``None`` and the reason the general path is needed."""
-    if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
+    p = as_pipeline(pipeline)
+    if p.time_characteristic is not TimeCharacteristic.EVENT_TIME:
         return None, "not event time"
-    ts = walk(env)
+    ts = p.walk()
     windows = [t for t in ts if isinstance(t, WindowTransformation)]
     if len(windows) != 1:
         return None, "not exactly one window operator"
     w = windows[0]
     result_sinks, late_sinks = [], []
-    for s in env.sinks:
+    for s in p.sinks:
         if s.input is w:
             result_sinks.append(s.sink)
         elif isinstance(s.input, SideOutputTransformation) and s.input.input is w and s.input.tag == w.late_tag:
@@ -187,6 +151,6 @@ def native_plan(env: StreamExecutionEnvironment) -> tuple[NativePlan | None, str
     if agg.field is None and not isinstance(agg, Count):
         return None, "aggregate of a Python function"
     return NativePlan(
-        find_source(env), strategy, ts_field, key_field, size, slide, offset, w.allowed_lateness_ms,
+        _spark_source(up), strategy, ts_field, key_field, size, slide, offset, w.allowed_lateness_ms,
         agg.name, agg.field, tuple(result_sinks), tuple(late_sinks), w.name, w.late_tag, executor,
     ), "native, watermarks on the executors" if executor else "native"

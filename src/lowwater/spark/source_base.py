@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lowwater.api.sources import Source
+from lowwater.graph.sources import Source
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

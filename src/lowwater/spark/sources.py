@@ -23,10 +23,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.sources import SourceBatch, SourceRecord
 from lowwater.core.errors import ConfigurationError
+from lowwater.graph.sources import SourceBatch, SourceRecord
 from lowwater.spark.dataframe_source import DataFrameSource, KafkaShapedSource
 from lowwater.spark.source_base import STANDARD_COLUMNS, SparkSource
+from lowwater.util.files import atomic_write
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -75,15 +76,14 @@ class BatchFilesSource(SparkSource):
         offsets: dict[int, int] = {}
         for i, batch in enumerate(batches):
             path = d / f"batch-{i:08d}.jsonl"
-            tmp = d / f".batch-{i:08d}.jsonl.tmp"
-            with open(tmp, "w") as f:
-                for seq, e in enumerate(batch):
-                    p = int(e.get(partition_of, 0) or 0)
-                    off = offsets.get(p, 0)
-                    offsets[p] = off + 1
-                    f.write(json.dumps({"partition": p, "offset": off, "seq": seq, "timestamp": None, "value": e}))
-                    f.write("\n")
-            os.replace(tmp, path)
+            lines = []
+            for seq, e in enumerate(batch):
+                p = int(e.get(partition_of, 0) or 0)
+                off = offsets.get(p, 0)
+                offsets[p] = off + 1
+                lines.append(json.dumps({"partition": p, "offset": off, "seq": seq, "timestamp": None, "value": e}))
+                lines.append("\n")
+            atomic_write(path, "".join(lines), fsync=False)
             os.utime(path, (1_000_000 + i, 1_000_000 + i))  # Spark orders new files by mtime
 
     def partitions(self) -> list[int]:
@@ -140,7 +140,7 @@ class BatchFilesSource(SparkSource):
 
 
 class PartitionedLogSource(SparkSource):
-    """The embedded default: a :mod:`lowwater.io.partitioned_log` directory.
+    """The embedded default: a :mod:`lowwater.io.log` directory.
 
     Both runtimes read the log the same way, through :class:`~lowwater.io.PartitionedLogReader`
     (on Spark inside a Python streaming data source, :mod:`lowwater.spark.log_stream`):

@@ -22,7 +22,7 @@ Spark's ``window()`` gives it); the late output has the source's fields, ``parti
 letters have ``reason``, ``partition``, ``offset``, ``file`` and ``record`` (the source
 fields as a JSON string).
 
-The reference runtime keeps row-list sinks (:class:`lowwater.api.sinks.Sink`); on Spark a
+The reference runtime keeps row-list sinks (:class:`lowwater.graph.sinks.Sink`); on Spark a
 row-list sink still works, by collecting the batch's rows to the driver for it (that is
 the user's choice, proportional to the output). A :class:`DataFrameSink` also implements
 ``write_batch(batch_id, rows)`` where it can, so one pipeline runs on both runtimes.
@@ -30,15 +30,28 @@ the user's choice, proportional to the output). A :class:`DataFrameSink` also im
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.sinks import Sink
+from lowwater.graph.sinks import Sink
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["DataFrameSink", "ForeachDataFrameSink"]
+__all__ = ["DataFrameSink", "ForeachDataFrameSink", "to_dict"]
+
+
+def to_dict(row: Any) -> dict[str, Any]:
+    """A result row as a mapping: a dataclass's fields, a dict itself, a Spark ``Row``'s
+    fields, anything else as ``{"value": row}``."""
+    if dataclasses.is_dataclass(row) and not isinstance(row, type):
+        return dataclasses.asdict(row)
+    if isinstance(row, dict):
+        return row
+    if hasattr(row, "asDict"):
+        return dict(row.asDict(recursive=True))
+    return {"value": row}
 
 
 class DataFrameSink(Sink):
@@ -50,8 +63,6 @@ class DataFrameSink(Sink):
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         """Rows from the reference runtime: as a small DataFrame, written by :meth:`write`."""
         from pyspark.sql import SparkSession
-
-        from lowwater.spark.sinks.files import to_dict
 
         records = [to_dict(r) for r in rows]
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()

@@ -86,7 +86,7 @@ class DeltaSink(DataFrameSink):
         from pyspark.sql import SparkSession
 
         from lowwater.core.windows.events import WindowResult
-        from lowwater.spark.sinks.files import to_dict
+        from lowwater.spark.sinks.base import to_dict
 
         if not rows:
             return  # nothing to add; a later batch's version still moves past this one

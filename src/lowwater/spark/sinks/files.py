@@ -7,7 +7,6 @@ be local or any Hadoop URI. The reference runtime's rows are written from the pr
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -17,22 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from lowwater.core.errors import ConfigurationError
 from lowwater.spark import faults
-from lowwater.spark.sinks.base import DataFrameSink
+from lowwater.spark.sinks.base import DataFrameSink, to_dict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = ["DirectorySink", "read_directory", "to_dict"]
-
-
-def to_dict(row: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(row) and not isinstance(row, type):
-        return dataclasses.asdict(row)
-    if isinstance(row, dict):
-        return row
-    if hasattr(row, "asDict"):
-        return dict(row.asDict(recursive=True))
-    return {"value": row}
 
 
 _SPARK_FORMAT = {"parquet": "parquet", "jsonl": "json", "json": "json", "orc": "orc"}

@@ -361,7 +361,7 @@ class PostgresSink(DataFrameSink):
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         from pyspark.sql import SparkSession
 
-        from lowwater.spark.sinks.files import to_dict
+        from lowwater.spark.sinks.base import to_dict
 
         records = [to_dict(r) for r in rows]
         if not records:

@@ -1,0 +1,124 @@
+"""The pipeline value: what a runtime receives to run.
+
+:meth:`StreamExecutionEnvironment.pipeline() <lowwater.api.environment.StreamExecutionEnvironment.pipeline>`
+builds it (as Flink's environment builds a ``StreamGraph``), and a runtime's ``execute``
+receives it; no runtime needs the environment. The graph is walked once, when the value
+is made: :meth:`Pipeline.walk`, :attr:`Pipeline.sources` and :meth:`Pipeline.fingerprint`
+read that walk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.graph.transformations import (
+    AssignTransformation,
+    SinkTransformation,
+    SourceTransformation,
+    Transformation,
+    WindowTransformation,
+)
+
+__all__ = ["HasPipeline", "Pipeline", "PipelineLike", "as_pipeline"]
+
+
+@dataclass(frozen=True, eq=False)
+class Pipeline:
+    """Every pipeline that ends in a sink, with the job's time settings. Immutable.
+
+    ``transformations`` is the graph walked from the sinks (each transformation once, a sink
+    before its inputs, inputs in order); make one with :meth:`of`, which walks it.
+    """
+
+    sinks: tuple[SinkTransformation, ...]
+    time_characteristic: TimeCharacteristic
+    auto_watermark_interval_ms: int
+    transformations: tuple[Transformation, ...]
+
+    @classmethod
+    def of(
+        cls, sinks: tuple[SinkTransformation, ...] | list[SinkTransformation],
+        time_characteristic: TimeCharacteristic = TimeCharacteristic.EVENT_TIME,
+        auto_watermark_interval_ms: int = 200,
+    ) -> Pipeline:
+        return cls(tuple(sinks), time_characteristic, auto_watermark_interval_ms, _walk(sinks))
+
+    def walk(self) -> tuple[Transformation, ...]:
+        """Every transformation that reaches a sink, each once (no new walk: see the class)."""
+        return self.transformations
+
+    @property
+    def sources(self) -> tuple[SourceTransformation, ...]:
+        """The graph's roots, in the order a compiled job numbers them (its lanes)."""
+        return tuple(t for t in self.transformations if isinstance(t, SourceTransformation))
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What makes a pipeline's state meaningful: its operators, in order, and their settings.
+
+        A checkpoint is bound to it; state made by one pipeline is refused by another.
+        """
+        parts: dict[str, Any] = {"time_characteristic": self.time_characteristic.value}
+        for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id)):
+            desc: list[str] = [type(t).__name__]
+            if isinstance(t, SourceTransformation):
+                desc += [type(t.source).__name__, repr(t.strategy)]
+                fields = getattr(t.source, "fields", None)
+                if callable(fields):
+                    desc.append(",".join(fields()))
+            elif isinstance(t, AssignTransformation):
+                desc.append(repr(t.strategy))
+            elif isinstance(t, WindowTransformation):
+                desc += [repr(t.assigner), _describe(t.trigger), str(t.allowed_lateness_ms),
+                         getattr(t.key_selector, "field_name", "function"),
+                         _describe(getattr(t.contents, "function", t.contents)), _describe(t.window_function)]
+            elif isinstance(t, SinkTransformation):
+                desc.append(type(t.sink).__name__)
+            parts[f"{i:03d}"] = " | ".join(desc)
+        return parts
+
+
+@runtime_checkable
+class HasPipeline(Protocol):
+    """Anything that builds a :class:`Pipeline`, such as a ``StreamExecutionEnvironment``."""
+
+    def pipeline(self) -> Pipeline: ...
+
+
+PipelineLike = Pipeline | HasPipeline
+
+
+def as_pipeline(p: PipelineLike) -> Pipeline:
+    """``p`` itself, or the pipeline it builds: a runtime's boundary, so that callers may pass an
+    environment (``runtime.execute(env)``) or the value."""
+    if isinstance(p, Pipeline):
+        return p
+    if isinstance(p, HasPipeline):
+        return p.pipeline()
+    raise ConfigurationError("pipeline", f"expected a Pipeline or a StreamExecutionEnvironment, got {type(p).__name__}")
+
+
+def _walk(sinks: tuple[SinkTransformation, ...] | list[SinkTransformation]) -> tuple[Transformation, ...]:
+    seen: dict[int, Transformation] = {}
+
+    def visit(t: Transformation) -> None:
+        if t.id not in seen:
+            seen[t.id] = t
+            for i in t.inputs:
+                visit(i)
+
+    for s in sinks:
+        visit(s)
+    return tuple(seen.values())
+
+
+def _describe(x: Any) -> str:
+    """A description that is the same in every process (no memory addresses)."""
+    if x is None:
+        return "None"
+    own_repr = any("__repr__" in vars(c) for c in type(x).__mro__[:-1])
+    if (own_repr and not callable(x)) or hasattr(type(x), "__dataclass_fields__"):
+        return repr(x)
+    return str(getattr(x, "__qualname__", None) or type(x).__qualname__)

@@ -1,0 +1,274 @@
+"""The metrics log: one JSON line per micro-batch in ``<checkpoint>/lowwater/metrics.jsonl``.
+
+Each line holds what one batch did, with the same meaning on every path::
+
+    {"batch_id": 7, "processing_time_ms": 1700000035000, "end_of_input": false, "path": "native",
+     "watermark_before": 1699999994999,            # what this batch's elements were judged against
+     "combined_watermark": 1699999999999,          # min over non-idle partitions, after the batch
+     "partition_watermarks": {"0": 1700000029999, "1": 1699999999999},
+     "idle_partitions": ["3"],
+     "rows_in": 16000, "rows_late": 12, "rows_late_by_partition": {"0": 5, "2": 7},
+     "rows_dead_lettered": 0, "rows_windowed": 15988, "rows_unassigned": 0, "direct": true,
+     "operator_rows_in": 0, "operator_rows_dead_lettered": 0,   # general path, when not direct
+     "windows_fired": 150, "open_windows": 400, "open_window_starts": 2,
+     "state_rows": 400, "state_bytes": 81234, "duration_ms": 812}
+
+``windows_fired`` counts the result rows handed to the sinks (window firings per key).
+``open_windows`` (per key) is ``null`` on the native paths, whose driver keeps only the open
+window *starts* (``open_window_starts``); the per-key contents are files on the executors'
+side. Counters (``rows_*``, ``windows_fired``) are for this batch alone; a reader sums lines for
+totals. Every row read is accounted for (:mod:`lowwater.metrics.accounting`):
+``rows_in = rows_windowed + rows_late + rows_dead_lettered + rows_unassigned`` summed over
+the batches, where ``direct`` (the window operator is fed straight from the source); with
+a map, filter or flat_map before it, the same holds for ``operator_rows_in`` and
+``operator_rows_dead_lettered``. Watermarks are epoch milliseconds (``-2**63``: none yet, ``2**63 - 1``: end of input).
+
+Replays. Spark re-runs a batch it had not committed (after a crash, say), and the engine
+then rewrites that batch's state and output. The log is append-only, so a replayed batch
+appends a second line with the same ``batch_id``: **readers keep the last line per batch
+id** (:meth:`MetricsLog.read`), which is the run whose state Spark committed. A line torn
+by a crash in mid-write is skipped, and the next append starts on a fresh line. Appending
+costs one small write per batch, and nothing is ever rewritten in place; the per-batch
+records in ``batches/<id>.json`` stay the source of truth that the line is derived from,
+so :meth:`MetricsLog.compact` (rewrite deduplicated, atomically) is safe at any time a job
+is not running.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from lowwater.core.errors import LowwaterError
+from lowwater.core.time import MIN_TIMESTAMP
+from lowwater.util.files import atomic_write
+
+__all__ = [
+    "METRICS_FILE",
+    "CheckpointError",
+    "MetricsFollower",
+    "MetricsLog",
+    "batch_line",
+    "lines_from_records",
+    "read_checkpoint",
+    "record_batch",
+]
+
+log = logging.getLogger("lowwater.observe")
+
+METRICS_FILE = "metrics.jsonl"
+
+#: Counters the general path (and the reference runtime) report as running totals.
+CUMULATIVE_GENERAL = frozenset({"rows_late", "windows_fired", "rows_late_by_partition", "rows_windowed",
+                                "rows_unassigned", "operator_rows_in", "operator_rows_dead_lettered"})
+#: The native path reports counts per batch, except late rows by partition (a running total).
+CUMULATIVE_NATIVE = frozenset({"rows_late_by_partition"})
+
+
+class CheckpointError(LowwaterError):
+    """A directory is missing, or is not a lowwater checkpoint."""
+
+
+def _minus(now: Any, before: Any) -> Any:
+    if isinstance(now, Mapping):
+        prev = before if isinstance(before, Mapping) else {}
+        out = {str(k): int(v) - int(prev.get(k, prev.get(str(k), 0)) or 0) for k, v in now.items()}
+        return {k: v for k, v in out.items() if v}
+    return int(now or 0) - int(before or 0)
+
+
+def batch_line(
+    record: Mapping[str, Any], previous: Mapping[str, Any] | None = None, *,
+    cumulative: frozenset[str] | set[str] = CUMULATIVE_NATIVE, path: str | None = None,
+) -> dict[str, Any]:
+    """The metrics line for one batch record (``{"batch_id", "clock_ms", "metrics", ...}``).
+
+    ``previous`` is the record of batch ``batch_id - 1`` (for counters that ``cumulative``
+    names as running totals, and for ``watermark_before``).
+    """
+    m = record.get("metrics") or {}
+    pm = (previous or {}).get("metrics") or {}
+    counters = {}
+    for key, empty in (("rows_late", 0), ("windows_fired", 0), ("rows_late_by_partition", {}), ("rows_windowed", 0),
+                       ("rows_unassigned", 0), ("operator_rows_in", 0), ("operator_rows_dead_lettered", 0)):
+        now = m.get(key, empty)
+        counters[key] = _minus(now, pm.get(key, empty)) if key in cumulative else now
+    by_partition = {str(k): int(v) for k, v in (counters["rows_late_by_partition"] or {}).items() if v}
+    state_rows = m.get("state_rows", m.get("open_windows"))
+    return {
+        "batch_id": int(record["batch_id"]),
+        "spark_batch_id": record.get("spark_batch_id", None if record.get("end_of_input") else record["batch_id"]),
+        "processing_time_ms": record.get("clock_ms"),
+        "end_of_input": bool(record.get("end_of_input", False)),
+        "path": path,
+        "watermark_before": MIN_TIMESTAMP if previous is None and int(record["batch_id"]) == 0
+        else pm.get("combined_watermark"),
+        "combined_watermark": m.get("combined_watermark"),
+        "partition_watermarks": {str(k): v for k, v in (m.get("partition_watermarks") or {}).items()},
+        "idle_partitions": sorted(str(p) for p in m.get("idle_partitions") or []),
+        "rows_in": int(m.get("rows_in") or 0),
+        "rows_late": int(counters["rows_late"] or 0),
+        "rows_late_by_partition": by_partition,
+        "rows_dead_lettered": int(m.get("rows_dead_lettered") or 0),
+        "rows_windowed": int(counters["rows_windowed"] or 0),
+        "rows_unassigned": int(counters["rows_unassigned"] or 0),
+        "direct": bool(m.get("direct", True)),
+        "operator_rows_in": int(counters["operator_rows_in"] or 0),
+        "operator_rows_dead_lettered": int(counters["operator_rows_dead_lettered"] or 0),
+        "windows_fired": int(counters["windows_fired"] or 0),
+        "open_windows": m.get("open_windows"),
+        "open_window_starts": m.get("open_window_starts"),
+        "state_rows": state_rows,
+        "state_bytes": m.get("state_bytes"),
+        "duration_ms": m.get("duration_ms"),
+        **({k: m[k] for k in ("dead_letter_reasons", "dead_letter_sample") if m.get(k)}),
+    }
+
+
+class MetricsLog:
+    """``<checkpoint>/lowwater/metrics.jsonl``: append one line per batch, read deduplicated."""
+
+    def __init__(self, checkpoint: str | os.PathLike[str]) -> None:
+        self.path = Path(checkpoint) / "lowwater" / METRICS_FILE
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def append(self, line: Mapping[str, Any]) -> None:
+        data = (json.dumps(line, sort_keys=True, default=str) + "\n").encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as f:
+            if f.tell() > 0 and not _ends_with_newline(self.path):
+                data = b"\n" + data  # isolate a line torn by an earlier crash
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def raw_lines(self) -> Iterator[dict[str, Any]]:
+        """Every well-formed line, in file order (replays included)."""
+        if not self.exists():
+            return
+        with open(self.path, "rb") as f:
+            for i, raw in enumerate(f, 1):
+                line = _parse(raw, self.path, i)
+                if line is not None:
+                    yield line
+
+    def read(self) -> list[dict[str, Any]]:
+        """One line per batch id (the last written wins: a replay replaces its first run), by batch id."""
+        latest: dict[int, dict[str, Any]] = {}
+        for line in self.raw_lines():
+            latest[int(line["batch_id"])] = line
+        return [latest[b] for b in sorted(latest)]
+
+    def compact(self) -> None:
+        """Rewrite the log deduplicated (atomically). Only while no job writes to it."""
+        lines = self.read()
+        atomic_write(self.path, "".join(json.dumps(x, sort_keys=True, default=str) + "\n" for x in lines), fsync=False)
+
+    def follow(self, from_end: bool = False) -> MetricsFollower:
+        return MetricsFollower(self.path, from_end=from_end)
+
+
+class MetricsFollower:
+    """Reads the lines appended since the last :meth:`poll` (for live progress and listeners)."""
+
+    def __init__(self, path: Path, from_end: bool = False) -> None:
+        self.path = path
+        self.offset = path.stat().st_size if from_end and path.exists() else 0
+        self._partial = b""
+
+    def poll(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        self.offset += len(chunk)
+        data = self._partial + chunk
+        *complete, self._partial = data.split(b"\n")
+        return [x for x in (_parse(raw, self.path, None) for raw in complete) if x is not None]
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def _parse(raw: bytes, path: Path, number: int | None) -> dict[str, Any] | None:
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        log.warning("%s%s: skipping a line that is not JSON (torn by a crash?)", path,
+                    f":{number}" if number else "")
+        return None
+    if not isinstance(line, dict) or not isinstance(line.get("batch_id"), int):
+        log.warning("%s%s: skipping a line without a batch_id", path, f":{number}" if number else "")
+        return None
+    return line
+
+
+def record_batch(store: Any, record: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """Append the metrics line of a finished batch; called by the Spark engine per batch.
+
+    ``store`` is the job's :class:`~lowwater.spark.state.StateStore`; ``path`` the engine
+    path, which says how its raw counters are kept: running totals on the ``general`` path
+    (the reference runtime's operators), per batch on the native paths.
+    """
+    previous = store.batch_record(int(record["batch_id"]) - 1)
+    cumulative = CUMULATIVE_GENERAL if path in ("general", "reference") else CUMULATIVE_NATIVE
+    line = batch_line(record, previous, cumulative=cumulative, path=path)
+    MetricsLog(store.root.parent).append(line)
+    return line
+
+
+def lines_from_records(records: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Metrics lines rebuilt from batch records alone (checkpoints written before the log existed).
+
+    The path is not recorded there; the general path's raw metrics carry ``state_rows``.
+    """
+    by_id = {int(r["batch_id"]): r for r in records if "metrics" in r}
+    out = []
+    for b in sorted(by_id):
+        r = by_id[b]
+        general = "state_rows" in r["metrics"]
+        out.append(batch_line(r, by_id.get(b - 1), cumulative=CUMULATIVE_GENERAL if general else CUMULATIVE_NATIVE,
+                              path="general" if general else "native"))
+    return out
+
+
+def read_checkpoint(checkpoint: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The metrics lines of a checkpoint, one per batch, with clear errors for what is not one."""
+    root = Path(checkpoint)
+    if not root.exists():
+        raise CheckpointError(f"no such directory: {root}; hint: pass the checkpoint location of a lowwater job "
+                              "(`lowwater run --checkpoint DIR`, or SparkRuntime(checkpoint_location))")
+    if not root.is_dir():
+        raise CheckpointError(f"{root} is a file, not a checkpoint directory; hint: pass the directory given as "
+                              "the job's checkpoint location")
+    mlog = MetricsLog(root)
+    if mlog.exists():
+        return mlog.read()
+    batches = root / "lowwater" / "batches"
+    if batches.is_dir():
+        records = []
+        for p in sorted(batches.glob("*.json"), key=lambda q: int(q.stem) if q.stem.isdigit() else -1):
+            try:
+                records.append(json.loads(p.read_text()))
+            except ValueError:
+                log.warning("%s: not JSON, skipped", p)
+        return lines_from_records(records)
+    inner = [p.parent.parent for p in root.glob("*/lowwater/batches")]
+    if (root.parent / "lowwater").is_dir():  # <checkpoint>/lowwater or <checkpoint>/spark was given
+        inner = [root.parent]
+    hint = (f"did you mean {inner[0]}?" if inner else
+            "pass the checkpoint location of a lowwater job (it holds a lowwater/ directory)")
+    raise CheckpointError(f"{root} is not a lowwater checkpoint (no lowwater/{METRICS_FILE}); hint: {hint}")

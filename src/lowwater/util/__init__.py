@@ -1,0 +1,1 @@
+"""Helpers with no lowwater dependency (standard library only), below every other layer."""

@@ -1,0 +1,103 @@
+"""The pipeline value a runtime receives: walked once, its sources in lane order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectionSource, StreamExecutionEnvironment
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.graph import Pipeline, as_pipeline
+from lowwater.graph.transformations import SourceTransformation
+from lowwater.runtime.job import CompiledJob
+from lowwater.runtime.reference import ReferenceRuntime
+
+WM = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts")
+
+
+def _source(name: str) -> CollectionSource:
+    return CollectionSource([[{"key": name, "ts": 1000, "value": 1}]])
+
+
+def three_sources() -> StreamExecutionEnvironment:
+    env = StreamExecutionEnvironment()
+    a = env.from_source(_source("a"), WM, name="a")
+    b = env.from_source(_source("b"), WM, name="b")
+    c = env.from_source(_source("c"), WM, name="c")
+    c.union(a).key_by("key").window(TumblingEventTimeWindows.of(1000)).sum("value").collect()
+    b.union(a).collect()
+    return env
+
+
+def test_a_pipeline_lists_its_sources_in_the_order_a_compiled_job_numbers_its_lanes() -> None:
+    pipeline = three_sources().pipeline()
+    compiled = CompiledJob(pipeline)
+    assert [t.source for t in pipeline.sources] == [n.source for n in compiled.sources]
+    assert [t.name for t in pipeline.sources] == ["c", "a", "b"]
+
+
+def test_a_pipeline_walks_every_transformation_that_reaches_a_sink_once() -> None:
+    pipeline = three_sources().pipeline()
+    ids = [t.id for t in pipeline.walk()]
+    assert len(ids) == len(set(ids))
+    assert sum(isinstance(t, SourceTransformation) for t in pipeline.walk()) == 3
+    assert pipeline.walk() is pipeline.walk()  # the walk made with the value, not a new one
+
+
+def test_a_pipeline_keeps_the_environment_settings_it_was_made_with() -> None:
+    env = three_sources()
+    env.set_stream_time_characteristic(TimeCharacteristic.INGESTION_TIME)
+    env.set_auto_watermark_interval(50)
+    pipeline = env.pipeline()
+    assert pipeline.time_characteristic is TimeCharacteristic.INGESTION_TIME
+    assert pipeline.auto_watermark_interval_ms == 50
+    assert pipeline.sinks == tuple(env.sinks)
+    with pytest.raises(AttributeError):
+        pipeline.sinks = ()  # type: ignore[misc]
+
+
+def test_the_fingerprint_is_the_same_for_the_same_pipeline_built_twice() -> None:
+    assert three_sources().pipeline().fingerprint() == three_sources().pipeline().fingerprint()
+
+
+def test_as_pipeline_takes_a_pipeline_or_an_environment_and_refuses_anything_else() -> None:
+    env = three_sources()
+    pipeline = env.pipeline()
+    assert as_pipeline(pipeline) is pipeline
+    assert isinstance(as_pipeline(env), Pipeline)
+    with pytest.raises(ConfigurationError, match="expected a Pipeline or a StreamExecutionEnvironment"):
+        as_pipeline("env")  # type: ignore[arg-type]
+
+
+def test_execute_hands_a_pipeline_to_a_runtime_given_as_an_object() -> None:
+    received: list[Any] = []
+
+    class Recording:
+        def execute(self, pipeline: Any, job_name: str = "job") -> str:
+            received.append((pipeline, job_name))
+            return "done"
+
+    env = three_sources()
+    assert env.execute("j", runtime=Recording()) == "done"
+    assert isinstance(received[0][0], Pipeline) and received[0][1] == "j"
+
+
+def test_a_runtime_object_takes_no_options_through_execute() -> None:
+    with pytest.raises(ConfigurationError, match="constructor"):
+        three_sources().execute(runtime=ReferenceRuntime(), max_batches=1)
+
+
+def test_a_runtime_name_not_in_the_registry_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="unknown runtime 'flink'"):
+        three_sources().execute(runtime="flink")  # type: ignore[arg-type]
+
+
+def test_the_reference_runtime_runs_a_pipeline_value_and_an_environment_alike() -> None:
+    env = three_sources()
+    by_value = ReferenceRuntime().execute(env.pipeline(), "j")
+    by_env = ReferenceRuntime().execute(env, "j")
+    assert by_value.watermark_history == by_env.watermark_history

@@ -1,0 +1,75 @@
+"""atomic_write: a reader sees the old file or the new one, never part of one."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+import pytest
+
+from lowwater.core.failures import root_cause
+from lowwater.util.files import atomic_write
+
+
+@pytest.mark.parametrize("unique_tmp", [False, True])
+def test_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path: Path, unique_tmp: bool) -> None:
+    target = tmp_path / "state.json"
+    target.write_text("old")
+    atomic_write(target, b"new", fsync=True, unique_tmp=unique_tmp)
+    assert target.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_text_is_written_as_utf8(tmp_path: Path) -> None:
+    atomic_write(tmp_path / "t", "é\n", fsync=False)
+    assert (tmp_path / "t").read_bytes() == "é\n".encode()
+
+
+def test_a_private_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    atomic_write(tmp_path / "key", b"k", fsync=False, private=True)
+    assert stat.S_IMODE(os.stat(tmp_path / "key").st_mode) == 0o600
+
+
+def test_a_function_writes_the_temporary_at_the_path_it_is_given(tmp_path: Path) -> None:
+    atomic_write(tmp_path / "seg", lambda tmp: Path(tmp).write_bytes(b"rows"), fsync=True, unique_tmp=True)
+    assert (tmp_path / "seg").read_bytes() == b"rows"
+
+
+def test_a_failed_write_with_a_unique_temporary_removes_it_and_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "manifest"
+    target.write_text("old")
+
+    def fail(tmp: str) -> None:
+        Path(tmp).write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, fail, fsync=True, unique_tmp=True)
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest"]
+
+
+def test_a_write_interrupted_before_the_rename_leaves_the_old_file_and_a_named_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    target.write_text("old")
+
+    def die(f: BinaryIO) -> None:
+        f.write(b"ha")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(target, b"half", fsync=True, before_content=die)
+    assert target.read_text() == "old"
+    assert (tmp_path / ".state.json.tmp").read_bytes() == b"ha"  # the next write overwrites it
+
+
+def test_root_cause_searches_an_exception_and_the_exceptions_it_wraps() -> None:
+    try:
+        try:
+            raise ValueError("lowwater.core.errors.UserFunctionError: map 'parse' failed")
+        except ValueError as inner:
+            raise RuntimeError("[STREAM_FAILED] Query terminated") from inner
+    except RuntimeError as e:
+        assert root_cause(e) == "UserFunctionError: map 'parse' failed"
