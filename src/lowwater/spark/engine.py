@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-    from lowwater.api.environment import StreamExecutionEnvironment
     from lowwater.metrics.accounting import Accounting
 
 __all__ = ["SparkJob", "SparkRuntime", "query_name"]
@@ -221,9 +220,7 @@ class SparkRuntime:
         else:
             why = "general path requested"
             if self.path in ("auto", "keyed"):
-                # keyed_plan still names the environment in its signature, and reads only the
-                # .sinks and .time_characteristic that a Pipeline has (keyed.py: retype it to PipelineLike)
-                keyed, why = keyed_plan(cast("StreamExecutionEnvironment", p))
+                keyed, why = keyed_plan(p)
                 if keyed is None and self.path == "keyed":
                     raise PipelineError(f"this pipeline cannot take the keyed path: {why}")
             if plan is not None:

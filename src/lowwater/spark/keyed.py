@@ -48,8 +48,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lowwater.api.environment import StreamExecutionEnvironment
-from lowwater.api.transformations import (
+from lowwater.core.clock import ManualClock
+from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.core.watermarks import CombinedWatermarkStatus, PartialWatermark, WatermarkStrategy
+from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.transformations import (
     AssignTransformation,
     CoTransformation,
     KeyedCoProcessTransformation,
@@ -62,12 +67,6 @@ from lowwater.api.transformations import (
     UnionTransformation,
     WindowTransformation,
 )
-from lowwater.core.clock import ManualClock
-from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
-from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from lowwater.core.time_characteristic import TimeCharacteristic
-from lowwater.core.watermarks import CombinedWatermarkStatus, PartialWatermark, WatermarkStrategy
-from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.nodes import _fn_name, _lane_labels
 from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import LaneEvent
@@ -76,7 +75,6 @@ from lowwater.spark.executor_watermarks import PartitionState, _Events, new_part
 from lowwater.spark.fs import CheckpointFS, join
 from lowwater.spark.native import Output
 from lowwater.spark.native_state import _exchange, _exchange_data
-from lowwater.spark.plan import walk
 from lowwater.spark.sealed import StateKey
 from lowwater.spark.snapshot import restore, to_data
 from lowwater.spark.sources import SparkSource
@@ -143,11 +141,12 @@ class KeyedPlan:
         return all(kind == "assign" for b in self.branches for kind, _ in b.chain)
 
 
-def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
+def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
     """The keyed plan, or ``None`` and the reason the pipeline needs the general path."""
+    env = as_pipeline(pipeline)
     if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
         return None, "not event time"
-    walked = walk(env)
+    walked = env.walk()
     if any(isinstance(t, CoTransformation) for t in walked):
         return None, "connect without key_by (a CoMapFunction)"
     operators = [t for t in walked if isinstance(t, WindowTransformation | KeyedProcessTransformation
@@ -192,7 +191,7 @@ def keyed_plan(env: StreamExecutionEnvironment) -> tuple[KeyedPlan | None, str]:
         why = climb(upstream, [], i)
         if why is not None:
             return None, why
-    order = {n.node_id: k for k, n in enumerate(CompiledJob(env, ManualClock(0)).sources)}
+    order = {t.id: k for k, t in enumerate(env.sources)}  # the _source column (general.read_sources)
     if len({order[t.id] for t, _, _ in found}) != len(found):
         return None, "a source reaches the keyed operator more than once"
     branches: list[Branch | None] = [None] * len(order)
