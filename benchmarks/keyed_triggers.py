@@ -19,7 +19,9 @@ tumbling 1-minute event-time windows, bounded out-of-orderness 2 s:
 
 Reported as in ``sessions.py``: median batch time and CPU time per batch after the first (JVM +
 Python driver, :class:`cpu.CpuSampler`), the driver's Python peak RSS and the JVM's, the load
-average; ratios computed within this run. The keyed path's per-key Python runs in the executors'
+average; ratios computed within this run. The driver's RSS is given twice: ``ru_maxrss`` (as the
+other benchmarks report it; it carries over the parent's resident set at the fork) and ``VmHWM``
+(reset by exec: this process's own peak). The keyed path's per-key Python runs in the executors'
 Python workers, which that CPU time does not include, so each batch also gets the CPU of the
 driver and all its descendants (``median_batch_cpu_all_ms``: JVM and Python workers), and the
 largest peak RSS of a Python worker.
@@ -209,6 +211,10 @@ def child(engine: str, log: str, ckpt: str, count: str) -> dict[str, Any]:
               **_python_workers(jvm_pid)}
     out = {**H.summarize(times), "wall_s": round(wall, 1), **extra,
            "python_driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+           # ru_maxrss (as sessions.py and scale.py report it) carries over the parent's resident set at
+           # fork: this child's figure is at least what the parent held when it started it. VmHWM is
+           # reset by exec, so it is this process's own peak.
+           "python_driver_vmhwm_mb": round(H.hwm_kb(os.getpid()) / 1024, 1),
            "jvm_peak_rss_mb": round(H.hwm_kb(jvm_pid) / 1024, 1)}
     spark.stop()
     return out
