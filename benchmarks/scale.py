@@ -12,8 +12,9 @@ time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in a fresh 
   handed as a DataFrame to a ``noop`` write (:class:`harness.CountingSink`).
 
 Reported per run: median batch time over the batches after the first, CPU time per batch (JVM +
-Python driver, sampled from /proc), the driver's Python peak RSS (``ru_maxrss`` of the process
-that runs the query) and the JVM's peak RSS (``VmHWM``; in local mode the JVM is driver *and*
+Python driver, sampled from /proc), the driver's Python peak RSS (``VmHWM`` of the process that
+runs the query; its ``ru_maxrss`` would include the parent's resident set at the fork) and the
+JVM's peak RSS (``VmHWM``; in local mode the JVM is driver *and*
 executor, so it holds Spark's state store too), and the 1-minute load average before and after.
 Writes ``benchmarks/results/scale-<UTC timestamp>.json``.
 """
@@ -24,7 +25,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -63,7 +63,8 @@ def child(engine: str, log: str, ckpt: str) -> dict[str, Any]:
             fired = sinks[0].rows
     times = H.progress_times(progress, sampler)
     out = {**H.summarize(times), "wall_s": round(wall, 1), "result_rows": fired,
-           "python_driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+           # VmHWM of this process: ru_maxrss would carry over the parent's resident set at the fork
+           "python_driver_peak_rss_mb": round(H.hwm_kb(os.getpid()) / 1024, 1),
            "jvm_peak_rss_mb": round(H.hwm_kb(jvm_pid) / 1024, 1)}
     spark.stop()
     return out

@@ -26,7 +26,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -104,7 +103,8 @@ def child(engine: str, log: str, ckpt: str) -> dict[str, Any]:
             progress, wall, fired = _lowwater_sessions(spark, Path(log), Path(ckpt), engine)
     times = H.progress_times(progress, sampler)
     out = {**H.summarize(times), "wall_s": round(wall, 1), "result_rows": fired,
-           "python_driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+           # VmHWM of this process: ru_maxrss would carry over the parent's resident set at the fork
+           "python_driver_peak_rss_mb": round(H.hwm_kb(os.getpid()) / 1024, 1),
            "jvm_peak_rss_mb": round(H.hwm_kb(jvm_pid) / 1024, 1)}
     spark.stop()
     return out
