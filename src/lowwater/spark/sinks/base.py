@@ -10,6 +10,8 @@ the driver. The contract, as for Spark's ``foreachBatch``:
   for that id (write to a path or transaction keyed by ``batch_id``), never append twice.
 * **Every batch is delivered**, also an empty one (``df`` with no rows): a sink that keeps
   one directory per batch writes an empty one, so a reader sees that the batch happened.
+  The exception is the keyed path, whose outputs' schemas Spark infers from their rows: a
+  batch with no rows for an output is not delivered to that output's sinks.
 * ``df`` may be read more than once (it is not cached for the sink); an expensive sink can
   ``df.persist()`` and ``unpersist()`` itself.
 * ``open()`` is called once before the first ``write``, ``close()`` when the job stops.
@@ -20,7 +22,11 @@ The columns of each output (``lowwater.spark.native``): window results have ``ke
 Spark's ``window()`` gives it); the late output has the source's fields, ``partition``,
 ``offset`` and ``rejected_windows`` (``array<struct<start: BIGINT, end: BIGINT>>``); dead
 letters have ``reason``, ``partition``, ``offset``, ``file`` and ``record`` (the source
-fields as a JSON string).
+fields as a JSON string). On the keyed path (any window or process function, per key on the
+executors) each output value becomes a JSON object on the executors (a window result's fields;
+a dict as it is; anything else as ``value``) and Spark reads them with its JSON schema
+inference: window results get the same columns (``fire_index`` BIGINT, and ``window`` beside
+``window_start``/``window_end``), other outputs the fields of their values.
 
 The reference runtime keeps row-list sinks (:class:`lowwater.graph.sinks.Sink`); on Spark a
 row-list sink still works, by collecting the batch's rows to the driver for it (that is
