@@ -14,21 +14,17 @@ from lowwater.spark.session import LOG4J2, get_or_create_session, postgres_jdbc_
 
 try:  # tests/ is a package if someone added tests/__init__.py, else tests/ is on sys.path
     from tests.pg_server import PgServer, postgres_server
-    from tests.spark.crash_series import JVM_OPTIONS
 except ImportError:
-    from crash_series import JVM_OPTIONS  # type: ignore[no-redef]
-
     from pg_server import PgServer, postgres_server  # type: ignore[no-redef]
 
 _FIX = "run: bash scripts/ensure_postgres.sh (as root it installs the Debian packages)"
 
 
 def _jvm_conf() -> dict[str, str]:
-    """The test session's JVM runs C1 only with the serial GC (``crash_series.JVM_OPTIONS``), as the
-    crash jobs' JVMs do: its queries are many and small, so C2 compiles code that seldom runs
-    again, and on a shared 2-core machine that made the Spark tests a third slower (measured in
-    docs/testing.md). ``LOWWATER_TEST_JVM_OPTIONS`` replaces the options ("" for the JVM's own)."""
-    options = os.environ.get("LOWWATER_TEST_JVM_OPTIONS", JVM_OPTIONS)
+    """The test session's JVM runs with the JVM's own options: unlike the short-lived crash jobs'
+    JVMs (``crash_series.JVM_OPTIONS``, C1 only), it lives for the whole suite, and C1 only made
+    the suite slower (docs/testing.md). ``LOWWATER_TEST_JVM_OPTIONS`` adds options to try."""
+    options = os.environ.get("LOWWATER_TEST_JVM_OPTIONS", "")
     return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2} {options}".strip()}
 
 

@@ -80,8 +80,11 @@ def test_spark_runtime_reproduces_flink(spark: Any, scenario: Path, path: str, t
     _compare(expected, actual)
 
 
-@pytest.mark.parametrize(("scenario", "path"),
-                         [(s, path) for s in NEXT_SEVERAL_SOURCES for path in ("auto", "general")],
+# CI: the keyed path (what auto takes); LOWWATER_SEVERAL_PATHS=all runs them on the general path too
+SEVERAL_PATHS = ("auto", "general") if os.environ.get("LOWWATER_SEVERAL_PATHS") == "all" else ("auto",)
+
+
+@pytest.mark.parametrize(("scenario", "path"), [(s, path) for s in NEXT_SEVERAL_SOURCES for path in SEVERAL_PATHS],
                          ids=lambda x: x.stem if isinstance(x, Path) else x)
 def test_several_sources_on_spark_reproduce_flink(spark: Any, scenario: Path, path: str, tmp_path: Path) -> None:
     """One query reads every source; a union into a window and a keyed connect take the keyed path
@@ -183,7 +186,7 @@ def _contents(out: Path) -> tuple[list[Any], list[Any]]:
 
 # The native path is killed at seeded random points, PostgreSQL sink included, in test_faults.py.
 # CI kills the keyed path (what single-source pipelines that are not native take); the general path
-# is killed in CI through test_several_sources.py, and here with LOWWATER_CRASH_PATHS=keyed,general.
+# is killed with LOWWATER_CRASH_PATHS=keyed,general (and LOWWATER_SEVERAL_CRASH_PATHS=keyed,general).
 @pytest.mark.parametrize("path", os.environ.get("LOWWATER_CRASH_PATHS", "keyed").split(","))
 def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(spark: Any, tmp_path: Path, path: str) -> None:
     log = tmp_path / "log"
