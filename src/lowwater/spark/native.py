@@ -95,16 +95,6 @@ class BatchOutput:
     metrics: dict[str, Any]
 
 
-def _apply(events: list[tuple[str, int]], out: Any) -> None:
-    for kind, ts in events:
-        if kind == "watermark":
-            out.emit_watermark(Watermark(ts))
-        elif kind == "idle":
-            out.mark_idle()
-        else:
-            out.mark_active()
-
-
 def _quote(name: str) -> str:
     """A column name as a SQL identifier."""
     return "`" + name.replace("`", "``") + "`"
@@ -199,7 +189,7 @@ class NativeProcessor:
                     pw = self._partition(st, p)
                     if isinstance(r["ctl"], str):  # the partition's state and events, from its executor
                         st.executor_states[p], events = decode(r["ctl"])
-                        _apply(events, st.exchange.mux.get_deferred_output(p))
+                        events.replay(st.exchange.mux.get_deferred_output(p))
                         emitted.add(p)
                     elif r["n"] and not plan.executor_watermarks:
                         pw.generator.on_event(None, int(r["max_ts"]), st.exchange.mux.get_deferred_output(p))
