@@ -399,17 +399,10 @@ class WindowNode(_SingleLaneNode):
             function.check if isinstance(function, BuiltinAggregate) and function.field else None
         )
 
-    _OPERATOR_STATE = ("window_state", "trigger_state", "fire_counts", "event_timers", "processing_timers",
-                       "current_watermark", "late_count", "unassigned_count", "windowed_count", "fired_count")
-
     def restore(self, old: Node) -> None:
         assert isinstance(old, WindowNode)
         super().restore(old)
-        for name in self._OPERATOR_STATE:
-            setattr(self.operator, name, getattr(old.operator, name, getattr(self.operator, name)))
-        for key, mset in old.operator.merging_sets.items():  # the mappings, with the current assigner
-            fresh = type(mset)(self.operator.assigner, mset.mapping)  # type: ignore[arg-type]
-            self.operator.merging_sets[key] = fresh
+        self.operator.restore(old.operator.snapshot())
 
     @property
     def exchange(self) -> UnionInput:

@@ -508,7 +508,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         from lowwater.runtime.nodes import DeadLetters, WindowNode
         from lowwater.runtime.process_node import KeyedProcessNode
         from lowwater.runtime.records import Record
-        from lowwater.spark.keyed_state import key_bytes, put_slice, take_slices
+        from lowwater.spark.keyed_state import key_bytes
         from lowwater.spark.sealed import seal, unseal
 
         node: WindowNode | KeyedProcessNode
@@ -537,7 +537,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         states = states_table.to_pydict()
         for kb, blob in zip(states["_kb"], states["state"], strict=True):
             data = unseal(blob, key, f"the keyed state of {kb}")
-            put_slice(op, data["key"], data)
+            op.put_key_slice(data["key"], data)
             visited.add(kb)
         el = elements_table.to_pydict()
         arrival = sorted(range(elements_table.num_rows), key=lambda i: (  # as the general path orders them
@@ -563,8 +563,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         for letter in node.dead.rows:
             out.append(("dead", None, 0, 0, 0, 0, len(out), json.dumps(letter, default=str).encode(), None, None,
                         None, None))
-        slices = take_slices(op)
-        for k, (data, next_event, next_proc) in slices.items():
+        for k, (data, next_event, next_proc) in op.take_key_slices().items():
             kb = key_bytes(k)
             visited.discard(kb)
             out.append(("state", kb, 0, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True, None))
