@@ -589,8 +589,6 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
 class KeyedProcessor:
     """Runs a :class:`KeyedPlan`, one micro-batch at a time (see the module docstring)."""
 
-    json_state = True
-
     def __init__(self, plan: KeyedPlan, fs: CheckpointFS, location: str, key: StateKey,
                  compact_every: int = COMPACT_EVERY) -> None:
         self.plan = plan

@@ -49,7 +49,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
-from lowwater.spark.native_state import NativeState
+from lowwater.spark.native_state import NativeState, from_json, to_json
 from lowwater.spark.plan import NativePlan
 from lowwater.spark.window_store import WindowStore
 
@@ -125,6 +125,13 @@ class NativeProcessor:
     # -- state ----------------------------------------------------------------------------
     def empty_state(self) -> NativeState:
         return NativeState()
+
+    def state_from_json(self, data: dict[str, Any]) -> NativeState:
+        return from_json(data, self.plan.strategy)
+
+    @staticmethod
+    def state_to_json(st: NativeState) -> dict[str, Any]:
+        return to_json(st)
 
     def _start(self, st: NativeState) -> None:
         for p in self.plan.source.partitions():
