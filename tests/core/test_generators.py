@@ -19,6 +19,7 @@ from lowwater.core.watermarks import (
     BoundedOutOfOrdernessWatermarks,
     NoWatermarksGenerator,
     PunctuatedWatermarks,
+    RecordingOutput,
     RecordTimestampAssigner,
     TimeLagWatermarkGenerator,
     Watermark,
@@ -26,29 +27,28 @@ from lowwater.core.watermarks import (
     WatermarkStrategy,
     WatermarksWithIdleness,
 )
-from lowwater.core.watermarks.testing import CollectingOutput
 
 
-def _emit(gen: Any, out: CollectingOutput) -> int:
+def _emit(gen: Any, out: RecordingOutput) -> int:
     gen.on_periodic_emit(out)
     return out.watermarks[-1]
 
 
 # -- bounded out-of-orderness ------------------------------------------------------------------
 def test_bounded_out_of_orderness_is_min_before_any_event() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = BoundedOutOfOrdernessWatermarks(3_000)
     assert _emit(gen, out) == MIN_TIMESTAMP
 
 
 @pytest.mark.parametrize("bound", [0, 1, 3_000, 2**62])
 def test_bounded_out_of_orderness_never_goes_below_min_before_events(bound: int) -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     assert _emit(BoundedOutOfOrdernessWatermarks(bound), out) == MIN_TIMESTAMP
 
 
 def test_bounded_out_of_orderness_is_max_timestamp_minus_bound_minus_one() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = BoundedOutOfOrdernessWatermarks(3_000)
     gen.on_event("x", 10_000, out)
     assert _emit(gen, out) == 10_000 - 3_000 - 1
@@ -57,7 +57,7 @@ def test_bounded_out_of_orderness_is_max_timestamp_minus_bound_minus_one() -> No
 
 
 def test_bounded_out_of_orderness_ignores_an_older_timestamp() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = BoundedOutOfOrdernessWatermarks(1_000)
     gen.on_event("x", 10_000, out)
     gen.on_event("x", 2_000, out)
@@ -65,7 +65,7 @@ def test_bounded_out_of_orderness_ignores_an_older_timestamp() -> None:
 
 
 def test_bounded_out_of_orderness_emits_only_at_periodic_emit() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = BoundedOutOfOrdernessWatermarks(0)
     gen.on_event("x", 10_000, out)
     assert out.events == []
@@ -81,7 +81,7 @@ def test_negative_out_of_orderness_is_rejected() -> None:
 
 
 def test_monotonous_timestamps_is_bounded_out_of_orderness_with_zero_bound() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = AscendingTimestampsWatermarks()
     assert _emit(gen, out) == MIN_TIMESTAMP
     gen.on_event("x", 5_000, out)
@@ -89,7 +89,7 @@ def test_monotonous_timestamps_is_bounded_out_of_orderness_with_zero_bound() -> 
 
 
 def test_strategy_for_bounded_out_of_orderness_accepts_durations_at_the_edge() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = WatermarkStrategy.for_bounded_out_of_orderness("3 s").create_watermark_generator(
         WatermarkGeneratorContext()
     )
@@ -98,7 +98,7 @@ def test_strategy_for_bounded_out_of_orderness_accepts_durations_at_the_edge() -
 
 
 def test_strategy_for_monotonous_timestamps_emits_max_minus_one() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = WatermarkStrategy.for_monotonous_timestamps().create_watermark_generator(
         WatermarkGeneratorContext()
     )
@@ -109,14 +109,14 @@ def test_strategy_for_monotonous_timestamps_emits_max_minus_one() -> None:
 # -- time lag ----------------------------------------------------------------------------------
 def test_time_lag_is_now_minus_lag_without_minus_one() -> None:
     clock = ManualClock(12_000)
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = TimeLagWatermarkGenerator(5_000, clock)
     assert _emit(gen, out) == 7_000
 
 
 def test_time_lag_advances_with_the_clock_and_no_events() -> None:
     clock = ManualClock(10_000)
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = WatermarkStrategy.for_time_lag("5 s").create_watermark_generator(
         WatermarkGeneratorContext(clock=clock)
     )
@@ -127,7 +127,7 @@ def test_time_lag_advances_with_the_clock_and_no_events() -> None:
 
 def test_time_lag_ignores_event_timestamps() -> None:
     clock = ManualClock(10_000)
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = TimeLagWatermarkGenerator(1_000, clock)
     gen.on_event("x", 1_000_000, out)
     assert out.events == []
@@ -142,7 +142,7 @@ def test_negative_time_lag_is_rejected_naming_lag() -> None:
 
 # -- punctuated --------------------------------------------------------------------------------
 def test_punctuated_emits_the_elements_own_timestamp_when_the_check_says_so() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = PunctuatedWatermarks(lambda e, ts: ts if e.get("mark") else None)
     gen.on_event({"mark": False}, 5, out)
     assert out.events == []
@@ -161,13 +161,13 @@ def test_punctuated_check_sees_the_element_and_its_extracted_timestamp() -> None
     gen = WatermarkStrategy.for_punctuated(check).create_watermark_generator(
         WatermarkGeneratorContext()
     )
-    gen.on_event("a", 1, CollectingOutput())
-    gen.on_event("b", 2, CollectingOutput())
+    gen.on_event("a", 1, RecordingOutput())
+    gen.on_event("b", 2, RecordingOutput())
     assert seen == [("a", 1), ("b", 2)]
 
 
 def test_no_watermarks_never_emits() -> None:
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = NoWatermarksGenerator()
     gen.on_event("x", 10, out)
     gen.on_periodic_emit(out)
@@ -254,7 +254,7 @@ def test_each_partition_gets_its_own_generator() -> None:
     s = WatermarkStrategy.for_bounded_out_of_orderness(0)
     g0 = s.create_watermark_generator(WatermarkGeneratorContext(partition=0))
     g1 = s.create_watermark_generator(WatermarkGeneratorContext(partition=1))
-    out0, out1 = CollectingOutput(), CollectingOutput()
+    out0, out1 = RecordingOutput(), RecordingOutput()
     g0.on_event("x", 10_000, out0)
     assert _emit(g0, out0) == 9_999
     assert _emit(g1, out1) == MIN_TIMESTAMP

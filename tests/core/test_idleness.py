@@ -17,12 +17,16 @@ from lowwater.core.errors import ConfigurationError
 from lowwater.core.watermarks import (
     BoundedOutOfOrdernessWatermarks,
     IdlenessTimer,
+    RecordingOutput,
     Watermark,
+    WatermarkEvent,
     WatermarkGenerator,
     WatermarkOutput,
     WatermarksWithIdleness,
 )
-from lowwater.core.watermarks.testing import CollectingOutput
+
+IDLE = WatermarkEvent.idle()
+watermark = WatermarkEvent.watermark
 
 
 class SpyGenerator(WatermarkGenerator[Any]):
@@ -83,22 +87,22 @@ def test_idleness_timer_activity_while_idle_resets_the_timer() -> None:
 
 def test_a_partition_goes_idle_only_after_strictly_more_than_the_timeout() -> None:
     clock = ManualClock(0)
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = WatermarksWithIdleness(BoundedOutOfOrdernessWatermarks(0), 3_000, clock)
     gen.on_event("x", 100, out)
     for now in (1_000, 2_000, 5_000):
         clock.set(now)
         gen.on_periodic_emit(out)
-    assert "idle" not in out.events
+    assert IDLE not in out.events
     assert out.watermarks == [99, 99, 99]
     clock.set(5_001)
     gen.on_periodic_emit(out)
-    assert out.events[-1] == "idle"
+    assert out.events[-1] == IDLE
 
 
 def test_an_idle_partition_marks_idle_once_and_its_generator_is_not_asked_to_emit() -> None:
     clock = ManualClock(0)
-    out = CollectingOutput()
+    out = RecordingOutput()
     spy = SpyGenerator()
     gen = WatermarksWithIdleness(spy, 1_000, clock)
     gen.on_periodic_emit(out)  # t=0: timer starts
@@ -110,12 +114,12 @@ def test_an_idle_partition_marks_idle_once_and_its_generator_is_not_asked_to_emi
     clock.set(9_000)
     gen.on_periodic_emit(out)
     assert spy.periodic_calls == 1
-    assert out.events == [1, "idle"]
+    assert out.events == [watermark(1), IDLE]
 
 
 def test_an_idle_partition_reactivates_at_the_next_periodic_emit_after_data() -> None:
     clock = ManualClock(0)
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = WatermarksWithIdleness(BoundedOutOfOrdernessWatermarks(0), 1_000, clock)
     gen.on_event("x", 500, out)
     gen.on_periodic_emit(out)  # activity
@@ -123,30 +127,30 @@ def test_an_idle_partition_reactivates_at_the_next_periodic_emit_after_data() ->
     gen.on_periodic_emit(out)  # timer starts
     clock.set(2_001)
     gen.on_periodic_emit(out)  # idle
-    assert out.events == [499, 499, "idle"]
+    assert out.events == [watermark(499), watermark(499), IDLE]
     gen.on_event("x", 3_000, out)
-    assert out.events[-1] == "idle"  # nothing happens until the periodic emit
+    assert out.events[-1] == IDLE  # nothing happens until the periodic emit
     clock.set(2_002)
     gen.on_periodic_emit(out)
-    assert out.events[-1] == 2_999
+    assert out.events[-1] == watermark(2_999)
     assert out.idle is False
 
 
 def test_idleness_with_steady_data_never_marks_idle() -> None:
     clock = ManualClock(0)
-    out = CollectingOutput()
+    out = RecordingOutput()
     gen = WatermarksWithIdleness(BoundedOutOfOrdernessWatermarks(0), 10, clock)
     for i in range(1, 50):
         gen.on_event("x", i, out)
         clock.advance(1_000)
         gen.on_periodic_emit(out)
-    assert "idle" not in out.events
+    assert IDLE not in out.events
 
 
 def test_idleness_passes_events_through_to_the_wrapped_generator() -> None:
     spy = SpyGenerator()
     gen = WatermarksWithIdleness(spy, 10, ManualClock(0))
-    gen.on_event("x", 1, CollectingOutput())
+    gen.on_event("x", 1, RecordingOutput())
     assert spy.events == 1
 
 

@@ -25,13 +25,13 @@ from lowwater.core.watermarks import (
     FailingHandler,
     IgnoringHandler,
     LoggingHandler,
+    RecordingOutput,
     Watermark,
     WatermarkGeneratorContext,
     WatermarkStrategy,
     legacy_watermarks,
     monotony_violation_handler,
 )
-from lowwater.core.watermarks.testing import CollectingOutput
 
 
 def _ts(e: dict[str, Any]) -> int:
@@ -82,7 +82,7 @@ def test_legacy_bounded_rejects_a_negative_bound_naming_the_parameter() -> None:
 def test_legacy_bounded_through_a_strategy_shares_state_between_assigner_and_generator() -> None:
     strategy = WatermarkStrategy.for_legacy(BoundedOutOfOrdernessTimestampExtractor(500, _ts))
     part = strategy.create_partition(WatermarkGeneratorContext())
-    out = CollectingOutput()
+    out = RecordingOutput()
     ts = part.assigner.extract_timestamp({"ts": 2_000}, MIN_TIMESTAMP)
     part.generator.on_event({"ts": 2_000}, ts, out)
     part.generator.on_periodic_emit(out)
@@ -94,7 +94,7 @@ def test_legacy_strategy_gives_each_partition_its_own_copy() -> None:
     p0 = strategy.create_partition(WatermarkGeneratorContext(partition=0))
     p1 = strategy.create_partition(WatermarkGeneratorContext(partition=1))
     p0.assigner.extract_timestamp({"ts": 9_000}, MIN_TIMESTAMP)
-    out0, out1 = CollectingOutput(), CollectingOutput()
+    out0, out1 = RecordingOutput(), RecordingOutput()
     p0.generator.on_periodic_emit(out0)
     p1.generator.on_periodic_emit(out1)
     assert out0.watermarks == [9_000]
@@ -195,7 +195,7 @@ def test_a_punctuated_assigner_emits_through_its_generator_view() -> None:
             return extracted_timestamp if extracted_timestamp % 10 == 0 else None
 
     gen = legacy_watermarks(EveryTenth())
-    out = CollectingOutput()
+    out = RecordingOutput()
     for ts in (3, 10, 15, 20):
         gen.on_event(ts, ts, out)
     gen.on_periodic_emit(out)
@@ -210,7 +210,7 @@ def test_a_periodic_assigner_returning_none_emits_nothing() -> None:
         def get_current_watermark(self) -> None:
             return None
 
-    out = CollectingOutput()
+    out = RecordingOutput()
     legacy_watermarks(Silent()).on_periodic_emit(out)
     assert out.events == []
 

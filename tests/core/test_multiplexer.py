@@ -16,15 +16,19 @@ from lowwater.core.watermarks import (
     BoundedOutOfOrdernessWatermarks,
     CombinedWatermarkStatus,
     PartialWatermark,
+    RecordingOutput,
     Watermark,
+    WatermarkEvent,
     WatermarkOutputMultiplexer,
     WatermarksWithIdleness,
 )
-from lowwater.core.watermarks.testing import CollectingOutput
+
+IDLE = WatermarkEvent.idle()
+watermark = WatermarkEvent.watermark
 
 
-def _mux(*ids: int) -> tuple[WatermarkOutputMultiplexer, CollectingOutput]:
-    under = CollectingOutput()
+def _mux(*ids: int) -> tuple[WatermarkOutputMultiplexer, RecordingOutput]:
+    under = RecordingOutput()
     mux = WatermarkOutputMultiplexer(under)
     for i in ids:
         mux.register_new_output(i)
@@ -157,7 +161,7 @@ def test_when_every_output_is_idle_the_maximum_is_emitted_then_the_underlying_is
     mux.get_deferred_output(0).mark_idle()
     mux.get_deferred_output(1).mark_idle()
     mux.on_periodic_emit()
-    assert under.events == [60, "idle"]
+    assert under.events == [watermark(60), IDLE]
     assert under.idle is True
     assert mux.idle is True
 
@@ -170,7 +174,7 @@ def test_when_every_output_is_idle_and_the_maximum_does_not_advance_only_idle_is
     mux.get_deferred_output(0).mark_idle()
     mux.get_deferred_output(1).mark_idle()
     mux.on_periodic_emit()
-    assert under.events == [60, "idle"]
+    assert under.events == [watermark(60), IDLE]
 
 
 def test_the_stream_becomes_active_again_when_an_output_emits_after_all_were_idle() -> None:

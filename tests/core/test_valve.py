@@ -11,12 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lowwater.core.time import MIN_TIMESTAMP
-from lowwater.core.watermarks import StatusWatermarkValve
-from lowwater.core.watermarks.testing import CollectingOutput
+from lowwater.core.watermarks import RecordingOutput, StatusWatermarkValve, WatermarkEvent
+
+IDLE = WatermarkEvent.idle()
+ACTIVE = WatermarkEvent.active()
+watermark = WatermarkEvent.watermark
 
 
-def _valve(n: int = 2) -> tuple[StatusWatermarkValve, CollectingOutput]:
-    return StatusWatermarkValve(n), CollectingOutput()
+def _valve(n: int = 2) -> tuple[StatusWatermarkValve, RecordingOutput]:
+    return StatusWatermarkValve(n), RecordingOutput()
 
 
 def test_there_is_no_output_watermark_until_every_channel_has_one() -> None:
@@ -89,7 +92,7 @@ def test_when_the_last_channel_to_go_idle_held_the_output_the_maximum_is_flushed
     v.input_watermark(1, 10, out)
     v.input_idle(0, out)  # c0 did not hold the output (10): nothing
     v.input_idle(1, out)  # c1 held it: flush max(30, 10)
-    assert out.events == [10, 30, "idle"]
+    assert out.events == [watermark(10), watermark(30), IDLE]
 
 
 def test_when_the_last_channel_to_go_idle_did_not_hold_the_output_nothing_is_flushed() -> None:
@@ -98,7 +101,7 @@ def test_when_the_last_channel_to_go_idle_did_not_hold_the_output_nothing_is_flu
     v.input_watermark(1, 10, out)
     v.input_idle(1, out)  # releases the output to 30
     v.input_idle(0, out)  # c0 holds 30 == output: max is 30, no advance
-    assert out.events == [10, 30, "idle"]
+    assert out.events == [watermark(10), watermark(30), IDLE]
     v3, out3 = _valve(3)
     v3.input_watermark(0, 30, out3)
     v3.input_watermark(1, 10, out3)
@@ -117,7 +120,7 @@ def test_the_valve_becomes_active_when_a_channel_does() -> None:
     v.input_watermark(0, 5, out)
     v.input_idle(0, out)
     v.input_active(0, out)
-    assert out.events == [5, "idle", "active"]
+    assert out.events == [watermark(5), IDLE, ACTIVE]
     assert v.last_output_watermark == 5 and v.idle is False
 
 

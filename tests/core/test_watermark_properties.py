@@ -19,11 +19,16 @@ from lowwater.core.clock import ManualClock
 from lowwater.core.time import MIN_TIMESTAMP
 from lowwater.core.watermarks import (
     BoundedOutOfOrdernessWatermarks,
+    RecordingOutput,
     Watermark,
+    WatermarkEvent,
     WatermarkOutputMultiplexer,
     WatermarksWithIdleness,
 )
-from lowwater.core.watermarks.testing import CollectingOutput
+
+IDLE = WatermarkEvent.idle()
+ACTIVE = WatermarkEvent.active()
+watermark = WatermarkEvent.watermark
 
 PARTITIONS = 4
 
@@ -54,7 +59,7 @@ histories = st.tuples(st.integers(1, PARTITIONS), st.lists(op, max_size=60))
 
 def _run(n: int, ops: list[Emit | Idle | Combine]) -> tuple[list[int], list[int | None]]:
     """Feed the multiplexer; return what it emitted and what the model expects per combine."""
-    under = CollectingOutput()
+    under = RecordingOutput()
     mux = WatermarkOutputMultiplexer(under)
     for p in range(n):
         mux.register_new_output(p)
@@ -101,7 +106,7 @@ def test_a_partitions_own_watermark_is_the_maximum_it_was_ever_given(
     history: tuple[int, list[Emit | Idle | Combine]],
 ) -> None:
     n, ops = history
-    mux = WatermarkOutputMultiplexer(CollectingOutput())
+    mux = WatermarkOutputMultiplexer(RecordingOutput())
     for p in range(n):
         mux.register_new_output(p)
     best = [MIN_TIMESTAMP] * n
@@ -120,7 +125,7 @@ def test_an_idle_partition_does_not_hold_the_watermark_back(
     watermarks: list[int], lagging: int
 ) -> None:
     lagging %= len(watermarks)
-    under = CollectingOutput()
+    under = RecordingOutput()
     mux = WatermarkOutputMultiplexer(under)
     for p, wm in enumerate(watermarks):
         mux.register_new_output(p)
@@ -136,7 +141,7 @@ def test_an_idle_partition_does_not_hold_the_watermark_back(
 def test_when_every_partition_is_idle_the_combined_watermark_is_the_maximum_over_all_partitions(
     watermarks: list[int], combines: int
 ) -> None:
-    under = CollectingOutput()
+    under = RecordingOutput()
     mux = WatermarkOutputMultiplexer(under)
     for p, wm in enumerate(watermarks):
         mux.register_new_output(p)
@@ -145,7 +150,7 @@ def test_when_every_partition_is_idle_the_combined_watermark_is_the_maximum_over
     for _ in range(combines):
         mux.on_periodic_emit()
     assert under.watermarks == [max(watermarks)]
-    assert under.events == [max(watermarks), "idle"]
+    assert under.events == [watermark(max(watermarks)), IDLE]
     assert under.idle is True
 
 
@@ -154,7 +159,7 @@ def test_the_order_in_which_partitions_go_idle_does_not_change_the_all_idle_wate
     watermarks: list[int], order: list[int]
 ) -> None:
     """Each partition goes idle at its own combine; the last combine still ends at the maximum."""
-    under = CollectingOutput()
+    under = RecordingOutput()
     mux = WatermarkOutputMultiplexer(under)
     for p, wm in enumerate(watermarks):
         mux.register_new_output(p)
@@ -165,14 +170,14 @@ def test_the_order_in_which_partitions_go_idle_does_not_change_the_all_idle_wate
         mux.on_periodic_emit()
     assert mux.combined_watermark == max(watermarks)
     assert under.watermarks[-1] == max(watermarks)
-    assert under.events[-1] == "idle"
+    assert under.events[-1] == IDLE
 
 
 @given(st.lists(st.integers(-1_000, 1_000), min_size=2, max_size=PARTITIONS), st.integers(-2_000, 2_000))
 def test_a_partition_that_returns_after_all_were_idle_never_lowers_the_combined_watermark(
     watermarks: list[int], returning: int
 ) -> None:
-    under = CollectingOutput()
+    under = RecordingOutput()
     mux = WatermarkOutputMultiplexer(under)
     for p, wm in enumerate(watermarks):
         mux.register_new_output(p)
@@ -185,7 +190,7 @@ def test_a_partition_that_returns_after_all_were_idle_never_lowers_the_combined_
     assert mux.combined_watermark == max(top, returning)
     assert under.watermarks == ([top] if returning <= top else [top, returning])
     assert under.idle is False
-    assert "active" in under.events[2:]
+    assert ACTIVE in under.events[2:]
 
 
 @settings(max_examples=50)
@@ -200,7 +205,7 @@ def test_combined_watermark_never_regresses_when_a_partition_goes_idle(
 ) -> None:
     """Two partitions with bounded generators and idleness; random data and clock steps."""
     clock = ManualClock(0)
-    under = CollectingOutput()
+    under = RecordingOutput()
     mux = WatermarkOutputMultiplexer(under)
     gens = []
     for p in range(2):

@@ -6,10 +6,11 @@ The minimum over non-idle partitions; the maximum when all are idle (Flink 2.3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from lowwater.core.time import MIN_TIMESTAMP
-from lowwater.core.watermarks import Watermark, WatermarkOutputMultiplexer
+from lowwater.core.watermarks import RecordingOutput, WatermarkOutputMultiplexer
 from lowwater.runtime.records import Lane, LaneEvent
 
 __all__ = ["Exchange", "ExchangeResult"]
@@ -22,23 +23,13 @@ class ExchangeResult:
     became_active: bool
 
 
-@dataclass
-class _Underlying:
-    emitted: list[int] = field(default_factory=list)
-    idle: bool = False
-    became_active: bool = False
+class _Underlying(RecordingOutput):
+    """Only so that general-path checkpoints written before :class:`RecordingOutput` unpickle:
+    their ``emitted``/``became_active`` lived for one :meth:`Exchange.combine` only; ``idle`` lasts."""
 
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.emitted.append(watermark.timestamp)
-        self.became_active = self.became_active or self.idle
-        self.idle = False
-
-    def mark_idle(self) -> None:
-        self.idle = True
-
-    def mark_active(self) -> None:
-        self.became_active = self.became_active or self.idle
-        self.idle = False
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.events = []
+        self.idle = bool(state.get("idle", False))
 
 
 class Exchange:
@@ -54,7 +45,7 @@ class Exchange:
     advanced_once = False
 
     def __init__(self, keep_history: bool = True) -> None:
-        self._under = _Underlying()
+        self._under = RecordingOutput()
         self.mux = WatermarkOutputMultiplexer(self._under)
         self.history: list[int] = []
         self.keep_history = keep_history
@@ -66,26 +57,25 @@ class Exchange:
             return
         if lane not in self.mux:
             self.mux.register_new_output(lane)
-        out = self.mux.get_deferred_output(lane)
-        if event.kind == "watermark":
-            out.emit_watermark(Watermark(event.timestamp))
-        elif event.kind == "idle":
-            out.mark_idle()
-        elif event.kind == "active":
-            out.mark_active()
+        event.watermark_event().emit_to(self.mux.get_deferred_output(lane))
 
     def combine(self) -> ExchangeResult:
-        self._under.emitted.clear()
-        self._under.became_active = False
+        was_idle = self._under.idle
+        self._under.clear()
         self.mux.on_periodic_emit()
-        advanced = self._under.emitted[-1] if self._under.emitted else None
+        emitted = self._under.watermarks
+        advanced = emitted[-1] if emitted else None
+        became_active, idle = False, was_idle  # a watermark or active after idle
+        for event in self._under.events:
+            became_active = became_active or (idle and event.kind != "idle")
+            idle = event.kind == "idle"
         if advanced is not None:
             self.advanced_once = True
             if self.keep_history:
                 self.history.append(advanced)
             else:  # bounded: state that lives for months must not grow per batch
                 self.history[:] = [advanced]
-        return ExchangeResult(advanced, self._under.idle, self._under.became_active)
+        return ExchangeResult(advanced, self._under.idle, became_active)
 
     @property
     def combined_watermark(self) -> int:

@@ -18,7 +18,8 @@ from lowwater.core.watermarks import (
     CombinedWatermarkStatus,
     PartialWatermark,
     PartitionWatermarking,
-    Watermark,
+    RecordingOutput,
+    WatermarkEvent,
     WatermarkGeneratorContext,
     WatermarkStrategy,
 )
@@ -196,26 +197,18 @@ class StatelessNode(Node):
             self.emit(Record(v, record.timestamp, record.lane, record.partition, record.offset))
 
 
-class _LaneOutput:
-    """Collects what one lane's generator emits until the batch ends."""
+class _LaneOutput(RecordingOutput):
+    r"""Only so that general-path checkpoints written before :class:`RecordingOutput` unpickle
+    (their pending events were :class:`LaneEvent`\ s)."""
 
-    def __init__(self) -> None:
-        self.events: list[LaneEvent] = []
-
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.events.append(LaneEvent("watermark", watermark.timestamp))
-
-    def mark_idle(self) -> None:
-        self.events.append(LaneEvent("idle"))
-
-    def mark_active(self) -> None:
-        self.events.append(LaneEvent("active"))
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        RecordingOutput.__init__(self, (WatermarkEvent(e.kind, e.timestamp) for e in state.get("events", ())))
 
 
 @dataclass
 class _LaneWatermarking:
     partition: PartitionWatermarking[Any]
-    output: _LaneOutput = field(default_factory=_LaneOutput)
+    output: RecordingOutput = field(default_factory=RecordingOutput)
 
 
 class AssignerNode(Node):
@@ -233,7 +226,7 @@ class AssignerNode(Node):
             fresh = self._lane(lane)  # the current strategy's assigner and generator
             transfer_state(lw.partition.assigner, fresh.partition.assigner)
             transfer_state(lw.partition.generator, fresh.partition.generator)
-            fresh.output.events = list(lw.output.events)
+            fresh.output = RecordingOutput(lw.output.events)
 
     def _lane(self, lane: Lane) -> _LaneWatermarking:
         lw = self.lanes.get(lane)
@@ -262,23 +255,21 @@ class AssignerNode(Node):
             self._lane(lane)
             self.emit_lane_event(lane, event)
         elif event.kind == "watermark" and event.timestamp == MAX_TIMESTAMP:
-            self._lane(lane).output.events.append(event)
+            event.watermark_event().emit_to(self._lane(lane).output)
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
         for lane, lw in self.lanes.items():
             if end_of_input:  # only the end-of-input MAX passes; no last periodic emit
-                events, lw.output.events = lw.output.events, []
-                for ev in events:
-                    self.emit_lane_event(lane, ev)
+                for ev in lw.output.take():
+                    self.emit_lane_event(lane, LaneEvent.of(ev))
                 continue
             try:
                 lw.partition.generator.on_periodic_emit(lw.output)
             except Exception as e:
                 user_code_failed(e, f"watermark generator ({self.strategy!r})",
                                  partition=lane[1] if isinstance(lane, tuple) else lane)
-            events, lw.output.events = lw.output.events, []
-            for ev in events:
-                self.emit_lane_event(lane, ev)
+            for ev in lw.output.take():
+                self.emit_lane_event(lane, LaneEvent.of(ev))
 
 
 class UnionNode(Node):
@@ -408,17 +399,10 @@ class WindowNode(_SingleLaneNode):
             function.check if isinstance(function, BuiltinAggregate) and function.field else None
         )
 
-    _OPERATOR_STATE = ("window_state", "trigger_state", "fire_counts", "event_timers", "processing_timers",
-                       "current_watermark", "late_count", "unassigned_count", "windowed_count", "fired_count")
-
     def restore(self, old: Node) -> None:
         assert isinstance(old, WindowNode)
         super().restore(old)
-        for name in self._OPERATOR_STATE:
-            setattr(self.operator, name, getattr(old.operator, name, getattr(self.operator, name)))
-        for key, mset in old.operator.merging_sets.items():  # the mappings, with the current assigner
-            fresh = type(mset)(self.operator.assigner, mset.mapping)  # type: ignore[arg-type]
-            self.operator.merging_sets[key] = fresh
+        self.operator.restore(old.operator.snapshot())
 
     @property
     def exchange(self) -> UnionInput:

@@ -21,7 +21,7 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lowwater.core.watermarks import CombinedWatermarkStatus, PartialWatermark
+from lowwater.core.watermarks import CombinedWatermarkStatus, PartialWatermark, WatermarkEvent
 from lowwater.runtime.exchange import ExchangeResult
 
 __all__ = ["InputSteps", "combine_input_steps"]
@@ -35,23 +35,23 @@ class InputSteps:
     """Every input is idle after the batch end."""
 
 
-def _events(r: ExchangeResult) -> list[tuple[str, int]]:
-    events: list[tuple[str, int]] = []
+def _events(r: ExchangeResult) -> list[WatermarkEvent]:
+    events: list[WatermarkEvent] = []
     if r.became_active:
-        events.append(("active", 0))
+        events.append(WatermarkEvent.active())
     if r.advanced_to is not None:
-        events.append(("watermark", r.advanced_to))
+        events.append(WatermarkEvent.watermark(r.advanced_to))
     if r.idle:
-        events.append(("idle", 0))
+        events.append(WatermarkEvent.idle())
     return events
 
 
 def _run(status: CombinedWatermarkStatus, partials: Sequence[PartialWatermark],
-         events: list[list[tuple[str, int]]], order: Sequence[int]) -> list[int]:
+         events: list[list[WatermarkEvent]], order: Sequence[int]) -> list[int]:
     steps: list[int] = []
     for i in order:
         previous = ""
-        for kind, ts in events[i]:
+        for kind, ts in ((e.kind, e.timestamp) for e in events[i]):
             if kind == "idle" and previous == "watermark" and status.update_combined_watermark():
                 steps.append(status.combined_watermark)  # the watermark was seen while still active
             if kind == "active":
@@ -71,7 +71,7 @@ def combine_input_steps(status: CombinedWatermarkStatus, partials: Sequence[Part
     """Apply every input's batch-end events to ``partials`` and combine (see the module)."""
     events = [_events(r) for r in results]
     orders = [list(range(len(results)))]
-    two_step = any(len(evs) >= 2 and evs[-2][0] == "watermark" and evs[-1][0] == "idle" for evs in events)
+    two_step = any(len(evs) >= 2 and evs[-2].kind == "watermark" and evs[-1].kind == "idle" for evs in events)
     if two_step and len(results) == 2:
         orders.append([1, 0])
     best: tuple[list[int], CombinedWatermarkStatus, list[PartialWatermark]] | None = None

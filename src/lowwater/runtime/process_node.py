@@ -51,14 +51,10 @@ class KeyedProcessNode(_SingleLaneNode):
         self.rows_dead_lettered = 0
         self.STATE = (*self.STATE, "rows_in", "rows_dead_lettered")
 
-    _OPERATOR_STATE = ("state", "event_timers", "processing_timers", "current_watermark",
-                       "elements_in", "timers_fired")
-
     def restore(self, old: Node) -> None:
         assert isinstance(old, KeyedProcessNode)
         super().restore(old)
-        for name in self._OPERATOR_STATE:  # data; the function is the current code's
-            setattr(self.operator, name, getattr(old.operator, name))
+        self.operator.restore(old.operator.snapshot())  # data; the function is the current code's
 
     def on_record(self, record: Record, input_index: int) -> None:
         self.rows_in += 1

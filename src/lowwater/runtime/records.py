@@ -6,6 +6,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lowwater.core.watermarks import WatermarkEvent
+
 __all__ = ["Lane", "LaneEvent", "Record"]
 
 Lane = Hashable
@@ -24,7 +26,17 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class LaneEvent:
-    """A watermark-status change on a lane: a watermark, idle, active, or a new lane."""
+    """A :class:`~lowwater.core.watermarks.WatermarkEvent` on a lane, or ``register``: a new lane."""
 
     kind: Literal["watermark", "idle", "active", "register"]
     timestamp: int = 0
+
+    @staticmethod
+    def of(event: WatermarkEvent) -> LaneEvent:
+        return LaneEvent(event.kind, event.timestamp)
+
+    def watermark_event(self) -> WatermarkEvent:
+        """The watermark-status change this is (a ``register`` is none)."""
+        if self.kind == "register":
+            raise ValueError("a lane registration is not a watermark event")
+        return WatermarkEvent(self.kind, self.timestamp)

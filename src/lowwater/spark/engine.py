@@ -39,9 +39,9 @@ from lowwater.spark.field_check import check_field_names
 from lowwater.spark.fs import join
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
-from lowwater.spark.native import NativeProcessor, Output
-from lowwater.spark.native_state import from_json, to_json
+from lowwater.spark.native import BatchOutput, NativeProcessor, Output
 from lowwater.spark.plan import native_plan
+from lowwater.spark.processor import BatchResult, JsonStateProcessor, Processor
 from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 from lowwater.spark.window_store import WindowStore
@@ -212,7 +212,7 @@ class SparkRuntime:
             raise PipelineError(f"this pipeline cannot take the native path: {reason}")
         if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
             plan, reason = dataclasses.replace(plan, executor_watermarks=True), "native, watermarks on the executors"
-        processor: Any
+        processor: Processor
         keyed: KeyedPlan | None = None
         if plan is not None and self.path not in ("general", "keyed"):
             processor, path = NativeProcessor(plan), "executor" if plan.executor_watermarks else "native"
@@ -338,7 +338,7 @@ def query_name(job_name: str) -> str:
 class _BatchDriver:
     """What ``foreachBatch`` calls: clock, state, processor, commit, sinks."""
 
-    def __init__(self, processor: Any, store: StateStore, sinks_of: Callable[[Any], list[tuple[Sink, Any]]],
+    def __init__(self, processor: Processor, store: StateStore, sinks_of: Callable[[Any], list[tuple[Sink, Any]]],
                  now: Callable[[int], int], job: SparkJob, spark: SparkSession) -> None:
         self.processor = processor
         self.store = store
@@ -346,9 +346,6 @@ class _BatchDriver:
         self.now = now
         self.job = job
         self.spark = spark
-        self.native = isinstance(processor, NativeProcessor)
-        self.json_state = self.native or bool(getattr(processor, "json_state", False))
-        """Native and keyed paths: the control plane as JSON, run with the session."""
         self.cached: tuple[int, Any] | None = None
         self.last_batch = -1
         self.opened: set[int] = set()
@@ -356,14 +353,13 @@ class _BatchDriver:
     def _state_after(self, version: int) -> Any:
         if self.cached is not None and self.cached[0] == version:
             return self.cached[1]
+        processor = self.processor
         if version < 0:
-            return self.processor.empty_state()
-        if self.native:
-            return from_json(self.store.load_json(version), self.processor.plan.strategy)
-        if self.json_state:
-            return self.processor.state_from_json(self.store.load_json(version))
-        state = self.store.load(version, self.processor.empty_state, self.processor.apply_delta)
-        return self.processor.rebind(state)  # the checkpoint's data, the current code
+            return processor.empty_state()
+        if isinstance(processor, JsonStateProcessor):  # native and keyed: the control plane as JSON
+            return processor.state_from_json(self.store.load_json(version))
+        state = self.store.load(version, processor.empty_state, processor.apply_delta)
+        return processor.rebind(state)  # the checkpoint's data, the current code
 
     def step_of(self, spark_batch_id: int) -> int:
         """lowwater's step id for Spark's micro-batch ``spark_batch_id``.
@@ -425,18 +421,21 @@ class _BatchDriver:
         faults.at("start", batch_id)
         state = self._state_after(batch_id - 1)
         self.cached = None  # the processor mutates the state in place
-        if self.json_state:
-            out = self.processor.run(state, df, batch_id, record["clock_ms"], self.spark, end_of_input=end_of_input)
-            self.store.commit_json(batch_id, to_json(state) if self.native else self.processor.state_to_json(state))
+        processor = self.processor
+        out: BatchResult
+        if isinstance(processor, JsonStateProcessor):  # run with the session
+            out = processor.run(state, df, batch_id, record["clock_ms"], self.spark, end_of_input=end_of_input)
+            self.store.commit_json(batch_id, processor.state_to_json(state))
         else:
-            out = self.processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)
-            self.store.commit(batch_id, state, out.delta)
+            pickled = processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)
+            self.store.commit(batch_id, state, pickled.delta)
+            out = pickled
         self.cached = (batch_id, state)
         faults.at("after_state", batch_id)
         metrics = dict(out.metrics)
         pairs = self.sinks_of(out)
         persisted = list(getattr(out, "persisted", ()))  # the keyed path's cached stage, read by its outputs
-        if self.native:  # each output is computed once for all its sinks: rows collected once, or cached
+        if isinstance(out, BatchOutput):  # native: each output computed once for all its sinks (collected or cached)
             for output in (out.results, out.late, out.dead):
                 takers = [s for s, p in pairs if p is output]
                 if output.frame is None or not takers:
@@ -481,7 +480,7 @@ class _BatchDriver:
             log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
 
 
-def _dead_summary(out: Any) -> dict[str, Any]:
+def _dead_summary(out: BatchResult) -> dict[str, Any]:
     """The batch's dead-letter reasons and one sample (:mod:`lowwater.metrics.dead_letters`); on the
     native paths computed by Spark (a count per reason kind and one row), not from collected rows."""
     from lowwater.metrics.dead_letters import SAMPLE_CHARS, TOP_REASONS, summarize_dead

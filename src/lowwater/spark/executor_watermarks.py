@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 from lowwater.core.clock import ManualClock
 from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
 from lowwater.core.time import MIN_TIMESTAMP
-from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext, WatermarkStrategy
+from lowwater.core.watermarks import (
+    PartitionWatermarking,
+    RecordingOutput,
+    WatermarkGeneratorContext,
+    WatermarkStrategy,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -33,30 +38,15 @@ PartitionState = tuple[ManualClock, PartitionWatermarking[Any]]
 """A partition's own clock (set to the batch's time) with its assigner and generator."""
 
 
-class _Events:
-    """A WatermarkOutput that records what a generator emitted, in order."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, int]] = []
-
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.events.append(("watermark", watermark.timestamp))
-
-    def mark_idle(self) -> None:
-        self.events.append(("idle", 0))
-
-    def mark_active(self) -> None:
-        self.events.append(("active", 0))
-
-
 def new_partition(strategy: WatermarkStrategy[Any], partition: int) -> PartitionState:
     clock = ManualClock(0)
     return clock, strategy.create_partition(WatermarkGeneratorContext(partition=partition, clock=clock))
 
 
-def decode(ctl: str) -> tuple[PartitionState, list[tuple[str, int]]]:
-    state, events = pickle.loads(base64.b64decode(ctl))
-    return state, events
+def decode(ctl: str) -> tuple[PartitionState, RecordingOutput]:
+    """A control row's partition state and the watermark events its generator emitted."""
+    state, rows = pickle.loads(base64.b64decode(ctl))
+    return state, RecordingOutput.from_rows(rows)
 
 
 def with_executor_timestamps(
@@ -78,7 +68,7 @@ def with_executor_timestamps(
         p = int(pdf["_partition"].iloc[0])
         clock, pw = pickle.loads(states[p]) if p in states else new_partition(strategy, p)
         clock.set(clock_ms)
-        out = _Events()
+        out = RecordingOutput()
         stamps: list[int | None] = []
         whys: list[str | None] = []
         records = pdf[fields].to_dict("records")
@@ -109,7 +99,7 @@ def with_executor_timestamps(
         pdf = pdf.assign(_ts=pd.array(stamps, dtype="Int64"), _ctl=None, _why=whys)
         from pyspark import cloudpickle
 
-        blob = cloudpickle.dumps(((clock, pw), out.events), protocol=5)  # type: ignore[no-untyped-call]
+        blob = cloudpickle.dumps(((clock, pw), out.to_rows()), protocol=5)  # type: ignore[no-untyped-call]
         return with_control_row(pdf[columns], p, base64.b64encode(blob).decode())
 
     return df.groupBy("_partition").applyInPandas(per_partition, schema)

@@ -52,7 +52,13 @@ from lowwater.core.clock import ManualClock
 from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.time_characteristic import TimeCharacteristic
-from lowwater.core.watermarks import CombinedWatermarkStatus, PartialWatermark, WatermarkStrategy
+from lowwater.core.watermarks import (
+    CombinedWatermarkStatus,
+    PartialWatermark,
+    RecordingOutput,
+    WatermarkEvent,
+    WatermarkStrategy,
+)
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.transformations import (
     AssignTransformation,
@@ -71,7 +77,7 @@ from lowwater.runtime.nodes import _fn_name, _lane_labels
 from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
-from lowwater.spark.executor_watermarks import PartitionState, _Events, new_partition
+from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
 from lowwater.spark.native import Output
 from lowwater.spark.native_state import _exchange, _exchange_data
@@ -246,8 +252,8 @@ class KeyedState:
         """The operator's current watermark (the last step it moved to)."""
         return self.combined.combined_watermark
 
-    def lane_event(self, plan: KeyedPlan, lane: Lane, kind: str, ts: int = 0) -> None:
-        self.inputs[plan.branches[lane[0]].input].on_lane_event(lane, LaneEvent(kind, ts))  # type: ignore[arg-type]
+    def lane_event(self, plan: KeyedPlan, lane: Lane, event: LaneEvent) -> None:
+        self.inputs[plan.branches[lane[0]].input].on_lane_event(lane, event)
 
 
 def _union_data(ui: UnionInput) -> dict[str, Any]:
@@ -410,8 +416,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
         if (src, p) in states:
             restore(states[(src, p)], pw)
         clock.set(clock_ms)
-        out = _Events()
-        events = out.events
+        out = RecordingOutput()
         rows: list[tuple[Any, ...]] = []
         names = [f for f in fields if f in cols]
         records = [{f: cols[f][i] for f in names} for i in order]
@@ -486,7 +491,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
             raise
         except Exception as e:
             raise UserFunctionError(f"watermark generator ({strategy!r})", e, partition=p) from e
-        ctl = {"state": to_data(pw), "clock_ms": clock_ms, "events": events, "rows_in": n_in, "dead": n_dead,
+        ctl = {"state": to_data(pw), "clock_ms": clock_ms, "events": out.to_rows(), "rows_in": n_in, "dead": n_dead,
                "key_dead": n_key_dead, "elements": len(rows) - n_dead}
         rows.append((src, p, None, None, None, None, None, None, None, json.dumps(ctl)))
         return _table(rows, _A_COLUMNS)
@@ -503,7 +508,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         from lowwater.runtime.nodes import DeadLetters, WindowNode
         from lowwater.runtime.process_node import KeyedProcessNode
         from lowwater.runtime.records import Record
-        from lowwater.spark.keyed_state import key_bytes, put_slice, take_slices
+        from lowwater.spark.keyed_state import key_bytes
         from lowwater.spark.sealed import seal, unseal
 
         node: WindowNode | KeyedProcessNode
@@ -532,7 +537,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         states = states_table.to_pydict()
         for kb, blob in zip(states["_kb"], states["state"], strict=True):
             data = unseal(blob, key, f"the keyed state of {kb}")
-            put_slice(op, data["key"], data)
+            op.put_key_slice(data["key"], data)
             visited.add(kb)
         el = elements_table.to_pydict()
         arrival = sorted(range(elements_table.num_rows), key=lambda i: (  # as the general path orders them
@@ -558,8 +563,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         for letter in node.dead.rows:
             out.append(("dead", None, 0, 0, 0, 0, len(out), json.dumps(letter, default=str).encode(), None, None,
                         None, None))
-        slices = take_slices(op)
-        for k, (data, next_event, next_proc) in slices.items():
+        for k, (data, next_event, next_proc) in op.take_key_slices().items():
             kb = key_bytes(k)
             visited.discard(kb)
             out.append(("state", kb, 0, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True, None))
@@ -584,8 +588,6 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
 
 class KeyedProcessor:
     """Runs a :class:`KeyedPlan`, one micro-batch at a time (see the module docstring)."""
-
-    json_state = True
 
     def __init__(self, plan: KeyedPlan, fs: CheckpointFS, location: str, key: StateKey,
                  compact_every: int = COMPACT_EVERY) -> None:
@@ -614,17 +616,17 @@ class KeyedProcessor:
     def _lane(self, st: KeyedState, lane: Lane) -> PartitionState:
         if lane not in st.partitions:
             st.partitions[lane] = new_partition(self.plan.branches[lane[0]].strategy, lane[1])
-            st.lane_event(self.plan, lane, "register")
+            st.lane_event(self.plan, lane, LaneEvent("register"))
         return st.partitions[lane]
 
     def _periodic(self, st: KeyedState, lane: Lane, clock_ms: int) -> None:
         """A lane without rows this batch: its generator's periodic emission, on the driver."""
         clock, pw = st.partitions[lane]
         clock.set(clock_ms)
-        out = _Events()
+        out = RecordingOutput()
         pw.generator.on_periodic_emit(out)
-        for kind, ts in out.events:
-            st.lane_event(self.plan, lane, kind, ts)
+        for event in out.events:
+            st.lane_event(self.plan, lane, LaneEvent.of(event))
 
     def run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
             end_of_input: bool = False) -> KeyedOutput:
@@ -664,8 +666,8 @@ class KeyedProcessor:
                 clock, pw = self._lane(st, lane)
                 restore(ctl["state"], pw)
                 clock.set(clock_ms)
-                for kind, ts in ctl["events"]:
-                    st.lane_event(plan, lane, kind, int(ts))
+                for event in RecordingOutput.from_rows(ctl["events"]).events:
+                    st.lane_event(plan, lane, LaneEvent.of(event))
                 rows_in += int(ctl["rows_in"])
                 dead_a += int(ctl["dead"])
                 key_dead += int(ctl["key_dead"])
@@ -676,7 +678,7 @@ class KeyedProcessor:
                     self._periodic(st, lane, clock_ms)
         elif end_of_input:  # every lane sends MAX (the sources' end), no last periodic emission
             for lane in st.partitions:
-                st.lane_event(plan, lane, "watermark", MAX_TIMESTAMP)
+                st.lane_event(plan, lane, LaneEvent.of(WatermarkEvent.watermark(MAX_TIMESTAMP)))
         else:
             for lane in list(st.partitions):
                 self._periodic(st, lane, clock_ms)

@@ -49,7 +49,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
-from lowwater.spark.native_state import NativeState
+from lowwater.spark.native_state import NativeState, from_json, to_json
 from lowwater.spark.plan import NativePlan
 from lowwater.spark.window_store import WindowStore
 
@@ -95,16 +95,6 @@ class BatchOutput:
     metrics: dict[str, Any]
 
 
-def _apply(events: list[tuple[str, int]], out: Any) -> None:
-    for kind, ts in events:
-        if kind == "watermark":
-            out.emit_watermark(Watermark(ts))
-        elif kind == "idle":
-            out.mark_idle()
-        else:
-            out.mark_active()
-
-
 def _quote(name: str) -> str:
     """A column name as a SQL identifier."""
     return "`" + name.replace("`", "``") + "`"
@@ -135,6 +125,13 @@ class NativeProcessor:
     # -- state ----------------------------------------------------------------------------
     def empty_state(self) -> NativeState:
         return NativeState()
+
+    def state_from_json(self, data: dict[str, Any]) -> NativeState:
+        return from_json(data, self.plan.strategy)
+
+    @staticmethod
+    def state_to_json(st: NativeState) -> dict[str, Any]:
+        return to_json(st)
 
     def _start(self, st: NativeState) -> None:
         for p in self.plan.source.partitions():
@@ -199,7 +196,7 @@ class NativeProcessor:
                     pw = self._partition(st, p)
                     if isinstance(r["ctl"], str):  # the partition's state and events, from its executor
                         st.executor_states[p], events = decode(r["ctl"])
-                        _apply(events, st.exchange.mux.get_deferred_output(p))
+                        events.replay(st.exchange.mux.get_deferred_output(p))
                         emitted.add(p)
                     elif r["n"] and not plan.executor_watermarks:
                         pw.generator.on_event(None, int(r["max_ts"]), st.exchange.mux.get_deferred_output(p))

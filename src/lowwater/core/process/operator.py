@@ -17,6 +17,7 @@ from lowwater.core.clock import Clock
 from lowwater.core.process.functions import Collector, ProcessContext, RuntimeContext, TimeDomain
 from lowwater.core.process.state import InMemoryKeyedStateBackend, KeyedStateBackend
 from lowwater.core.time import MIN_TIMESTAMP
+from lowwater.core.windows.key_slice import KeySlice, KeySlices, new_key_slice, put_timers, take_timers
 from lowwater.core.windows.timers import Timer, TimerQueue
 
 __all__ = ["Emitted", "KeyedProcessOperator", "SideEmitted"]
@@ -165,3 +166,47 @@ class KeyedProcessOperator:
 
     def pending_timers(self) -> int:
         return len(self.event_timers) + len(self.processing_timers)
+
+    # -- snapshot and restore ---------------------------------------------------------
+    _DATA = ("state", "event_timers", "processing_timers", "current_watermark", "elements_in", "timers_fired")
+    """The operator's data; the function and the clock are code."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """The operator's data, for :meth:`restore` into an operator built from the current code
+        (a restart: a fixed function takes effect). It shares the operator's containers: take it
+        from an operator that is done with (a restored checkpoint's)."""
+        return {name: getattr(self, name) for name in self._DATA}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Take over the data of :meth:`snapshot`."""
+        for name in self._DATA:
+            setattr(self, name, snapshot[name])
+
+    def _entries(self) -> dict[tuple[str, Hashable], Any]:
+        if not isinstance(self.state, InMemoryKeyedStateBackend):
+            raise TypeError(f"key slices need the in-memory keyed state backend, not {type(self.state).__name__}")
+        return self.state.entries
+
+    def put_key_slice(self, key: Hashable, data: KeySlice) -> None:
+        """Load one key's slice (from :meth:`take_key_slices`) into this operator."""
+        entries = self._entries()
+        for name, v in data["state"]:
+            entries[(name, key)] = v
+        put_timers(key, data, self.event_timers, self.processing_timers)  # a process timer has no window
+
+    def take_key_slices(self) -> KeySlices:
+        """Every key's slice (its named state and timers) with its next timers; the operator is
+        left without keyed state."""
+        out: dict[Hashable, KeySlice] = {}
+
+        def slot(key: Hashable) -> KeySlice:
+            s = out.get(key)
+            if s is None:
+                s = out[key] = new_key_slice(key)
+            return s
+
+        entries = self._entries()
+        for (name, key), v in entries.items():
+            slot(key)["state"].append((name, v))
+        entries.clear()
+        return take_timers(out, slot, self.event_timers, self.processing_timers)

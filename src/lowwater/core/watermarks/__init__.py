@@ -12,6 +12,7 @@ from lowwater.core.watermarks.bounded import (
     BoundedOutOfOrdernessWatermarks,
 )
 from lowwater.core.watermarks.combined import CombinedWatermarkStatus, PartialWatermark
+from lowwater.core.watermarks.event import WatermarkEvent, WatermarkEventKind
 from lowwater.core.watermarks.generator import WatermarkGenerator
 from lowwater.core.watermarks.idleness import IdlenessTimer, WatermarksWithIdleness
 from lowwater.core.watermarks.legacy import (
@@ -29,6 +30,7 @@ from lowwater.core.watermarks.legacy import (
 from lowwater.core.watermarks.multiplexer import WatermarkOutputMultiplexer
 from lowwater.core.watermarks.no_watermarks import NoWatermarksGenerator
 from lowwater.core.watermarks.punctuated import PunctuatedWatermarks
+from lowwater.core.watermarks.recording import RecordingOutput
 from lowwater.core.watermarks.strategy import (
     PartitionWatermarking,
     WatermarkGeneratorContext,
@@ -58,10 +60,13 @@ __all__ = [
     "PartitionWatermarking",
     "PunctuatedWatermarks",
     "RecordTimestampAssigner",
+    "RecordingOutput",
     "StatusWatermarkValve",
     "TimeLagWatermarkGenerator",
     "TimestampAssigner",
     "Watermark",
+    "WatermarkEvent",
+    "WatermarkEventKind",
     "WatermarkGenerator",
     "WatermarkGeneratorContext",
     "WatermarkOutput",

@@ -17,8 +17,8 @@ class BoundedOutOfOrdernessWatermarks(WatermarkGenerator[Any]):
 
     The ``- 1`` means an element with timestamp exactly ``max_ts - B`` is still on time.
 
-    >>> from lowwater.core.watermarks.testing import CollectingOutput
-    >>> g, out = BoundedOutOfOrdernessWatermarks(3000), CollectingOutput()
+    >>> from lowwater.core.watermarks.recording import RecordingOutput
+    >>> g, out = BoundedOutOfOrdernessWatermarks(3000), RecordingOutput()
     >>> g.on_event(None, 10_000, out); g.on_periodic_emit(out); out.watermarks
     [6999]
     """

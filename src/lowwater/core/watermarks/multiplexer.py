@@ -22,8 +22,8 @@ class WatermarkOutputMultiplexer:
     the underlying output the order is always: ``mark_active`` (if it was idle and is not
     any more), the watermark (if it advanced), ``mark_idle`` (if every output is idle).
 
-    >>> from lowwater.core.watermarks.testing import CollectingOutput
-    >>> under = CollectingOutput(); m = WatermarkOutputMultiplexer(under)
+    >>> from lowwater.core.watermarks.recording import RecordingOutput
+    >>> under = RecordingOutput(); m = WatermarkOutputMultiplexer(under)
     >>> m.register_new_output(0); m.register_new_output(1)
     >>> m.get_deferred_output(0).emit_watermark(Watermark(10))
     >>> m.get_deferred_output(1).emit_watermark(Watermark(4))

@@ -19,9 +19,9 @@ class PunctuatedWatermarks(WatermarkGenerator[T], Generic[T]):
     A non-``None`` result is emitted as a watermark (outputs drop one that is not above
     the last). Nothing happens at periodic emits.
 
-    >>> from lowwater.core.watermarks.testing import CollectingOutput
+    >>> from lowwater.core.watermarks.recording import RecordingOutput
     >>> g = PunctuatedWatermarks(lambda e, ts: ts if e == "marker" else None)
-    >>> out = CollectingOutput(); g.on_event("x", 5, out); g.on_event("marker", 7, out)
+    >>> out = RecordingOutput(); g.on_event("x", 5, out); g.on_event("marker", 7, out)
     >>> out.watermarks
     [7]
     """

@@ -18,8 +18,8 @@ class TimeLagWatermarkGenerator(WatermarkGenerator[Any]):
     It ignores the elements, so it advances with no data arriving.
 
     >>> from lowwater.core.clock import ManualClock
-    >>> from lowwater.core.watermarks.testing import CollectingOutput
-    >>> g, out = TimeLagWatermarkGenerator(5000, ManualClock(12_000)), CollectingOutput()
+    >>> from lowwater.core.watermarks.recording import RecordingOutput
+    >>> g, out = TimeLagWatermarkGenerator(5000, ManualClock(12_000)), RecordingOutput()
     >>> g.on_periodic_emit(out); out.watermarks
     [7000]
     """

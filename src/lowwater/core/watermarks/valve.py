@@ -37,8 +37,8 @@ class StatusWatermarkValve:
     * When every channel is idle the output is marked idle, after flushing the maximum
       watermark if the channel that went idle last held the output watermark.
 
-    >>> from lowwater.core.watermarks.testing import CollectingOutput
-    >>> out = CollectingOutput(); v = StatusWatermarkValve(2)
+    >>> from lowwater.core.watermarks.recording import RecordingOutput
+    >>> out = RecordingOutput(); v = StatusWatermarkValve(2)
     >>> v.input_watermark(0, 10, out); v.input_watermark(1, 4, out); out.watermarks
     [4]
     >>> v.input_idle(1, out); out.watermarks

@@ -26,6 +26,7 @@ from lowwater.core.windows.events import (
     WindowResult,
 )
 from lowwater.core.windows.functions import ProcessWindowFunction
+from lowwater.core.windows.key_slice import KeySlice, KeySlices, new_key_slice, put_timers, take_timers
 from lowwater.core.windows.merging import MergingWindowSet
 from lowwater.core.windows.timers import Timer, TimerQueue
 from lowwater.core.windows.trigger import ReducingStateDescriptor, Trigger
@@ -313,6 +314,67 @@ class WindowOperator:
     def _drain(self) -> list[OperatorEvent]:
         out, self._out = self._out, []
         return out
+
+    # -- snapshot and restore ---------------------------------------------------------
+    _DATA = ("window_state", "trigger_state", "fire_counts", "event_timers", "processing_timers",
+             "current_watermark", "late_count", "unassigned_count", "windowed_count", "fired_count")
+    """The operator's data; everything else (assigner, trigger, functions, clock) is code."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """The operator's data, for :meth:`restore` into an operator built from the current code
+        (a restart: a fixed function takes effect). It shares the operator's containers: take it
+        from an operator that is done with (a restored checkpoint's). A field that an operator
+        pickled by an older version lacks is left out (the new operator keeps its own)."""
+        data = {name: vars(self)[name] for name in self._DATA if name in vars(self)}
+        data["merging"] = {key: mset.mapping for key, mset in self.merging_sets.items()}
+        return data
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Take over the data of :meth:`snapshot`; merged windows go with this operator's assigner."""
+        for name in self._DATA:
+            if name in snapshot:
+                setattr(self, name, snapshot[name])
+        for key, mapping in snapshot["merging"].items():
+            self.merging_sets[key] = MergingWindowSet(self.assigner, mapping)  # type: ignore[arg-type]
+
+    def put_key_slice(self, key: Hashable, data: KeySlice) -> None:
+        """Load one key's slice (from :meth:`take_key_slices`) into this operator."""
+        for w, v in data["windows"]:
+            self.window_state[(key, w)] = v
+        for w, v in data["triggers"]:
+            self.trigger_state[(key, w)] = v
+        for w, n in data["fires"]:
+            self.fire_counts[(key, w)] = n
+        if data["merging"] is not None:
+            self.merging_sets[key] = MergingWindowSet(self.assigner, dict(data["merging"]))  # type: ignore[arg-type]
+        put_timers(key, data, self.event_timers, self.processing_timers)
+
+    def take_key_slices(self) -> KeySlices:
+        """Every key's slice (windows, non-empty trigger state, fire counts, merged windows,
+        timers) with its next timers; the operator is left without keyed state."""
+        out: dict[Hashable, KeySlice] = {}
+
+        def slot(key: Hashable) -> KeySlice:
+            s = out.get(key)
+            if s is None:
+                s = out[key] = new_key_slice(key)
+            return s
+
+        for (key, w), v in self.window_state.items():
+            slot(key)["windows"].append((w, v))
+        for (key, w), t in self.trigger_state.items():
+            if t:
+                slot(key)["triggers"].append((w, t))
+        for (key, w), n in self.fire_counts.items():
+            slot(key)["fires"].append((w, n))
+        for key, mset in self.merging_sets.items():
+            if mset.mapping:
+                slot(key)["merging"] = list(mset.mapping.items())
+        self.window_state.clear()
+        self.trigger_state.clear()
+        self.fire_counts.clear()
+        self.merging_sets.clear()
+        return take_timers(out, slot, self.event_timers, self.processing_timers)
 
     # -- the assigner context and introspection ---------------------------------------
     def current_processing_time(self) -> int:
