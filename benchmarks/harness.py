@@ -13,6 +13,8 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -256,3 +258,14 @@ def stream_for(partitions: int, keys: int, rows: int, span_ms: int, disorder_ms:
     eps = max(1, rows * 1000 // span_ms)
     return SyntheticStream(partitions=partitions, keys=keys, events_per_second=eps, disorder_ms=disorder_ms,
                            seed=seed, start_ms=START_MS, **kw)
+
+
+def run_child(script: str, argv: list[str], label: str) -> dict[str, Any]:
+    """``python script --child ARGV...`` in a fresh process: the ``RESULT {json}`` line it prints.
+    Each engine runs in its own process, so one engine's JVM and imports cannot slow the next."""
+    print(f"[{label} {time.strftime('%H:%M:%S')}]", file=sys.stderr, flush=True)
+    run = subprocess.run([sys.executable, script, "--child", *argv], capture_output=True, text=True)
+    line = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
+    if run.returncode != 0 or not line:
+        raise RuntimeError(f"{label}: {run.stderr[-3000:]}")
+    return dict(json.loads(line[0][len("RESULT "):]))

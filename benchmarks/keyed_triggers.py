@@ -38,7 +38,6 @@ import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -263,15 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                                     "order": engines if i % 2 == 0 else engines[::-1],
                                     "load_average_1m": [round(os.getloadavg()[0], 2)]}
             for engine in cell["order"]:
-                print(f"[keyed-triggers {time.strftime('%H:%M:%S')}] {engine}: {keys} keys", file=sys.stderr,
-                      flush=True)
-                run = subprocess.run([sys.executable, __file__, "--child", engine, str(log),
-                                      str(work / f"ck-{engine}-{keys}"), str(args.count)],
-                                     capture_output=True, text=True)
-                line = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
-                if run.returncode != 0 or not line:
-                    raise RuntimeError(f"{engine} {keys}: {run.stderr[-3000:]}")
-                cell[engine] = json.loads(line[0][len("RESULT "):])
+                cell[engine] = H.run_child(__file__, [engine, str(log), str(work / f"ck-{engine}-{keys}"),
+                                                      str(args.count)], f"keyed-triggers {engine}: {keys} keys")
                 cell["load_average_1m"].append(round(os.getloadavg()[0], 2))
             _ratios(cell, "native", engines)
             _ratios(cell, "spark", engines)

@@ -27,7 +27,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -134,13 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             cell: dict[str, Any] = {"keys": keys, "rows_per_batch": args.rows, "batches": args.batches,
                                     "load_average_1m": [round(os.getloadavg()[0], 2)]}
             for engine in (engines if i % 2 == 0 else engines[::-1]):
-                print(f"[sessions {time.strftime('%H:%M:%S')}] {engine}: {keys} keys", file=sys.stderr, flush=True)
-                run = subprocess.run([sys.executable, __file__, "--child", engine, str(log),
-                                      str(work / f"ck-{engine}-{keys}")], capture_output=True, text=True)
-                line = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
-                if run.returncode != 0 or not line:
-                    raise RuntimeError(f"{engine} {keys}: {run.stderr[-3000:]}")
-                cell[engine] = json.loads(line[0][len("RESULT "):])
+                cell[engine] = H.run_child(__file__, [engine, str(log), str(work / f"ck-{engine}-{keys}")],
+                                           f"sessions {engine}: {keys} keys")
                 cell["load_average_1m"].append(round(os.getloadavg()[0], 2))
             sp = cell.get("spark")
             for engine in engines:
