@@ -3,11 +3,22 @@
 Invariant accounting: every job any test runs to completion (reference runtime or Spark)
 must account for every record it read: ``rows in = windowed + late + dead-lettered``
 (+ unassigned), from its metrics. A test that breaks the balance fails at teardown.
+
+Spark drivers start faster with a class archive (:mod:`lowwater.spark.class_archive`): the
+suite starts dozens of drivers (crash tests, CLI runs), so at its start it builds the archives
+for the two class paths they use, in the background while the pure tests run, in
+``jars/cds`` (``LOWWATER_JVM_ARCHIVE_DIR``; set it empty to go without). A driver started
+before its archive is ready starts as usual.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +26,40 @@ import pytest
 from lowwater.observe.accounting import Accounting
 from lowwater.runtime.reference import ReferenceRuntime
 from lowwater.runtime.result import JobResult
+
+_archives: list[subprocess.Popen[bytes]] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "LOWWATER_JVM_ARCHIVE_DIR" in os.environ:  # the caller's choice (empty: none)
+        return
+    try:
+        from lowwater.spark.jvm import jars_dir, spark_jars
+        from lowwater.spark.session import postgres_jdbc_jar
+    except ImportError:  # no Spark extra
+        return
+    if not spark_jars():
+        return
+    folder = jars_dir() / "cds"
+    folder.mkdir(exist_ok=True)
+    os.environ["LOWWATER_JVM_ARCHIVE_DIR"] = str(folder)
+    jar = postgres_jdbc_jar()
+    # the crash jobs' and the CLI's class path first, then the test session's (with PostgreSQL's driver)
+    code = ("import os; os.nice(5); from lowwater.spark.class_archive import build; build([]); "
+            + (f"build([{jar!r}])" if jar else ""))
+    with open(folder / "build.log", "ab") as log:
+        _archives.append(subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=log,
+                                          start_new_session=True))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for proc in _archives:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            for partial in Path(os.environ["LOWWATER_JVM_ARCHIVE_DIR"]).glob("*.partial"):
+                if not Path(f"/proc/{partial.suffixes[-2].lstrip('.')}").exists():  # name.jsa.<pid>.partial
+                    partial.unlink(missing_ok=True)
 
 
 @pytest.fixture(autouse=True)
