@@ -322,7 +322,7 @@ class _BatchClock:
 
 def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str | None) -> int:
     """The reference runtime runs in-process; its batches are printed once it has run them."""
-    from lowwater.metrics.log import CUMULATIVE_GENERAL, MetricsLog, batch_line
+    from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER
     from lowwater.runtime.reference import ReferenceRuntime
 
@@ -338,15 +338,10 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
     mlog = MetricsLog(checkpoint) if checkpoint is not None else None
     if mlog is not None:
         mlog.path.unlink(missing_ok=True)  # a reference run does not resume: its log starts over
-    previous = None
-    for b in result.batches:
-        record = {"batch_id": b.batch_id, "clock_ms": b.processing_time_ms, "end_of_input": b.end_of_input,
-                  "metrics": b.flat(result.direct)}
-        line = batch_line(record, previous, cumulative=CUMULATIVE_GENERAL, path="reference")
-        previous = record
+    for line in result.lines():
         if mlog is not None:
             mlog.append(line)
-        _print_progress(line)
+        _print_progress(line.to_json())
     if result.dead_letters:
         from lowwater.metrics.dead_letters import describe_reasons, summarize_dead
 
