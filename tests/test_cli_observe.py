@@ -1,6 +1,6 @@
 """The metrics log, ``lowwater status``, ``lowwater plot`` and ``lowwater run --runtime reference``,
 without Spark: checkpoints here are written by the engine's own writers (``StateStore`` for the
-batch records, ``record_batch`` for the metrics log), with the raw metrics each path reports."""
+batch records, ``MetricsLine`` and ``MetricsLog`` for the metrics log), with the raw metrics each path reports."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from lowwater.cli import main
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.observe import plot_watermarks
 from lowwater.observe.accounting import from_lines
-from lowwater.observe.metrics import MetricsLog, read_checkpoint, record_batch
+from lowwater.observe.metrics import MetricsLine, MetricsLog, lines_from_records, read_checkpoint, running_totals
 from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, progress_line
 from lowwater.spark.state import StateStore
 
@@ -46,13 +46,19 @@ END = _native_raw(MAX_TIMESTAMP, {"0": MAX_TIMESTAMP, "1": MAX_TIMESTAMP, "2": M
 
 
 def _write_batch(store: StateStore, batch_id: int, metrics: dict[str, Any], path: str = "native",
-                 end: bool = False) -> dict[str, Any]:
-    """What the engine's batch driver does per batch: the record (clock first, then metrics), then the line."""
+                 end: bool = False) -> MetricsLine:
+    """What the engine's batch driver does per batch: the record (clock first), then the processor's
+    raw metrics made a line against what it reported after the previous batch (which its state holds),
+    kept in the record and appended to the log."""
     record = {"batch_id": batch_id, "clock_ms": T0 + 5_000 * batch_id, "end_of_input": end}
     store.write_batch_record(batch_id, record)
+    previous = store.batch_record(batch_id - 1)
+    before = previous["metrics"] if previous is not None else {}
     record = {**record, "metrics": metrics}
-    store.write_batch_record(batch_id, record)
-    return record_batch(store, record, path)
+    line = MetricsLine.of_record(record, before, running=running_totals(path), path=path)
+    store.write_batch_record(batch_id, {**record, "line": line.to_json()})
+    MetricsLog(store.root.parent).append(line)
+    return line
 
 
 @pytest.fixture
@@ -119,21 +125,43 @@ def test_a_line_torn_by_a_crash_is_skipped_and_the_next_append_starts_a_fresh_li
     mlog = MetricsLog(checkpoint)
     with open(mlog.path, "a") as f:
         f.write('{"batch_id": 5, "combined_wat')
-    mlog.append({"batch_id": 5, "combined_watermark": 1})
+    mlog.append(MetricsLine(batch_id=5, combined_watermark=1))
     assert [x["batch_id"] for x in mlog.read()] == [0, 1, 2, 3, 4, 5]
 
 
-def test_an_older_checkpoint_without_a_metrics_log_is_read_from_its_batch_records(checkpoint: Path) -> None:
+def test_a_checkpoint_without_a_metrics_log_is_read_from_the_lines_its_batch_records_hold(checkpoint: Path) -> None:
     lines = read_checkpoint(checkpoint)
     MetricsLog(checkpoint).path.unlink()
     assert read_checkpoint(checkpoint) == lines
 
 
+@pytest.mark.parametrize("path", ["general", "native"])
+def test_batch_records_older_than_their_lines_are_read_by_the_path_the_checkpoint_records(
+    tmp_path: Path, path: str
+) -> None:
+    """Records written before they held a line carry the raw metrics only: the path that wrote them
+    (``pipeline.json``) says which counters are running totals, not the keys the metrics happen to have."""
+    store = StateStore(tmp_path / "ck")
+    store.claim({"path": path})
+    general = path == "general"
+    raw = [{"combined_watermark": 5, "rows_in": 3, "rows_late": 1, "rows_late_by_partition": {"0": 1},
+            "rows_windowed": 2, "windows_fired": 2},
+           {"combined_watermark": 9, "rows_in": 5, "rows_late": 4 if general else 3, "rows_late_by_partition": {"0": 4},
+            "rows_windowed": 4 if general else 2, "windows_fired": 2 if general else 0}]
+    for i, m in enumerate(raw):
+        store.write_batch_record(i, {"batch_id": i, "clock_ms": T0 + i, "end_of_input": False, "metrics": m})
+    lines = read_checkpoint(tmp_path / "ck")
+    assert [(x["rows_in"], x["rows_late"], x["rows_late_by_partition"], x["windows_fired"], x["watermark_before"])
+            for x in lines] == [(3, 1, {"0": 1}, 2, MIN_TIMESTAMP), (5, 3, {"0": 3}, 0, 5)]
+    assert [x["path"] for x in lines] == [path, path]
+    assert lines == lines_from_records(store.batch_records(), path)
+
+
 def test_the_tail_calls_back_once_per_line_appended_after_it_started(checkpoint: Path) -> None:
     seen: list[int] = []
     with MetricsTail(checkpoint, lambda x: seen.append(x["batch_id"]), interval_s=0.01):
-        MetricsLog(checkpoint).append({"batch_id": 5})
-        MetricsLog(checkpoint).append({"batch_id": 6})
+        MetricsLog(checkpoint).append(MetricsLine(batch_id=5))
+        MetricsLog(checkpoint).append(MetricsLine(batch_id=6))
     assert seen == [5, 6]
 
 

@@ -30,7 +30,6 @@ the working directory (use ``Path(__file__).parent`` for paths next to the file)
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import json
 import logging
@@ -167,17 +166,11 @@ def _demo(args: argparse.Namespace) -> int:
 # -- status, plot -----------------------------------------------------------------------
 def _status(args: argparse.Namespace) -> int:
     from lowwater.metrics.log import read_checkpoint
-    from lowwater.observe.status import render_status, summarize
+    from lowwater.observe.status import render_status, status_json
 
     lines = read_checkpoint(args.checkpoint)
     if args.json:
-        summary = summarize(lines)
-        summary.pop("state")
-        accounting = summary.pop("accounting")
-        summary["accounting"] = {**dataclasses.asdict(accounting), "balanced": accounting.balanced}
-        doc = {"checkpoint": str(args.checkpoint), "summary": summary,
-               "batches": lines[-args.batches:] if args.batches > 0 else []}
-        json.dump(doc, sys.stdout, indent=1)
+        json.dump(status_json(args.checkpoint, lines, args.batches), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_status(args.checkpoint, lines, args.batches))
@@ -265,36 +258,6 @@ def _build(module: ModuleType, file: str) -> Any:
     return env
 
 
-def _print_progress(line: dict[str, Any]) -> None:
-    from lowwater.metrics.dead_letters import describe_reasons
-    from lowwater.observe.progress import progress_line
-
-    print(progress_line(line), flush=True)
-    dead, rows_in = int(line.get("rows_dead_lettered") or 0), int(line.get("rows_in") or 0)
-    if not dead:
-        return
-    reasons = describe_reasons(line.get("dead_letter_reasons") or {})
-    sample = line.get("dead_letter_sample") or {}
-    where = f"partition {sample.get('partition')} offset {sample.get('offset')}"
-    if dead == rows_in:
-        print(f"WARNING: batch {line['batch_id']} dead-lettered every one of its {rows_in} rows: {reasons}; "
-              f"e.g. {where}: {sample.get('record')}; hint: check the source's declared fields and types "
-              "against the data", file=sys.stderr, flush=True)
-    else:
-        print(f"        {dead} dead-lettered: {reasons}", flush=True)
-
-
-def _dead_letter_summary(lines: list[dict[str, Any]], has_sink: bool) -> str | None:
-    from lowwater.metrics.dead_letters import describe_reasons, merge_reasons
-
-    dead = sum(int(x.get("rows_dead_lettered") or 0) for x in lines)
-    if not dead:
-        return None
-    where = "in the dead-letter sink" if has_sink else (
-        "kept nowhere; hint: add \"dead_letter_sink\": DirectorySink(...) to RUNTIME_OPTIONS to keep them")
-    return f"{dead} records dead-lettered ({describe_reasons(merge_reasons(lines))}), {where}"
-
-
 def _run(args: argparse.Namespace) -> int:
     module = load_pipeline(args.file)
     options = _runtime_options(module, args.runtime)
@@ -322,8 +285,8 @@ class _BatchClock:
 
 def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str | None) -> int:
     """The reference runtime runs in-process; its batches are printed once it has run them."""
-    from lowwater.metrics.log import CUMULATIVE_GENERAL, MetricsLog, batch_line
-    from lowwater.observe.progress import PROGRESS_HEADER
+    from lowwater.metrics.log import MetricsLog
+    from lowwater.observe.progress import PROGRESS_HEADER, print_progress
     from lowwater.runtime.reference import ReferenceRuntime
 
     if checkpoint is not None and (Path(checkpoint) / "spark").exists():
@@ -338,15 +301,10 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
     mlog = MetricsLog(checkpoint) if checkpoint is not None else None
     if mlog is not None:
         mlog.path.unlink(missing_ok=True)  # a reference run does not resume: its log starts over
-    previous = None
-    for b in result.batches:
-        record = {"batch_id": b.batch_id, "clock_ms": b.processing_time_ms, "end_of_input": b.end_of_input,
-                  "metrics": b.flat(result.direct)}
-        line = batch_line(record, previous, cumulative=CUMULATIVE_GENERAL, path="reference")
-        previous = record
+    for line in result.lines():
         if mlog is not None:
             mlog.append(line)
-        _print_progress(line)
+        print_progress(line.to_json())
     if result.dead_letters:
         from lowwater.metrics.dead_letters import describe_reasons, summarize_dead
 
@@ -360,7 +318,7 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
 
 def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
     from lowwater.metrics.log import MetricsLog
-    from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail
+    from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, dead_letter_summary, print_progress
     from lowwater.spark.engine import SparkRuntime, query_name
     from lowwater.spark.listener import LowwaterProgressListener
     from lowwater.spark.session import get_or_create_session
@@ -382,7 +340,7 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
     interrupted = runtime.stop_requested
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
-        with MetricsTail(checkpoint, _print_progress) as tail:
+        with MetricsTail(checkpoint, print_progress) as tail:
             job = runtime.execute(env, name)
             if job.query is not None and job.query.isActive and not interrupted.is_set():
                 print("running until Ctrl-C", flush=True)
@@ -399,7 +357,7 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
     finally:
         signal.signal(signal.SIGINT, previous)
         spark.streams.removeListener(listener)
-    summary = _dead_letter_summary(MetricsLog(checkpoint).read(), "dead_letter_sink" in options)
+    summary = dead_letter_summary(MetricsLog(checkpoint).read(), "dead_letter_sink" in options)
     if summary:
         print(summary, file=sys.stderr)
     print(f"{tail.seen} batches on the {job.path} path ({job.reason}); metrics: {MetricsLog(checkpoint).path}\n"
@@ -408,32 +366,30 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
 
 
 # -- errors -----------------------------------------------------------------------------
-def _error(e: BaseException, verbose: bool, hint: str = "") -> int:
+def _error(e: BaseException, command: str, verbose: bool) -> int:
+    """Every command's failure as one line on stderr (exit code 2), with a hint; ``--verbose``
+    adds the traceback."""
     if verbose:
         traceback.print_exc()
-    text = root_cause(str(e))  # the useful line of a long (JVM, Python worker) message
+    if isinstance(e, FileNotFoundError):
+        text, hint = f"no such file: {e.filename}", ""
+    elif isinstance(e, LowwaterError) and command in ("scenario", "demo"):
+        text, hint = str(e), ""  # a scenario's errors name the field already
+    else:
+        text = root_cause(str(e))  # the useful line of a long (JVM, Python worker) message
+        if isinstance(e, ConfigurationError):
+            hint = f"check {e.parameter}" + (" in build()" if command == "run" else "")
+        elif isinstance(e, LowwaterError):
+            hint = "" if isinstance(e, CliError) else "--verbose shows the traceback"
+        else:  # Spark, py4j, the JVM
+            hint = f"run with --verbose for the full trace ({type(e).__name__})"
     if hint and "hint:" not in text:
         text = f"{text.rstrip('.')}; hint: {hint}"
     print(f"lowwater: error: {text}", file=sys.stderr)
     return 2
 
 
-def _legacy(args: argparse.Namespace) -> int:
-    """``scenario run`` and ``demo``, with their error handling unchanged."""
-    try:
-        if args.command == "scenario":
-            return _scenario_run(args)
-        return _demo(args)
-    except LowwaterError as e:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"lowwater: error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"lowwater: error: no such file: {e.filename}", file=sys.stderr)
-        return 2
+COMMANDS = {"status": _status, "plot": _plot, "run": _run, "scenario": _scenario_run, "demo": _demo}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -442,24 +398,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    if args.command in ("scenario", "demo"):
-        return _legacy(args)
     # py4j logs a failing foreachBatch's traceback itself; the error is reported in one line below
     logging.getLogger("py4j").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
-    commands = {"status": _status, "plot": _plot, "run": _run}
     try:
-        return commands[args.command](args)
-    except ConfigurationError as e:
-        return _error(e, args.verbose, f"check {e.parameter}" + (" in build()" if args.command == "run" else ""))
-    except LowwaterError as e:
-        return _error(e, args.verbose, "" if isinstance(e, CliError) else "--verbose shows the traceback")
-    except FileNotFoundError as e:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"lowwater: error: no such file: {e.filename}", file=sys.stderr)
-        return 2
-    except Exception as e:  # Spark, py4j, the JVM: one line unless --verbose
-        return _error(e, args.verbose, f"run with --verbose for the full trace ({type(e).__name__})")
+        return COMMANDS[args.command](args)
+    except Exception as e:
+        return _error(e, args.command, args.verbose)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The metrics log: one JSON line per micro-batch in ``<checkpoint>/lowwater/metrics.jsonl``.
 
-Each line holds what one batch did, with the same meaning on every path::
+Each line holds what one batch did, with the same meaning on every path (a
+:class:`~lowwater.metrics.line.MetricsLine`, written and read as JSON)::
 
     {"batch_id": 7, "processing_time_ms": 1700000035000, "end_of_input": false, "path": "native",
      "watermark_before": 1699999994999,            # what this batch's elements were judged against
@@ -29,8 +30,8 @@ appends a second line with the same ``batch_id``: **readers keep the last line p
 id** (:meth:`MetricsLog.read`), which is the run whose state Spark committed. A line torn
 by a crash in mid-write is skipped, and the next append starts on a fresh line. Appending
 costs one small write per batch, and nothing is ever rewritten in place; the per-batch
-records in ``batches/<id>.json`` stay the source of truth that the line is derived from,
-so :meth:`MetricsLog.compact` (rewrite deduplicated, atomically) is safe at any time a job
+records in ``batches/<id>.json`` hold the same line (``"line"``, next to the processor's raw
+``"metrics"``), so :meth:`MetricsLog.compact` (rewrite deduplicated, atomically) is safe at any time a job
 is not running.
 """
 
@@ -39,94 +40,31 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import LowwaterError
-from lowwater.core.time import MIN_TIMESTAMP
+from lowwater.metrics.line import MetricsLine, running_totals
 from lowwater.util.files import atomic_write
 
 __all__ = [
     "METRICS_FILE",
     "CheckpointError",
     "MetricsFollower",
+    "MetricsLine",
     "MetricsLog",
-    "batch_line",
     "lines_from_records",
     "read_checkpoint",
-    "record_batch",
 ]
 
 log = logging.getLogger("lowwater.observe")
 
 METRICS_FILE = "metrics.jsonl"
 
-#: Counters the general path (and the reference runtime) report as running totals.
-CUMULATIVE_GENERAL = frozenset({"rows_late", "windows_fired", "rows_late_by_partition", "rows_windowed",
-                                "rows_unassigned", "operator_rows_in", "operator_rows_dead_lettered"})
-#: The native path reports counts per batch, except late rows by partition (a running total).
-CUMULATIVE_NATIVE = frozenset({"rows_late_by_partition"})
-
 
 class CheckpointError(LowwaterError):
     """A directory is missing, or is not a lowwater checkpoint."""
-
-
-def _minus(now: Any, before: Any) -> Any:
-    if isinstance(now, Mapping):
-        prev = before if isinstance(before, Mapping) else {}
-        out = {str(k): int(v) - int(prev.get(k, prev.get(str(k), 0)) or 0) for k, v in now.items()}
-        return {k: v for k, v in out.items() if v}
-    return int(now or 0) - int(before or 0)
-
-
-def batch_line(
-    record: Mapping[str, Any], previous: Mapping[str, Any] | None = None, *,
-    cumulative: frozenset[str] | set[str] = CUMULATIVE_NATIVE, path: str | None = None,
-) -> dict[str, Any]:
-    """The metrics line for one batch record (``{"batch_id", "clock_ms", "metrics", ...}``).
-
-    ``previous`` is the record of batch ``batch_id - 1`` (for counters that ``cumulative``
-    names as running totals, and for ``watermark_before``).
-    """
-    m = record.get("metrics") or {}
-    pm = (previous or {}).get("metrics") or {}
-    counters = {}
-    for key, empty in (("rows_late", 0), ("windows_fired", 0), ("rows_late_by_partition", {}), ("rows_windowed", 0),
-                       ("rows_unassigned", 0), ("operator_rows_in", 0), ("operator_rows_dead_lettered", 0)):
-        now = m.get(key, empty)
-        counters[key] = _minus(now, pm.get(key, empty)) if key in cumulative else now
-    by_partition = {str(k): int(v) for k, v in (counters["rows_late_by_partition"] or {}).items() if v}
-    state_rows = m.get("state_rows", m.get("open_windows"))
-    return {
-        "batch_id": int(record["batch_id"]),
-        "spark_batch_id": record.get("spark_batch_id", None if record.get("end_of_input") else record["batch_id"]),
-        "processing_time_ms": record.get("clock_ms"),
-        "end_of_input": bool(record.get("end_of_input", False)),
-        "path": path,
-        "watermark_before": MIN_TIMESTAMP if previous is None and int(record["batch_id"]) == 0
-        else pm.get("combined_watermark"),
-        "combined_watermark": m.get("combined_watermark"),
-        "partition_watermarks": {str(k): v for k, v in (m.get("partition_watermarks") or {}).items()},
-        "idle_partitions": sorted(str(p) for p in m.get("idle_partitions") or []),
-        "rows_in": int(m.get("rows_in") or 0),
-        "rows_late": int(counters["rows_late"] or 0),
-        "rows_late_by_partition": by_partition,
-        "rows_dead_lettered": int(m.get("rows_dead_lettered") or 0),
-        "rows_windowed": int(counters["rows_windowed"] or 0),
-        "rows_unassigned": int(counters["rows_unassigned"] or 0),
-        "direct": bool(m.get("direct", True)),
-        "operator_rows_in": int(counters["operator_rows_in"] or 0),
-        "operator_rows_dead_lettered": int(counters["operator_rows_dead_lettered"] or 0),
-        "windows_fired": int(counters["windows_fired"] or 0),
-        "open_windows": m.get("open_windows"),
-        "open_window_starts": m.get("open_window_starts"),
-        "state_rows": state_rows,
-        "state_bytes": m.get("state_bytes"),
-        "duration_ms": m.get("duration_ms"),
-        **({k: m[k] for k in ("dead_letter_reasons", "dead_letter_sample") if m.get(k)}),
-    }
 
 
 class MetricsLog:
@@ -138,8 +76,8 @@ class MetricsLog:
     def exists(self) -> bool:
         return self.path.is_file()
 
-    def append(self, line: Mapping[str, Any]) -> None:
-        data = (json.dumps(line, sort_keys=True, default=str) + "\n").encode()
+    def append(self, line: MetricsLine) -> None:
+        data = (json.dumps(line.to_json(), sort_keys=True, default=str) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as f:
             if f.tell() > 0 and not _ends_with_newline(self.path):
@@ -158,12 +96,16 @@ class MetricsLog:
                 if line is not None:
                     yield line
 
-    def read(self) -> list[dict[str, Any]]:
+    def records(self) -> list[MetricsLine]:
         """One line per batch id (the last written wins: a replay replaces its first run), by batch id."""
         latest: dict[int, dict[str, Any]] = {}
         for line in self.raw_lines():
             latest[int(line["batch_id"])] = line
-        return [latest[b] for b in sorted(latest)]
+        return [MetricsLine.from_json(latest[b]) for b in sorted(latest)]
+
+    def read(self) -> list[dict[str, Any]]:
+        """:meth:`records` as JSON objects (an older line with every field of today's)."""
+        return [line.to_json() for line in self.records()]
 
     def compact(self) -> None:
         """Rewrite the log deduplicated (atomically). Only while no job writes to it."""
@@ -216,32 +158,24 @@ def _parse(raw: bytes, path: Path, number: int | None) -> dict[str, Any] | None:
     return line
 
 
-def record_batch(store: Any, record: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """Append the metrics line of a finished batch; called by the Spark engine per batch.
+def lines_from_records(records: Iterable[Mapping[str, Any]], path: str | None = None) -> list[dict[str, Any]]:
+    """Metrics lines from batch records alone (object stores, where no log is appended, and
+    checkpoints written before the log existed).
 
-    ``store`` is the job's :class:`~lowwater.spark.state.StateStore`; ``path`` the engine
-    path, which says how its raw counters are kept: running totals on the ``general`` path
-    (the reference runtime's operators), per batch on the native paths.
+    A record holds its line (``"line"``). A record older than that holds only the raw
+    metrics of the path that wrote it (``path``, recorded in the checkpoint's
+    ``pipeline.json``), which say how its counters are kept (:func:`~lowwater.metrics.line.running_totals`).
     """
-    previous = store.batch_record(int(record["batch_id"]) - 1)
-    cumulative = CUMULATIVE_GENERAL if path in ("general", "reference") else CUMULATIVE_NATIVE
-    line = batch_line(record, previous, cumulative=cumulative, path=path)
-    MetricsLog(store.root.parent).append(line)
-    return line
-
-
-def lines_from_records(records: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Metrics lines rebuilt from batch records alone (checkpoints written before the log existed).
-
-    The path is not recorded there; the general path's raw metrics carry ``state_rows``.
-    """
-    by_id = {int(r["batch_id"]): r for r in records if "metrics" in r}
+    by_id = {int(r["batch_id"]): r for r in records if "metrics" in r or "line" in r}
     out = []
     for b in sorted(by_id):
         r = by_id[b]
-        general = "state_rows" in r["metrics"]
-        out.append(batch_line(r, by_id.get(b - 1), cumulative=CUMULATIVE_GENERAL if general else CUMULATIVE_NATIVE,
-                              path="general" if general else "native"))
+        if "line" in r:
+            out.append(MetricsLine.from_json(r["line"]).to_json())
+            continue
+        previous = by_id.get(b - 1)
+        before = (previous.get("metrics") or {}) if previous is not None else ({} if b == 0 else None)
+        out.append(MetricsLine.of_record(r, before, running=running_totals(path), path=path).to_json())
     return out
 
 
@@ -265,10 +199,20 @@ def read_checkpoint(checkpoint: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 records.append(json.loads(p.read_text()))
             except ValueError:
                 log.warning("%s: not JSON, skipped", p)
-        return lines_from_records(records)
+        return lines_from_records(records, _recorded_path(root))
     inner = [p.parent.parent for p in root.glob("*/lowwater/batches")]
     if (root.parent / "lowwater").is_dir():  # <checkpoint>/lowwater or <checkpoint>/spark was given
         inner = [root.parent]
     hint = (f"did you mean {inner[0]}?" if inner else
             "pass the checkpoint location of a lowwater job (it holds a lowwater/ directory)")
     raise CheckpointError(f"{root} is not a lowwater checkpoint (no lowwater/{METRICS_FILE}); hint: {hint}")
+
+
+def _recorded_path(checkpoint: Path) -> str | None:
+    """The engine path a checkpoint was claimed by (``<checkpoint>/lowwater/pipeline.json``)."""
+    try:
+        recorded = json.loads((checkpoint / "lowwater" / "pipeline.json").read_text())
+    except (OSError, ValueError):
+        return None
+    path = recorded.get("path") if isinstance(recorded, dict) else None
+    return path if isinstance(path, str) else None

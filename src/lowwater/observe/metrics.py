@@ -1,27 +1,24 @@
 """The metrics log: now :mod:`lowwater.metrics.log` (below the runtimes); re-exported here."""
 
+from lowwater.metrics.line import GENERAL_RUNNING_TOTALS, NATIVE_RUNNING_TOTALS, MetricsLine, running_totals
 from lowwater.metrics.log import (
-    CUMULATIVE_GENERAL,
-    CUMULATIVE_NATIVE,
     METRICS_FILE,
     CheckpointError,
     MetricsFollower,
     MetricsLog,
-    batch_line,
     lines_from_records,
     read_checkpoint,
-    record_batch,
 )
 
 __all__ = [
-    "CUMULATIVE_GENERAL",
-    "CUMULATIVE_NATIVE",
+    "GENERAL_RUNNING_TOTALS",
     "METRICS_FILE",
+    "NATIVE_RUNNING_TOTALS",
     "CheckpointError",
     "MetricsFollower",
+    "MetricsLine",
     "MetricsLog",
-    "batch_line",
     "lines_from_records",
     "read_checkpoint",
-    "record_batch",
+    "running_totals",
 ]

@@ -11,22 +11,24 @@ any process writing that checkpoint. :func:`progress_line` is what ``lowwater ru
 from __future__ import annotations
 
 import os
+import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
 
+from lowwater.metrics.dead_letters import describe_reasons, merge_reasons
 from lowwater.metrics.log import MetricsLog
 from lowwater.observe.fmt import fmt_duration, fmt_watermark
 from lowwater.observe.status import lag_ms
 
-__all__ = ["PROGRESS_HEADER", "MetricsTail", "progress_line"]
+__all__ = ["PROGRESS_HEADER", "MetricsTail", "dead_letter_summary", "print_progress", "progress_line"]
 
 _COLUMNS = ((">6", "batch"), ("<25", "combined watermark"), (">9", "lag"), ("<6", "idle"), (">8", "rows in"),
             (">6", "late"), (">6", "dead"), (">6", "fired"), (">9", "duration"))
 PROGRESS_HEADER = "  ".join(f"{name:{spec}}" for spec, name in _COLUMNS).rstrip()
 
 
-def progress_line(line: dict[str, Any]) -> str:
+def progress_line(line: Mapping[str, Any]) -> str:
     """One batch: combined watermark, its lag behind processing time, idle partitions, rows,
     late rows, dead-lettered rows, windows fired and how long the batch took."""
     cells = (
@@ -41,6 +43,35 @@ def progress_line(line: dict[str, Any]) -> str:
         fmt_duration(line.get("duration_ms")),
     )
     return "  ".join(f"{c:{spec}}" for (spec, _), c in zip(_COLUMNS, cells, strict=True)).rstrip()
+
+
+def print_progress(line: Mapping[str, Any], out: TextIO | None = None, err: TextIO | None = None) -> None:
+    """What ``lowwater run`` prints for a batch: its :func:`progress_line`, then its dead letters,
+    if any (a warning on ``err`` when the batch dead-lettered every row it read)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    print(progress_line(line), file=out, flush=True)
+    dead, rows_in = int(line.get("rows_dead_lettered") or 0), int(line.get("rows_in") or 0)
+    if not dead:
+        return
+    reasons = describe_reasons(line.get("dead_letter_reasons") or {})
+    sample = line.get("dead_letter_sample") or {}
+    where = f"partition {sample.get('partition')} offset {sample.get('offset')}"
+    if dead == rows_in:
+        print(f"WARNING: batch {line['batch_id']} dead-lettered every one of its {rows_in} rows: {reasons}; "
+              f"e.g. {where}: {sample.get('record')}; hint: check the source's declared fields and types "
+              "against the data", file=err, flush=True)
+    else:
+        print(f"        {dead} dead-lettered: {reasons}", file=out, flush=True)
+
+
+def dead_letter_summary(lines: Sequence[Mapping[str, Any]], has_sink: bool) -> str | None:
+    """One line on a run's dead letters (how many, why, where they are), or ``None`` without any."""
+    dead = sum(int(x.get("rows_dead_lettered") or 0) for x in lines)
+    if not dead:
+        return None
+    where = "in the dead-letter sink" if has_sink else (
+        "kept nowhere; hint: add \"dead_letter_sink\": DirectorySink(...) to RUNTIME_OPTIONS to keep them")
+    return f"{dead} records dead-lettered ({describe_reasons(merge_reasons(lines))}), {where}"
 
 
 class MetricsTail:

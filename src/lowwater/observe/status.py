@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -11,13 +12,13 @@ from lowwater.metrics.accounting import from_lines
 from lowwater.metrics.log import read_checkpoint
 from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark
 
-__all__ = ["batch_row", "lag_ms", "render_status", "status", "summarize"]
+__all__ = ["batch_row", "lag_ms", "render_status", "status", "status_json", "summarize"]
 
 BATCH_HEADER = ("batch", "processing time", "combined watermark", "lag", "idle", "rows in", "late", "fired",
                 "duration")
 
 
-def lag_ms(line: dict[str, Any]) -> int | None:
+def lag_ms(line: Mapping[str, Any]) -> int | None:
     """How far the combined watermark is behind processing time (``processing_time - watermark``)."""
     w, now = line.get("combined_watermark"), line.get("processing_time_ms")
     if w is None or now is None or w in (MIN_TIMESTAMP, MAX_TIMESTAMP):
@@ -133,6 +134,16 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
         out.append(f"last {len(shown)} of {len(lines)} batches:")
         out += _table(BATCH_HEADER, [batch_row(x) for x in shown], right=(3, 5, 6, 7, 8))
     return "\n".join(out) + "\n"
+
+
+def status_json(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, Any]], last: int = 10) -> dict[str, Any]:
+    """What ``lowwater status --json`` prints: the summary (without the state line, and with the
+    accounting as data) and the last ``last`` metrics lines."""
+    summary = summarize(lines)
+    summary.pop("state")
+    accounting = summary.pop("accounting")
+    summary["accounting"] = {**dataclasses.asdict(accounting), "balanced": accounting.balanced}
+    return {"checkpoint": str(checkpoint), "summary": summary, "batches": list(lines)[-last:] if last > 0 else []}
 
 
 def status(checkpoint: str | os.PathLike[str], last: int = 10) -> str:

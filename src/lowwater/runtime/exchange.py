@@ -6,14 +6,15 @@ The minimum over non-idle partitions; the maximum when all are idle (Flink 2.3).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from lowwater.core.time import MIN_TIMESTAMP
-from lowwater.core.watermarks import RecordingOutput, WatermarkOutputMultiplexer
+from lowwater.core.watermarks import RecordingOutput, WatermarkEvent, WatermarkOutputMultiplexer
 from lowwater.runtime.records import Lane, LaneEvent
 
-__all__ = ["Exchange", "ExchangeResult"]
+__all__ = ["Exchange", "ExchangeResult", "became_active"]
 
 
 @dataclass
@@ -23,9 +24,20 @@ class ExchangeResult:
     became_active: bool
 
 
+def became_active(was_idle: bool, events: Iterable[WatermarkEvent]) -> bool:
+    """Whether ``events``, emitted by an output that was idle (``was_idle``) or not, make it
+    active again: a watermark or ``active`` after ``idle``."""
+    became, idle = False, was_idle
+    for event in events:
+        became = became or (idle and event.kind != "idle")
+        idle = event.kind == "idle"
+    return became
+
+
 class _Underlying(RecordingOutput):
-    """Only so that general-path checkpoints written before :class:`RecordingOutput` unpickle:
-    their ``emitted``/``became_active`` lived for one :meth:`Exchange.combine` only; ``idle`` lasts."""
+    """Only so that general-path checkpoints written before :class:`RecordingOutput` unpickle
+    (an exchange's and a union input's outputs): their ``emitted``/``became_active`` lived for
+    one ``combine`` only; ``idle`` lasts."""
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.events = []
@@ -65,17 +77,13 @@ class Exchange:
         self.mux.on_periodic_emit()
         emitted = self._under.watermarks
         advanced = emitted[-1] if emitted else None
-        became_active, idle = False, was_idle  # a watermark or active after idle
-        for event in self._under.events:
-            became_active = became_active or (idle and event.kind != "idle")
-            idle = event.kind == "idle"
         if advanced is not None:
             self.advanced_once = True
             if self.keep_history:
                 self.history.append(advanced)
             else:  # bounded: state that lives for months must not grow per batch
                 self.history[:] = [advanced]
-        return ExchangeResult(advanced, self._under.idle, became_active)
+        return ExchangeResult(advanced, self._under.idle, became_active(was_idle, self._under.events))
 
     @property
     def combined_watermark(self) -> int:

@@ -32,6 +32,7 @@ from lowwater.runtime.nodes import (
     AssignerNode,
     CoNode,
     DeadLetters,
+    KeyedProcessNode,
     Node,
     SideOutputNode,
     SinkNode,
@@ -41,7 +42,6 @@ from lowwater.runtime.nodes import (
     WindowNode,
     _SingleLaneNode,
 )
-from lowwater.runtime.process_node import KeyedProcessNode
 from lowwater.runtime.result import BatchMetrics
 
 __all__ = ["CompiledJob"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lowwater.metrics.accounting import Accounting
+from lowwater.metrics.line import GENERAL_RUNNING_TOTALS, MetricsLine
 
 __all__ = ["BatchMetrics", "JobResult"]
 
@@ -42,6 +43,19 @@ class JobResult:
     """Every record sent to the dead-letter output: ``{"reason", "partition", "offset", "record"}``."""
     direct: bool = False
     """One window operator fed straight from the sources (see :mod:`lowwater.metrics.accounting`)."""
+
+    def lines(self) -> list[MetricsLine]:
+        """One metrics line per batch (:mod:`lowwater.metrics.line`): the operators' running
+        totals made counts per batch."""
+        out: list[MetricsLine] = []
+        before: dict[str, Any] = {}
+        for b in self.batches:
+            now = b.flat(self.direct)
+            out.append(MetricsLine.of_batch(b.batch_id, now, before, running=GENERAL_RUNNING_TOTALS, path="reference",
+                                            processing_time_ms=b.processing_time_ms, end_of_input=b.end_of_input,
+                                            spark_batch_id=None if b.end_of_input else b.batch_id))
+            before = now
+        return out
 
     def accounting(self, operator: str | None = None) -> Accounting:
         """Where every record went (the window operator named ``operator``, or the only one);

@@ -15,30 +15,17 @@ idle, in source order. Only the last watermark the valve emits reaches the opera
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
 
-from lowwater.core.watermarks import StatusWatermarkValve, Watermark
-from lowwater.runtime.exchange import Exchange, ExchangeResult
+from lowwater.core.watermarks import RecordingOutput, StatusWatermarkValve
+from lowwater.runtime.exchange import Exchange, ExchangeResult, _Underlying, became_active
 from lowwater.runtime.records import Lane, LaneEvent
 
 __all__ = ["UnionInput"]
 
 
-@dataclass
-class _ValveOutput:
-    emitted: list[int] = field(default_factory=list)
-    idle: bool = False
-    became_active: bool = False
-
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.emitted.append(watermark.timestamp)
-
-    def mark_idle(self) -> None:
-        self.idle = True
-
-    def mark_active(self) -> None:
-        self.became_active = self.became_active or self.idle
-        self.idle = False
+_ValveOutput = _Underlying
+"""Only so that general-path checkpoints written before :class:`RecordingOutput` unpickle
+(the valve's output then kept its own ``emitted``, ``idle`` and ``became_active``)."""
 
 
 def _group(lane: Lane) -> Hashable:
@@ -56,7 +43,7 @@ class UnionInput:
         self.sources: dict[Hashable, Exchange] = {}
         self.channel: dict[Hashable, int] = {}
         self.valve = StatusWatermarkValve(0)
-        self._out = _ValveOutput()
+        self._out = RecordingOutput()
         self.history: list[int] = []
         self.keep_history = keep_history
         self.advanced_once = False
@@ -75,8 +62,8 @@ class UnionInput:
         active = sorted((g for g in order if not results[g].idle), key=lambda g: self.sources[g].combined_watermark)
         idle = [g for g in order if results[g].idle]
         out = self._out
-        out.emitted.clear()
-        out.became_active = False
+        was_idle = out.idle
+        out.clear()
         for g in (*active, *idle):
             r, ch = results[g], self.channel[g]
             if r.became_active or not r.idle:
@@ -85,14 +72,15 @@ class UnionInput:
                 self.valve.input_watermark(ch, r.advanced_to, out)
             if r.idle:
                 self.valve.input_idle(ch, out)
-        advanced = out.emitted[-1] if out.emitted else None
+        emitted = out.watermarks
+        advanced = emitted[-1] if emitted else None
         if advanced is not None:
             self.advanced_once = True
             if self.keep_history:
                 self.history.append(advanced)
             else:
                 self.history[:] = [advanced]
-        return ExchangeResult(advanced, self.valve.idle, out.became_active)
+        return ExchangeResult(advanced, self.valve.idle, became_active(was_idle, out.events))
 
     @property
     def combined_watermark(self) -> int:

@@ -34,6 +34,8 @@ from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.core.failures import root_cause
 from lowwater.graph import Pipeline, PipelineLike, as_pipeline
 from lowwater.graph.sinks import Sink
+from lowwater.metrics.line import MetricsLine, running_totals
+from lowwater.metrics.log import MetricsLog
 from lowwater.spark import faults
 from lowwater.spark.field_check import check_field_names
 from lowwater.spark.fs import join
@@ -94,8 +96,8 @@ class SparkJob:
         (see :mod:`lowwater.metrics.log` for the fields; a replayed batch's last line wins)."""
         from lowwater.metrics.log import lines_from_records, read_checkpoint
 
-        if not self.store.local:  # no append on object stores: the lines are rebuilt from the batch records
-            return lines_from_records(list(self.store.batch_records()))
+        if not self.store.local:  # no append on object stores: the batch records hold the lines
+            return lines_from_records(self.store.batch_records(), self.path)
         return read_checkpoint(self.store.root.parent)
 
     def accounting(self) -> Accounting:
@@ -420,6 +422,7 @@ class _BatchDriver:
             self.store.write_batch_record(batch_id, record)
         faults.at("start", batch_id)
         state = self._state_after(batch_id - 1)
+        before = self._reported(state)  # before the processor mutates the state
         self.cached = None  # the processor mutates the state in place
         processor = self.processor
         out: BatchResult
@@ -466,18 +469,28 @@ class _BatchDriver:
         metrics.update(_dead_summary(out))  # why records were rejected, even with no dead-letter sink
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()
-        self.store.write_batch_record(batch_id, {**record, "metrics": metrics})
+        # the one place a processor's raw metrics become the typed line: counters per batch on every path
+        line = MetricsLine.of_record({**record, "metrics": metrics}, before, running=running_totals(self.job.path),
+                                     path=self.job.path)
+        self.store.write_batch_record(batch_id, {**record, "metrics": metrics, "line": line.to_json()})
         self.store.forget_batch_record(batch_id - KEEP_BATCH_RECORDS)
         self.last_batch = batch_id
         log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
         if not self.store.local:
             return
         try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)
-            from lowwater.metrics.log import record_batch
-
-            record_batch(self.store, {**record, "metrics": metrics}, self.job.path)
+            MetricsLog(self.store.root.parent).append(line)
         except OSError as e:
             log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
+
+    def _reported(self, state: Any) -> dict[str, Any]:
+        """What the processor reported after the batch that left ``state`` (``{}`` before the first):
+        the native and keyed paths commit it with their JSON state, the general path's operators
+        keep it as running totals."""
+        processor = self.processor
+        if isinstance(processor, JsonStateProcessor):
+            return dict(processor.state_to_json(state).get("metrics") or {})
+        return processor.totals(state)
 
 
 def _dead_summary(out: BatchResult) -> dict[str, Any]:

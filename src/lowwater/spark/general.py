@@ -105,6 +105,11 @@ class GeneralProcessor:
     def apply_delta(state: CompiledJob, delta: CompiledJob) -> None:
         state.__dict__.update(delta.__dict__)
 
+    @staticmethod
+    def totals(job: CompiledJob) -> dict[str, Any]:
+        """What the operators report so far (running totals, see :mod:`lowwater.metrics.line`)."""
+        return job.metrics(-1, 0, False).flat(job.direct)
+
     def sinks(self, job: CompiledJob) -> int:
         return len(job.sinks)
 

@@ -65,6 +65,10 @@ class PickledStateProcessor(Protocol[StateT, PickledOutT]):
 
     def apply_delta(self, state: StateT, delta: StateT) -> None: ...
 
+    def totals(self, state: StateT) -> dict[str, Any]:
+        """The raw metrics of the state's last batch, whose counters are running totals
+        (:data:`lowwater.metrics.line.GENERAL_RUNNING_TOTALS`); zeros before the first batch."""
+
     def run(self, state: StateT, df: DataFrame | None, batch_id: int, clock_ms: int,
             end_of_input: bool = False) -> PickledOutT:
         """Run one batch, updating ``state`` in place; the output carries the delta."""

@@ -1,0 +1,165 @@
+"""One metrics line: what one micro-batch did, with the same meaning on every path.
+
+A :class:`MetricsLine` is what the metrics log (:mod:`lowwater.metrics.log`) holds, one per
+batch. Its counters (``rows_*``, ``operator_rows_*``, ``windows_fired``) count this batch
+alone, whichever path ran it; a reader sums lines for totals. Its watermarks are the ones
+the batch was judged against (``watermark_before``) and the ones it ended with.
+
+The processors report raw metrics, some of them as running totals: the general path (the
+reference runtime's operators) keeps running totals of everything but ``rows_in`` and
+``rows_dead_lettered``; the native and keyed paths count per batch, except
+``rows_late_by_partition``. :meth:`MetricsLine.of_batch` turns raw metrics into a line once,
+given the raw metrics after the previous batch (``before``)::
+
+    >>> before = {"combined_watermark": 999, "rows_late": 2, "rows_late_by_partition": {"0": 2}}
+    >>> now = {"combined_watermark": 1999, "rows_in": 5, "rows_late": 3, "rows_late_by_partition": {"0": 3}}
+    >>> line = MetricsLine.of_batch(1, now, before, running=GENERAL_RUNNING_TOTALS, path="general")
+    >>> (line.watermark_before, line.combined_watermark, line.rows_in, line.rows_late, line.rows_late_by_partition)
+    (999, 1999, 5, 1, {'0': 1})
+
+:meth:`MetricsLine.to_json` gives the log's JSON fields (their names have not changed, so
+older logs read with :meth:`MetricsLine.from_json`, and what is missing there takes its default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from lowwater.core.time import MIN_TIMESTAMP
+
+__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "MetricsLine", "running_totals"]
+
+#: The raw counters the general path (and the reference runtime) reports as running totals.
+GENERAL_RUNNING_TOTALS = frozenset({"rows_late", "windows_fired", "rows_late_by_partition", "rows_windowed",
+                                    "rows_unassigned", "operator_rows_in", "operator_rows_dead_lettered"})
+#: The native and keyed paths count per batch, except late rows by partition (a running total).
+NATIVE_RUNNING_TOTALS = frozenset({"rows_late_by_partition"})
+
+_COUNTERS = ("rows_in", "rows_late", "rows_dead_lettered", "rows_windowed", "rows_unassigned", "operator_rows_in",
+             "operator_rows_dead_lettered", "windows_fired")
+_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample")
+"""Fields a line holds only when there is something to say (dead letters)."""
+
+
+def running_totals(path: str | None) -> frozenset[str]:
+    """The raw counters that ``path`` (``general``, ``reference``, ``native``, ``executor``,
+    ``keyed``) reports as running totals."""
+    return GENERAL_RUNNING_TOTALS if path in ("general", "reference") else NATIVE_RUNNING_TOTALS
+
+
+@dataclass(frozen=True)
+class MetricsLine:
+    """One batch's line of the metrics log; every counter is this batch's alone."""
+
+    batch_id: int
+    spark_batch_id: int | None = None
+    """Spark's micro-batch id; ``None`` for the end-of-input step, which Spark does not run."""
+    processing_time_ms: int | None = None
+    end_of_input: bool = False
+    path: str | None = None
+    watermark_before: int | None = None
+    """The combined watermark this batch's elements were judged against (``MIN`` for the first)."""
+    combined_watermark: int | None = None
+    """The minimum over non-idle partitions, after the batch."""
+    partition_watermarks: dict[str, int] = field(default_factory=dict)
+    idle_partitions: tuple[str, ...] = ()
+    rows_in: int = 0
+    rows_late: int = 0
+    rows_late_by_partition: dict[str, int] = field(default_factory=dict)
+    rows_dead_lettered: int = 0
+    rows_windowed: int = 0
+    rows_unassigned: int = 0
+    direct: bool = True
+    """The window operator is fed straight from the sources (see :mod:`lowwater.metrics.accounting`)."""
+    operator_rows_in: int = 0
+    operator_rows_dead_lettered: int = 0
+    windows_fired: int = 0
+    open_windows: int | None = None
+    """Per key; ``None`` on the native paths, which keep only the open window starts."""
+    open_window_starts: int | None = None
+    state_rows: int | None = None
+    state_bytes: int | None = None
+    duration_ms: int | None = None
+    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+    dead_letter_sample: dict[str, Any] | None = None
+
+    @classmethod
+    def of_batch(
+        cls, batch_id: int, metrics: Mapping[str, Any], before: Mapping[str, Any] | None, *,
+        running: frozenset[str], path: str | None, processing_time_ms: int | None = None,
+        end_of_input: bool = False, spark_batch_id: int | None = None,
+    ) -> MetricsLine:
+        """The line of a batch whose processor reported ``metrics``.
+
+        ``before`` is what the processor reported after the previous batch (empty for the
+        first batch, ``None`` when it is not known): the counters that ``running`` names are
+        running totals and lose their value there, and its combined watermark is this batch's
+        ``watermark_before``.
+        """
+        prev = before or {}
+
+        def counter(key: str) -> int:
+            now = int(metrics.get(key) or 0)
+            return now - int(prev.get(key) or 0) if key in running else now
+
+        late = {str(k): int(v) for k, v in (metrics.get("rows_late_by_partition") or {}).items()}
+        if "rows_late_by_partition" in running:
+            was = {str(k): int(v) for k, v in (prev.get("rows_late_by_partition") or {}).items()}
+            late = {k: v - was.get(k, 0) for k, v in late.items()}
+        return cls(
+            batch_id=batch_id, spark_batch_id=spark_batch_id, processing_time_ms=processing_time_ms,
+            end_of_input=end_of_input, path=path,
+            watermark_before=None if before is None else prev.get("combined_watermark", MIN_TIMESTAMP),
+            combined_watermark=metrics.get("combined_watermark"),
+            partition_watermarks={str(k): v for k, v in (metrics.get("partition_watermarks") or {}).items()},
+            idle_partitions=tuple(sorted(str(p) for p in metrics.get("idle_partitions") or [])),
+            rows_late_by_partition={k: v for k, v in late.items() if v},
+            direct=bool(metrics.get("direct", True)),
+            open_windows=metrics.get("open_windows"), open_window_starts=metrics.get("open_window_starts"),
+            state_rows=metrics.get("state_rows", metrics.get("open_windows")),
+            state_bytes=metrics.get("state_bytes"), duration_ms=metrics.get("duration_ms"),
+            dead_letter_reasons=dict(metrics.get("dead_letter_reasons") or {}),
+            dead_letter_sample=metrics.get("dead_letter_sample") or None,
+            **{key: counter(key) for key in _COUNTERS},
+        )
+
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any], before: Mapping[str, Any] | None, *, running: frozenset[str],
+                  path: str | None) -> MetricsLine:
+        """The line of a batch record (``{"batch_id", "clock_ms", "end_of_input", "spark_batch_id",
+        "metrics"}``, see :mod:`lowwater.spark.state`); the rest as :meth:`of_batch`."""
+        end = bool(record.get("end_of_input", False))
+        return cls.of_batch(
+            int(record["batch_id"]), record.get("metrics") or {}, before, running=running, path=path,
+            processing_time_ms=record.get("clock_ms"), end_of_input=end,
+            spark_batch_id=record.get("spark_batch_id", None if end else int(record["batch_id"])),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The log's JSON object (dead-letter fields only when the batch had dead letters)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _OPTIONAL}
+        out["partition_watermarks"] = dict(self.partition_watermarks)
+        out["idle_partitions"] = list(self.idle_partitions)
+        out["rows_late_by_partition"] = dict(self.rows_late_by_partition)
+        if self.dead_letter_reasons:
+            out["dead_letter_reasons"] = dict(self.dead_letter_reasons)
+        if self.dead_letter_sample:
+            out["dead_letter_sample"] = dict(self.dead_letter_sample)
+        return out
+
+    @classmethod
+    def from_json(cls, line: Mapping[str, Any]) -> MetricsLine:
+        """A line as the log holds it; fields an older line lacks take their defaults."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in line.items() if k in known}
+        values["batch_id"] = int(line["batch_id"])
+        values["idle_partitions"] = tuple(str(p) for p in line.get("idle_partitions") or ())
+        for key in ("partition_watermarks", "rows_late_by_partition", "dead_letter_reasons"):
+            values[key] = {str(k): v for k, v in (line.get(key) or {}).items()}
+        for key in _COUNTERS:
+            values[key] = int(line.get(key) or 0)
+        values["end_of_input"] = bool(line.get("end_of_input", False))
+        values["direct"] = bool(line.get("direct", True))
+        return cls(**values)

@@ -1,0 +1,136 @@
+"""A keyed window operator's node."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from lowwater.core.clock import Clock
+from lowwater.core.errors import BadRecordError, ConfigurationError
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
+from lowwater.core.windows.aggregations import BuiltinAggregate
+from lowwater.graph.transformations import WindowTransformation
+from lowwater.runtime.nodes.node import Node, _fn_name
+from lowwater.runtime.nodes.single_lane import _lane_labels, _SingleLaneNode
+from lowwater.runtime.records import Record
+from lowwater.runtime.union_input import UnionInput
+from lowwater.runtime.user_code import user_code_failed
+
+__all__ = ["WindowNode"]
+
+
+class WindowNode(_SingleLaneNode):
+    """A keyed window operator behind an exchange over all its input lanes."""
+
+    def __init__(self, node_id: int, t: WindowTransformation, clock: Clock) -> None:
+        super().__init__(node_id, t.name)
+        self.t = t
+        self.clock = clock
+        self.operator = WindowOperator(
+            t.assigner, t.contents, trigger=t.trigger, allowed_lateness_ms=t.allowed_lateness_ms,
+            window_function=t.window_function, clock=clock,
+        )
+        self.late_by_partition: dict[Hashable, int] = {}
+        self.rows_in = 0
+        self.rows_dead_lettered = 0
+        self.STATE = (*self.STATE, "late_by_partition", "rows_in", "rows_dead_lettered")
+        size = getattr(t.assigner, "size_ms", None)
+        self._edge_margin_ms: int | None = None
+        """As on the native Spark paths: timestamps this close to the ends of the 64-bit range have
+        windows (or cleanup times) that cannot be represented, and are dead-lettered."""
+        if isinstance(size, int) and self.operator.is_event_time:
+            slide = getattr(t.assigner, "slide_ms", size)
+            self._edge_margin_ms = size + slide + abs(getattr(t.assigner, "offset_ms", 0)) + t.allowed_lateness_ms + 1
+        function = getattr(t.contents, "function", None)
+        self._check_value: Callable[[Any], None] | None = (
+            function.check if isinstance(function, BuiltinAggregate) and function.field else None
+        )
+
+    def restore(self, old: Node) -> None:
+        assert isinstance(old, WindowNode)
+        super().restore(old)
+        self.operator.restore(old.operator.snapshot())
+
+    @property
+    def exchange(self) -> UnionInput:
+        return self.exchanges[0]
+
+    def on_record(self, record: Record, input_index: int) -> None:
+        self.rows_in += 1
+        try:
+            key = self.t.key_selector(record.value)
+            if self._check_value is not None:
+                self._check_value(record.value)
+        except Exception as e:
+            user_code_failed(e, f"key_by {_fn_name(self.t.key_selector)}", record, on_bad=self._reject,
+                             wrap_lowwater=True)
+            return
+        if record.timestamp is None and self.operator.is_event_time:
+            raise ConfigurationError(
+                "timestamp",
+                f"record at partition {record.partition}, offset {record.offset} has no timestamp. "
+                "Did you forget to call assign_timestamps_and_watermarks(...) or give from_source a "
+                "WatermarkStrategy?",
+            )
+        ts = MIN_TIMESTAMP if record.timestamp is None else record.timestamp
+        margin = self._edge_margin_ms
+        if margin is not None and ts != MIN_TIMESTAMP and (ts > MAX_TIMESTAMP - margin or ts < MIN_TIMESTAMP + margin):
+            self.rows_dead_lettered += 1
+            self.dead.add(record, BadRecordError(BadRecordError.edge_timestamp(ts, margin)))
+            return
+        try:
+            events = self.operator.process_element(key, record.value, ts)
+        except Exception as e:  # a BadRecordError is raised by a user function on purpose
+            user_code_failed(e, f"window function of {self.name}", record, on_bad=self._reject)
+            return
+        self._handle(events, record)
+
+    def _reject(self, record: Record, e: BadRecordError) -> None:
+        self.rows_dead_lettered += 1
+        self.dead.add(record, e)
+
+    def _handle(self, events: list[Any], record: Record | None = None) -> None:
+        for ev in events:
+            if isinstance(ev, WindowFired):
+                ts = ev.window.max_timestamp()
+                for out in ev.outputs:
+                    self.emit(Record(out, ts, self.out_lane))
+            elif isinstance(ev, LateElement):
+                assert record is not None
+                p = record.partition
+                self.late_by_partition[p] = self.late_by_partition.get(p, 0) + 1
+                if self.t.late_tag is not None:
+                    self.emit_side(self.t.late_tag, Record(ev.element, ev.timestamp, self.out_lane,
+                                                           record.partition, record.offset))
+            elif isinstance(ev, SideOutput):
+                self.emit_side(ev.tag, Record(ev.value, None, self.out_lane))
+
+    def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
+        steps, idle = self.combine_inputs(batch_id)
+        try:
+            for watermark in steps:
+                self._handle(self.operator.advance_watermark(watermark))
+            self.forward_status(steps, idle)
+            self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
+        except Exception as e:
+            user_code_failed(e, f"window function of {self.name}")
+
+    def metrics(self) -> dict[str, Any]:
+        status = self.exchange.lane_status()
+        label = _lane_labels(list(status))
+        return {
+            "combined_watermark": self.exchange.watermark_or_min(),
+            "partition_watermarks": {label[k]: v[0] for k, v in status.items()},
+            "idle_partitions": sorted(label[k] for k, v in status.items() if v[1]),
+            "source_watermarks": {str(g): w for g, (w, _) in self.exchange.source_status().items()},
+            "operator_rows_in": self.rows_in,
+            "rows_windowed": self.operator.windowed_count,
+            "rows_late": self.operator.late_count,
+            "rows_unassigned": self.operator.unassigned_count,
+            "operator_rows_dead_lettered": self.rows_dead_lettered,
+            "rows_late_by_partition": {str(p): n for p, n in self.late_by_partition.items()},
+            "windows_fired": self.operator.fired_count,
+            "open_windows": self.operator.open_windows(),
+            "state_rows": self.operator.state_size(),
+        }
