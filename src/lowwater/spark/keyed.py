@@ -260,7 +260,7 @@ def _union_data(ui: UnionInput) -> dict[str, Any]:
     return {"sources": [[g, _exchange_data(ex), ui.channel[g]] for g, ex in ui.sources.items()],
             "valve": {"channels": [[c.watermark, c.idle, c.aligned] for c in ui.valve.channels],
                       "last": ui.valve.last_output_watermark, "idle": ui.valve.idle},
-            "advanced_once": bool(ui.advanced_once)}
+            "output_idle": ui._out.idle, "advanced_once": bool(ui.advanced_once)}
 
 
 def _union(data: dict[str, Any]) -> UnionInput:
@@ -273,6 +273,8 @@ def _union(data: dict[str, Any]) -> UnionInput:
         c.watermark, c.idle, c.aligned = int(w), bool(idle), bool(aligned)
     ui.valve.last_output_watermark = int(data["valve"]["last"])
     ui.valve.idle = bool(data["valve"]["idle"])
+    # what the valve last told the operator: an idle input that turns active reports it
+    ui._out.idle = bool(data.get("output_idle", data["valve"]["idle"]))
     ui.advanced_once = bool(data["advanced_once"])
     return ui
 
