@@ -26,9 +26,11 @@ Per micro-batch ``k`` (shared/DESIGN.md §2):
    Elements of batch ``k`` are judged against ``W_{k-1}``.
 3. **Per key, on the executors**: the keys with elements, or with a timer due by ``W_k`` or by
    the batch's processing time, are cogrouped with their stored state by a hash bucket of the
-   key. Each bucket runs the reference window operator (:class:`~lowwater.runtime.nodes.WindowNode`):
-   the elements in arrival order at ``W_{k-1}``, then each step up to ``W_k``, then processing
-   time. What it emits, and each visited key's new state, come back as rows.
+   key. Each bucket runs the reference window operator (:class:`~lowwater.runtime.nodes.WindowNode`;
+   for event-time sessions with the event-time trigger, the
+   :class:`~lowwater.core.windows.session_operator.SessionWindowOperator`, which does exactly what
+   it does, faster): the elements in arrival order at ``W_{k-1}``, then each step up to ``W_k``,
+   then processing time. What it emits, and each visited key's new state, come back as rows.
 4. Keyed state is Parquet under ``<checkpoint>/lowwater/keyed/batch=<k>/``: one row per key the
    batch visited (``live`` false when the key's state is gone), its slice sealed
    (:mod:`.sealed`). The state as of ``k - 1`` is the newest row per key over the directories
@@ -507,6 +509,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
     tags = [tag for tag in plan.outputs if tag is not None]
 
     def run(elements_table: Any, states_table: Any) -> Any:
+        from lowwater.core.windows.session_operator import session_operator_for
         from lowwater.runtime.nodes import DeadLetters, WindowNode
         from lowwater.runtime.process_node import KeyedProcessNode
         from lowwater.runtime.records import Record
@@ -515,7 +518,8 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
 
         node: WindowNode | KeyedProcessNode
         if isinstance(t, WindowTransformation):
-            node = WindowNode(0, t, ManualClock(clock_ms))
+            clock = ManualClock(clock_ms)
+            node = WindowNode(0, t, clock, session_operator_for(t, clock))  # None: the generic operator
         else:
             node = KeyedProcessNode(0, t.name, t.function, list(plan.key_selectors), ManualClock(clock_ms))
         node.dead = DeadLetters()

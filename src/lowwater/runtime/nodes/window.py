@@ -10,6 +10,7 @@ from lowwater.core.errors import BadRecordError, ConfigurationError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.core.windows.aggregations import BuiltinAggregate
+from lowwater.core.windows.session_operator import SessionWindowOperator
 from lowwater.graph.transformations import WindowTransformation
 from lowwater.runtime.nodes.node import Node, _fn_name
 from lowwater.runtime.nodes.single_lane import _lane_labels, _SingleLaneNode
@@ -21,13 +22,19 @@ __all__ = ["WindowNode"]
 
 
 class WindowNode(_SingleLaneNode):
-    """A keyed window operator behind an exchange over all its input lanes."""
+    """A keyed window operator behind an exchange over all its input lanes.
 
-    def __init__(self, node_id: int, t: WindowTransformation, clock: Clock) -> None:
+    ``operator`` runs ``t`` (built with ``clock``) in place of the generic
+    :class:`~lowwater.core.windows.WindowOperator`, e.g. a
+    :class:`~lowwater.core.windows.session_operator.SessionWindowOperator` where it applies.
+    """
+
+    def __init__(self, node_id: int, t: WindowTransformation, clock: Clock,
+                 operator: WindowOperator | SessionWindowOperator | None = None) -> None:
         super().__init__(node_id, t.name)
         self.t = t
         self.clock = clock
-        self.operator = WindowOperator(
+        self.operator: WindowOperator | SessionWindowOperator = operator if operator is not None else WindowOperator(
             t.assigner, t.contents, trigger=t.trigger, allowed_lateness_ms=t.allowed_lateness_ms,
             window_function=t.window_function, clock=clock,
         )
