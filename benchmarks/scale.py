@@ -1,13 +1,16 @@
 """Keys scaling: lowwater's native path against Spark's own windowed aggregation, driver memory included.
 
     .venv/bin/python benchmarks/scale.py [--keys 10000,100000,300000] [--rows 100000] [--batches 8]
+                                         [--partitions 4] [--state-store hdfs|rocksdb]
 
-Per number of keys, one Parquet partitioned log (4 partitions, every micro-batch 10 s of event
-time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in a fresh Python process
-(``local[2]``, so the driver's memory is that run's alone; the order alternates):
+Per number of keys, one Parquet partitioned log (``--partitions``, default 4, every micro-batch 10 s
+of event time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in a fresh Python process
+(``local[2]``, so the driver's memory is that run's alone; the order alternates;
+``harness.run_child``):
 
 * Spark: ``withWatermark("event_time", "2 seconds").groupBy(window(event_time, "1 minute"), key)
-  .agg(sum(value))``, append mode, ``noop`` sink, HDFS-backed state store (Spark's default);
+  .agg(sum(value))``, append mode, ``noop`` sink, HDFS-backed state store (Spark's default) or,
+  with ``--state-store rocksdb``, RocksDB;
 * lowwater: tumbling 1-minute windows, bounded out-of-orderness 2 s, sum, native path, results
   handed as a DataFrame to a ``noop`` write (:class:`harness.CountingSink`).
 
@@ -26,10 +29,8 @@ import datetime as dt
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,22 +45,28 @@ PARTITIONS = 4
 
 
 
-def child(engine: str, log: str, ckpt: str) -> dict[str, Any]:
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def child(engine: str, log: str, ckpt: str, partitions: str = "4", state_store: str = "hdfs") -> dict[str, Any]:
     """One engine's run on one log, in this (fresh) process."""
     import harness as H
     from cpu import CpuSampler
 
     from lowwater.spark.session import get_or_create_session
 
-    spark = get_or_create_session(master="local[2]", app_name=f"scale-{engine}",
-                                  conf={"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g"})
+    conf = {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g"}
+    if state_store == "rocksdb":  # Spark's own query only: lowwater keeps no state in Spark's state store
+        conf["spark.sql.streaming.stateStore.providerClass"] = ROCKSDB
+    spark = get_or_create_session(master="local[2]", app_name=f"scale-{engine}", conf=conf)
+    n = int(partitions)
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
     with CpuSampler.for_session(spark) as sampler:
         if engine == "spark":
-            _, progress, wall = H.spark_native(spark, Path(log), Path(ckpt), PARTITIONS, WINDOW_MS, BOUND_MS)
+            _, progress, wall = H.spark_native(spark, Path(log), Path(ckpt), n, WINDOW_MS, BOUND_MS)
             fired = None
         else:
-            _job, sinks, progress, wall = H.lowwater(spark, Path(log), Path(ckpt), PARTITIONS, WINDOW_MS, BOUND_MS)
+            _job, sinks, progress, wall = H.lowwater(spark, Path(log), Path(ckpt), n, WINDOW_MS, BOUND_MS)
             fired = sinks[0].rows
     times = H.progress_times(progress, sampler)
     out = {**H.summarize(times), "wall_s": round(wall, 1), "result_rows": fired,
@@ -75,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keys", default="10000,100000,300000")
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--batches", type=int, default=8)
-    ap.add_argument("--child", nargs=3, metavar=("ENGINE", "LOG", "CKPT"), help=argparse.SUPPRESS)
+    ap.add_argument("--partitions", type=int, default=PARTITIONS, help="source partitions (default 4)")
+    ap.add_argument("--state-store", choices=("hdfs", "rocksdb"), default="hdfs",
+                    help="Spark's state store provider for Spark's own query (default: HDFS-backed)")
+    ap.add_argument("--child", nargs=5, metavar=("ENGINE", "LOG", "CKPT", "PARTITIONS", "STORE"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         print("RESULT " + json.dumps(child(*args.child)), flush=True)
@@ -88,18 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for i, keys in enumerate(int(k) for k in args.keys.split(",")):
             log = work / f"log-{keys}"
-            stream = H.stream_for(PARTITIONS, keys, args.rows, SPAN_MS, BOUND_MS)
+            stream = H.stream_for(args.partitions, keys, args.rows, SPAN_MS, BOUND_MS)
             H.write_log(log, stream, args.batches, args.rows)
             cell: dict[str, Any] = {"keys": keys, "rows_per_batch": args.rows, "batches": args.batches,
                                     "load_average_1m": [round(os.getloadavg()[0], 2)]}
             for engine in (["lowwater", "spark"] if i % 2 == 0 else ["spark", "lowwater"]):
-                print(f"[scale {time.strftime('%H:%M:%S')}] {engine}: {keys} keys", file=sys.stderr, flush=True)
-                run = subprocess.run([sys.executable, __file__, "--child", engine, str(log),
-                                      str(work / f"ck-{engine}-{keys}")], capture_output=True, text=True)
-                line = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
-                if run.returncode != 0 or not line:
-                    raise RuntimeError(f"{engine} {keys}: {run.stderr[-3000:]}")
-                cell[engine] = json.loads(line[0][len("RESULT "):])
+                argv = [engine, str(log), str(work / f"ck-{engine}-{keys}"), str(args.partitions), args.state_store]
+                cell[engine] = H.run_child(__file__, argv, f"scale {engine}: {keys} keys")
                 cell["load_average_1m"].append(round(os.getloadavg()[0], 2))
             lw, sp = cell["lowwater"], cell["spark"]
             cell["ratio_time"] = round(sp["median_batch_ms"] / lw["median_batch_ms"], 3)
@@ -114,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     doc = {"benchmark": "scale", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "config": {"partitions": PARTITIONS, "window_ms": WINDOW_MS, "event_time_per_batch_ms": SPAN_MS,
+           "config": {"partitions": args.partitions, "spark_state_store": args.state_store, "window_ms": WINDOW_MS,
+                      "event_time_per_batch_ms": SPAN_MS,
                       "bound_ms": BOUND_MS, "master": "local[2]", "cpus": os.cpu_count()},
            "note": "ratio_time = Spark median batch ms / lowwater median batch ms (> 1: lowwater faster); "
                    "ratio_cpu the same for CPU ms per batch",

@@ -42,9 +42,12 @@ def _many_keys(keys: int) -> list[list[dict[str, Any]]]:
 
 
 class _DriverRows:
-    """Counts the rows each ``collect``/``toPandas`` brings to the driver (a spy: Spark still runs)."""
+    """Counts the rows each ``collect``/``toPandas`` brings to the driver, and the length of each
+    list an ``observe()`` metric brings (a spy: Spark still runs)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, spark: Any) -> None:
+        from pyspark.sql import Observation
+
         DataFrame = type(spark.range(1))  # PySpark 4's classic DataFrame class, which the engine's frames are
         self.sizes: list[int] = []
         collect, to_pandas = DataFrame.collect, DataFrame.toPandas
@@ -59,7 +62,15 @@ class _DriverRows:
             self.sizes.append(len(frame))
             return frame
 
+        observed = Observation.get
+
+        def counting_get(observation: Any) -> Any:
+            metrics = observed.fget(observation)  # type: ignore[attr-defined]
+            self.sizes.extend(len(v) for v in metrics.values() if isinstance(v, list))
+            return metrics
+
         monkeypatch.setattr(DataFrame, "collect", counting_collect)
+        monkeypatch.setattr(Observation, "get", property(counting_get))
         monkeypatch.setattr(DataFrame, "toPandas", counting_to_pandas)
 
 

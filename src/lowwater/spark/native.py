@@ -11,10 +11,11 @@ Per micro-batch ``k``, with ``W`` the combined watermark from the end of batch `
      output when *all* its windows are too late)
 
 2. ONE aggregation (grouping sets) computes per partition ``max(ts)`` and counts (for the
-   watermark generators), per window start the counts (which starts batch ``k`` wrote),
-   and per (key, window start) the partial aggregate. Only the first two come to the
-   driver: O(partitions + window starts). The partials are written by the executors to
-   the window store (:mod:`lowwater.spark.window_store`) under ``batch=<k>``.
+   watermark generators) and per (key, window start) the partial aggregate, and ONE Spark
+   job writes the partials from the executors to the window store
+   (:mod:`lowwater.spark.window_store`) under ``batch=<k>``. Only the per-partition rows
+   and the window starts written (and those with late-but-allowed elements) come to the
+   driver, as ``observe()`` metrics of that write: O(partitions + window starts).
 3. On the driver: the per-partition generators and idleness run with the batch's clock,
    the multiplexer combines once (the new watermark ``W'``). The driver decides which
    window starts fire (``W < start + size - 1 <= W'``) and which are cleaned up
@@ -179,36 +180,25 @@ class NativeProcessor:
                                               encode_states(st.executor_states), clock_ms)
             schema = self._schema(df)
             exploded, base_of = self._classify(df, w_prev)
-            agg = self._aggregate(exploded, schema).persist()
-            try:
-                stats = agg.filter("gid != 4").select(
-                    "gid", "_partition", "_ws", "max_ts", "n", "n_bad", "n_edge", "n_late", "n_win", "n_lallow",
-                    "cnt", "ctl").collect()
-                parts = [r for r in stats if r["gid"] == 3]
-                starts = [r for r in stats if r["gid"] == 6 and r["_ws"] is not None and r["cnt"]]
-                rows_in = sum(int(r["n"]) + int(r["n_bad"]) for r in parts)
-                late_n = sum(int(r["n_late"]) for r in parts)
-                dead_n = sum(int(r["n_bad"]) + int(r["n_edge"]) for r in parts)
-                windowed_n = sum(int(r["n_win"]) for r in parts)
-                emitted: set[int] = set()
-                for r in parts:
-                    p = int(r["_partition"])
-                    pw = self._partition(st, p)
-                    if isinstance(r["ctl"], str):  # the partition's state and events, from its executor
-                        st.executor_states[p], events = decode(r["ctl"])
-                        events.replay(st.exchange.mux.get_deferred_output(p))
-                        emitted.add(p)
-                    elif r["n"] and not plan.executor_watermarks:
-                        pw.generator.on_event(None, int(r["max_ts"]), st.exchange.mux.get_deferred_output(p))
-                    if r["n_late"]:
-                        st.late_by_partition[p] = st.late_by_partition.get(p, 0) + int(r["n_late"])
-                written = sorted(int(r["_ws"]) for r in starts)
-                late_starts = sorted(int(r["_ws"]) for r in starts if r["n_lallow"])
-                if written:
-                    store.append(agg.filter("gid = 4").selectExpr(
-                        "_ws AS start", "_k AS key", *self._partial_columns(schema)), batch_id)
-            finally:
-                agg.unpersist()
+            parts, written, late_starts = self._write_partials(self._aggregate(exploded, schema), schema, batch_id)
+            rows_in = sum(int(r["n"]) + int(r["n_bad"]) for r in parts)
+            late_n = sum(int(r["n_late"]) for r in parts)
+            dead_n = sum(int(r["n_bad"]) + int(r["n_edge"]) for r in parts)
+            windowed_n = sum(int(r["n_win"]) for r in parts)
+            emitted: set[int] = set()
+            for r in parts:
+                p = int(r["_partition"])
+                pw = self._partition(st, p)
+                if isinstance(r["ctl"], str):  # the partition's state and events, from its executor
+                    st.executor_states[p], events = decode(r["ctl"])
+                    events.replay(st.exchange.mux.get_deferred_output(p))
+                    emitted.add(p)
+                elif r["n"] and not plan.executor_watermarks:
+                    pw.generator.on_event(None, int(r["max_ts"]), st.exchange.mux.get_deferred_output(p))
+                if r["n_late"]:
+                    st.late_by_partition[p] = st.late_by_partition.get(p, 0) + int(r["n_late"])
+            if not written:  # the write left an empty batch=<k>: no start refers to it, nothing would delete it
+                store.discard(batch_id)
             if late_starts:
                 before = {ws: st.open_starts.get(ws, []) for ws in late_starts}
                 late_fires = self._late_fires(spark, exploded, before, schema)
@@ -391,8 +381,10 @@ class NativeProcessor:
         return f"key {schema['key']}, {acc}, n BIGINT, nl BIGINT"
 
     def _aggregate(self, ex: DataFrame, schema: dict[str, Any]) -> DataFrame:
-        """ONE aggregation: per partition (``gid`` 3) the generators' inputs, per window start
-        (``gid`` 6) its counts, per (key, window start) (``gid`` 4) the partial aggregate."""
+        """ONE aggregation: per partition (``gid`` 3) the generators' inputs and counts, per (key,
+        window start) (``gid`` 4) the partial aggregate. (Which starts the batch wrote is
+        observed on the ``gid`` 4 rows as they are written, :meth:`_write_partials`: a third
+        grouping set per start would make every element one more row to aggregate.)"""
         from pyspark.sql import functions as F
 
         # max() over a string forces a SortAggregate (no hash map for variable-width buffers):
@@ -410,9 +402,32 @@ class NativeProcessor:
             *self._partial_aggregates(schema),
             f"{ctl} AS ctl",
         ]
-        agg = ex.groupingSets([["_partition"], ["_ws"], ["_k", "_ws"]], "_partition", "_k", "_ws").agg(
+        agg = ex.groupingSets([["_partition"], ["_k", "_ws"]], "_partition", "_k", "_ws").agg(
             *[F.expr(a) for a in aggregates])
         return agg.filter("gid = 3 OR cnt > 0")
+
+    def _write_partials(self, agg: DataFrame, schema: dict[str, Any], batch_id: int
+                        ) -> tuple[list[Any], list[int], list[int]]:
+        """Write the partials (``gid`` 4) to the window store, in ONE Spark job, and return what
+        the driver needs of the batch, O(partitions + window starts): the per-partition rows
+        (``gid`` 3), the window starts written, and those with late-but-allowed elements. These
+        ride along the write as ``observe()`` metrics (``collect_list`` and ``collect_set`` skip
+        the nulls of the other rows), so the aggregation is neither cached nor computed twice.
+        A replay rewrites the same files and observes the same values."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        assert self.store is not None
+        seen = Observation()
+        fields = ("_partition", "max_ts", "n", "n_bad", "n_edge", "n_late", "n_win", "ctl")
+        observed = agg.observe(
+            seen, F.expr(f"collect_list(CASE WHEN gid = 3 THEN struct({', '.join(fields)}) END)").alias("parts"),
+            F.expr("collect_set(CASE WHEN gid = 4 THEN _ws END)").alias("starts"),
+            F.expr("collect_set(CASE WHEN gid = 4 AND nl > 0 THEN _ws END)").alias("late_starts"))
+        self.store.append(observed.filter("gid = 4").selectExpr(
+            "_ws AS start", "_k AS key", *self._partial_columns(schema)), batch_id)
+        got = seen.get
+        return list(got["parts"]), sorted(int(ws) for ws in got["starts"]), sorted(int(ws) for ws in got["late_starts"])
 
     # -- outputs ------------------------------------------------------------------------------
     def _value(self, schema: dict[str, Any], acc: str, n: str) -> str:

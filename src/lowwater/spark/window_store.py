@@ -47,6 +47,10 @@ class WindowStore:
         """Write batch ``batch_id``'s partials (a ``start`` column, then the rest), replacing a replay's."""
         partials.write.mode("overwrite").partitionBy("start").parquet(self.batch_dir(batch_id))
 
+    def discard(self, batch_id: int) -> None:
+        """Delete ``batch=<batch_id>`` when the batch wrote no partials (an empty directory)."""
+        self.fs.delete(self.batch_dir(batch_id))
+
     def read(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]]) -> DataFrame | None:
         """The partials of ``starts`` (start -> the batches holding it), with a ``start`` column; None if none."""
         from pyspark.sql import functions as F
