@@ -37,6 +37,8 @@ ODD_LINES = [
     '{"partition": 0, "value": {"extra": [1, {"x": 2}]}}',
     '{"timestamp": "5", "value": {}}',
     '{"timestamp": 5.0, "value": {}}',
+    '{"timestamp": 99999999999999999999, "value": {}}',
+    '{"timestamp": -9223372036854775809, "value": {}}',
     '{"value": {"ok": 1}}',
     '{"value": {}, "value": {"user": "x"}}',
 ]
@@ -79,3 +81,80 @@ def test_timestamp_fields_take_the_codec_and_read_as_milliseconds(tmp_path: Path
     rows = _rows(list(read_arrow(reader, 0, 0, 2, [("at", "TIMESTAMP")])))
     assert rows[0]["at"] == 2001 and rows[0]["_corrupt"] is None
     assert rows[1]["at"] is None and "is not a TIMESTAMP" in rows[1]["_corrupt"]
+
+
+# -- Parquet segments: the `value` texts take Arrow's JSON reader where it provably agrees ----------
+GOOD_VALUE = '{"user": "u", "ts": 1, "amount": 2.5, "ok": true}'
+ODD_VALUES = [
+    "", " ", "[]", "null", "3", '"x"', '{"user": 5}', '{"ts": 1.5}', '{"ts": "7"}', '{"ts": true}',
+    '{"ts": 99999999999999999999}', '{"amount": NaN}', '{"amount": 1e400}', '{"amount": 7}',
+    '{"user": "a", "user": "b"}', '{"user": "\\ud800"}', '{"extra": [1, {"x": 2}]}', '{"ok": 1}', "{}",
+    '{"user": "x"}, "ts": 5', '{"user": "x"} {"user": "y"}', '{"user":\n"x"}', '{"user":\r"x"}', ' {"user": "x"}',
+    '{"user": "x"', None,
+]
+
+
+def _parquet_segment(root: Path, values: list[str | None], **columns: object) -> PartitionedLogReader:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    part = root / "log" / "partition=0"
+    part.mkdir(parents=True)
+    n = len(values)
+    data = {"partition": columns.get("partition", pa.array([0] * n, pa.int32())),
+            "offset": columns.get("offset", pa.array(range(n), pa.int64())),
+            "timestamp": columns.get("timestamp", pa.array([5] * n, pa.int64())),
+            "value": pa.array(values, pa.string())}
+    pq.write_table(pa.table({k: v for k, v in data.items() if v is not None}), part / f"segment-{0:020d}.parquet")
+    return PartitionedLogReader(root / "log")
+
+
+@pytest.mark.parametrize("odd", ODD_VALUES)
+def test_a_parquet_segment_with_one_odd_value_reads_as_the_codec_reads_it(tmp_path: Path, odd: str | None) -> None:
+    reader = _parquet_segment(tmp_path, [GOOD_VALUE, odd, GOOD_VALUE])
+    expected = _rows([to_arrow(reader.read({0: 0}), FIELDS)])
+    assert _rows(list(read_arrow(reader, 0, 0, 3, FIELDS))) == expected
+    assert _rows(list(read_arrow(reader, 0, 1, 3, FIELDS))) == expected[1:]
+
+
+def _odd_envelopes() -> list[tuple[str, dict[str, object]]]:
+    import numpy as np
+    import pyarrow as pa
+
+    return [
+        ("no envelope columns", {"partition": None, "offset": None, "timestamp": None}),
+        ("a null timestamp", {"timestamp": pa.array([5, None, 7], pa.int64())}),
+        ("a float timestamp", {"timestamp": pa.array([5.0, 6.0, 7.0], pa.float64())}),
+        ("a string timestamp", {"timestamp": pa.array(["5", "6", "7"], pa.string())}),
+        ("a wrong offset", {"offset": pa.array([0, 7, 2], pa.int64())}),
+        ("a float offset", {"offset": pa.array([0.0, 1.0, 2.0], pa.float64())}),
+        ("a null offset", {"offset": pa.array([0, None, 2], pa.int64())}),
+        ("a wrong partition", {"partition": pa.array([0, 3, 0], pa.int32())}),
+        ("a bool partition", {"partition": pa.array([False, False, False], pa.bool_())}),
+        ("a uint64 timestamp", {"timestamp": pa.array(np.array([5, 2**63 + 1, 7], dtype=np.uint64))}),
+    ]
+
+
+@pytest.mark.parametrize("case", _odd_envelopes(), ids=lambda c: c[0])
+def test_parquet_envelope_columns_read_as_the_codec_reads_them(tmp_path: Path, case: tuple[str, dict[str, object]]
+                                                               ) -> None:
+    reader = _parquet_segment(tmp_path, [GOOD_VALUE] * 3, **case[1])
+    expected = _rows([to_arrow(reader.read({0: 0}), FIELDS)])
+    assert _rows(list(read_arrow(reader, 0, 0, 3, FIELDS))) == expected
+
+
+def test_the_writers_parquet_segments_take_the_fast_path_and_read_as_the_codec(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from lowwater.io import arrow_records
+
+    w = PartitionedLogWriter(tmp_path / "log", "parquet", fsync=False)
+    for k in range(3):
+        w.append(0, [{"user": f"u{k}{i}", "ts": i, "amount": i / 2, "ok": i % 2 == 0} for i in range(5)])
+    reader = PartitionedLogReader(tmp_path / "log")
+    fast: list[object] = []
+    real = arrow_records._fast_parquet
+    monkeypatch.setattr(arrow_records, "_fast_parquet", lambda *a: fast.append(real(*a)) or fast[-1])
+    for start, end in [(0, 15), (3, 12), (5, 10), (14, 15)]:
+        expected = _rows([to_arrow(reader.read({0: start}, {0: end}), FIELDS)])
+        assert _rows(list(read_arrow(reader, 0, start, end, FIELDS))) == expected, (start, end)
+    assert fast and all(t is not None for t in fast), "well-formed segments should not fall back to the codec"

@@ -9,10 +9,12 @@ as one row, every ``value`` is an object, every stored ``offset``/``partition`` 
 position and directory, and every ``DOUBLE`` is finite. Arrow refuses every other
 disagreement with the codec (a type mismatch, a non-object line, a duplicate key, an
 integer out of range, ``NaN``), and then those lines go through the codec. Fields declared
-``TIMESTAMP``, ``DATE``, ``FLOAT`` or a small integer type, and Parquet segments, always
-take the codec. One known difference: a line whose *undeclared* fields nest more deeply
-than Python's recursion limit (about 1,000 levels) is a dead letter through the codec but
-a record on the fast path.
+``TIMESTAMP``, ``DATE``, ``FLOAT`` or a small integer type always take the codec. A
+Parquet segment's ``value`` texts take the same fast path, one text per line, when each
+starts with ``{`` and has no line break; its ``offset``, ``partition`` and ``timestamp``
+columns are used as typed when they are integers (any other type takes the codec). One
+known difference: a line whose *undeclared* fields nest more deeply than Python's recursion
+limit (about 1,000 levels) is a dead letter through the codec but a record on the fast path.
 """
 
 from __future__ import annotations
@@ -117,6 +119,72 @@ def _fast(lines: list[bytes], partition: int, first: int, fields: Sequence[tuple
     return pa.Table.from_pydict(out, schema=arrow_schema(fields))
 
 
+def _fast_parquet(path: Any, partition: int, first: int, nxt: int | None, pos: int, stop: int,
+                  fields: Sequence[tuple[str, str]]) -> Any | None:
+    """Rows ``pos <= offset < stop`` of a Parquet segment starting at ``first`` as an Arrow table,
+    or ``None``: use the codec. The ``value`` texts are parsed by Arrow's JSON reader, one per
+    line, under the conditions of :func:`_fast`; the envelope columns are taken as typed."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception:  # a damaged file: the codec says so
+        return None
+    if nxt is not None and table.num_rows != nxt - first:
+        return None  # a closed segment must line up
+    if "value" not in table.column_names or not pa.types.is_string(table.schema.field("value").type):
+        return None
+    table = table.slice(pos - first, stop - pos)
+    n = table.num_rows
+    if n != stop - pos:
+        return None
+    texts = table.column("value")
+    if texts.null_count or not pc.all(pc.starts_with(texts, "{")).as_py() \
+            or pc.any(pc.match_substring_regex(texts, "[\r\n]")).as_py():
+        return None  # not an object, or not one line each
+    data = ("\n".join(texts.to_pylist()) + "\n").encode("utf-8")
+    schema = pa.schema([(name, _arrow_type(t)) for name, t in fields])
+    try:
+        values = pj.read_json(io.BytesIO(data),
+                              read_options=pj.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                              parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if values.num_rows != n:
+        return None
+    positions = pa.array(range(pos, stop), pa.int64())
+    envelope: dict[str, Any] = {}
+    for name in ("offset", "partition", "timestamp"):
+        if name not in table.column_names:
+            continue
+        col = table.column(name)
+        if not pa.types.is_integer(col.type):
+            return None  # the codec judges other types
+        try:
+            envelope[name] = col.cast(pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+    for name, expected in (("offset", positions), ("partition", pa.scalar(partition, pa.int64()))):
+        col = envelope.get(name)
+        if col is not None and col.null_count < n \
+                and not pc.all(pc.or_kleene(pc.is_null(col), pc.equal(col, expected))).as_py():
+            return None
+    stamps = envelope.get("timestamp")
+    out = {"_partition": pa.array([partition] * n, pa.int32()), "_offset": positions,
+           "_source_ts": stamps.combine_chunks() if stamps is not None else pa.nulls(n, pa.int64()),
+           "_seq": pa.nulls(n, pa.int64())}
+    for name, declared in fields:
+        col = values.column(name).combine_chunks()
+        if declared == "DOUBLE" and not pc.all(pc.or_kleene(pc.is_null(col), pc.is_finite(col))).as_py():
+            return None
+        out[name] = col
+    out["_corrupt"] = pa.nulls(n, pa.string())
+    return pa.Table.from_pydict(out, schema=arrow_schema(fields))
+
+
 def read_arrow(reader: PartitionedLogReader, partition: int, start: int, end: int,
                fields: Sequence[tuple[str, str]]) -> Iterator[Any]:
     """Records ``start <= offset < end`` of ``partition`` as Arrow batches (see the module)."""
@@ -140,6 +208,8 @@ def read_arrow(reader: PartitionedLogReader, partition: int, start: int, end: in
             whole = nxt is None or (not tail and len(lines) == nxt - first)  # a closed segment must line up
             if whole and first + len(lines) >= stop:
                 table = _fast(lines[pos - first:stop - first], partition, pos, fields)
+        elif ok and path.suffix == ".parquet":
+            table = _fast_parquet(path, partition, first, nxt, pos, stop, fields)
         if table is not None:
             yield from table.to_batches(max_chunksize=ARROW_ROWS)
         else:  # the codec: also raises CorruptLogError for segments that do not line up

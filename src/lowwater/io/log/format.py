@@ -130,10 +130,11 @@ def _from_object(partition: int, offset: int, obj: object, raw: bytes | str) -> 
             f"'value' must be a JSON object, got {type(value).__name__}: {_snippet(raw)}",
         )
     timestamp = obj.get("timestamp")
-    if timestamp is not None and (isinstance(timestamp, bool) or not isinstance(timestamp, int)):
+    if timestamp is not None and (isinstance(timestamp, bool) or not isinstance(timestamp, int)
+                                  or not -(2**63) <= timestamp < 2**63):
         return _bad(
             partition, offset,
-            f"'timestamp' must be an int (epoch ms) or null, got {timestamp!r}",
+            f"'timestamp' must be a 64-bit int (epoch ms) or null, got {timestamp!r}",
         )
     stored_offset = obj.get("offset", offset)
     if stored_offset != offset or isinstance(stored_offset, bool):

@@ -208,9 +208,9 @@ class PartitionedLogWriter:
                 out.append(None)
                 continue
             ts = _as_int(t)
-            if ts is None:
+            if ts is None or not -(2**63) <= ts < 2**63:
                 raise ConfigurationError(
-                    "timestamps", f"timestamps[{k}] must be an int (epoch ms) or None, got {t!r}"
+                    "timestamps", f"timestamps[{k}] must be a 64-bit int (epoch ms) or None, got {t!r}"
                 )
             out.append(ts)
         return out
