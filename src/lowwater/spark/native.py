@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import BadRecordError
@@ -51,6 +50,7 @@ from lowwater.core.watermarks import PartitionWatermarking, Watermark, Watermark
 from lowwater.core.windows import WindowResult
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
 from lowwater.spark.native_state import NativeState, from_json, to_json
+from lowwater.spark.outputs import BatchOutput, Output
 from lowwater.spark.plan import NativePlan
 from lowwater.spark.window_store import WindowStore
 
@@ -58,42 +58,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["BatchOutput", "NativeProcessor", "NativeState", "Output"]
+# BatchOutput and Output (lowwater.spark.outputs): re-exported
 
 _INTEGRAL = ("bigint", "int", "smallint", "tinyint")
 _WRAP = "CAST(pmod(CAST({hi} AS DECIMAL(30,0)) * 4294967296 + {lo} + 9223372036854775808, 18446744073709551616) " \
         "- 9223372036854775808 AS BIGINT)"
-
-
-@dataclass
-class Output:
-    """One output of a batch: a DataFrame for DataFrame sinks, rows (collected) for row-list sinks."""
-
-    frame: DataFrame | None
-    to_rows: Callable[[DataFrame], list[Any]]
-    hidden: tuple[str, ...] = ()
-    """Columns only for ordering the collected rows."""
-    empty: Callable[[], DataFrame | None] = lambda: None
-    """The output's empty DataFrame, built only when a DataFrame sink needs it (no rows this batch)."""
-
-    def dataframe(self) -> DataFrame | None:
-        frame = self.empty() if self.frame is None else self.frame
-        return None if frame is None else frame.drop(*self.hidden)
-
-    collected: list[Any] | None = None
-    """The rows, once collected (every row-list sink of this output gets the same list)."""
-
-    def rows(self) -> list[Any]:
-        if self.collected is None:
-            self.collected = [] if self.frame is None else self.to_rows(self.frame)
-        return self.collected
-
-
-@dataclass
-class BatchOutput:
-    results: Output
-    late: Output
-    dead: Output
-    metrics: dict[str, Any]
 
 
 def _quote(name: str) -> str:
