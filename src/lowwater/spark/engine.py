@@ -41,7 +41,8 @@ from lowwater.spark.field_check import check_field_names
 from lowwater.spark.fs import join
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
-from lowwater.spark.native import BatchOutput, NativeProcessor, Output
+from lowwater.spark.native import NativeProcessor
+from lowwater.spark.outputs import BatchOutput, Output
 from lowwater.spark.plan import native_plan
 from lowwater.spark.processor import BatchResult, JsonStateProcessor, Processor
 from lowwater.spark.sinks.base import DataFrameSink

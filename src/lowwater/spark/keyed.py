@@ -81,8 +81,8 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.native import Output
 from lowwater.spark.native_state import _exchange, _exchange_data
+from lowwater.spark.outputs import Output
 from lowwater.spark.sealed import StateKey
 from lowwater.spark.snapshot import restore, to_data
 from lowwater.spark.sources import SparkSource

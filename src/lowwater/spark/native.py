@@ -35,14 +35,16 @@ Edge cases, the same on every Spark path and documented in docs/reliability.md:
 * An integer ``sum`` wraps around like Java's ``long`` (Flink's ``SumAggregator``): the
   native path sums the high and low 32 bits apart, which cannot overflow, and wraps the
   total modulo ``2**64``.
+
+This module is the driver's flow of a batch (watermarks, the window store's calls, what
+fires and what is cleaned up); the SQL text it runs, one entry per built-in aggregate, is in
+:mod:`lowwater.spark.native_sql`, and the outputs it returns in :mod:`lowwater.spark.outputs`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import BadRecordError
@@ -50,59 +52,35 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
+from lowwater.spark.native_sql import (
+    RESULT_COLUMNS,
+    AggregateSql,
+    base_types,
+    dead_ddl,
+    late_ddl,
+    literal,
+    merge_exprs,
+    partial_aggregates,
+    partial_columns,
+    partial_ddl,
+    quote,
+    result_ddl,
+    running_accumulators,
+    schema_json,
+    sql_of,
+    value_expr,
+    window_struct,
+)
 from lowwater.spark.native_state import NativeState, from_json, to_json
+from lowwater.spark.outputs import BatchOutput, Output
 from lowwater.spark.plan import NativePlan
 from lowwater.spark.window_store import WindowStore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BatchOutput", "NativeProcessor", "NativeState", "Output"]
-
-_INTEGRAL = ("bigint", "int", "smallint", "tinyint")
-_WRAP = "CAST(pmod(CAST({hi} AS DECIMAL(30,0)) * 4294967296 + {lo} + 9223372036854775808, 18446744073709551616) " \
-        "- 9223372036854775808 AS BIGINT)"
-
-
-@dataclass
-class Output:
-    """One output of a batch: a DataFrame for DataFrame sinks, rows (collected) for row-list sinks."""
-
-    frame: DataFrame | None
-    to_rows: Callable[[DataFrame], list[Any]]
-    hidden: tuple[str, ...] = ()
-    """Columns only for ordering the collected rows."""
-    empty: Callable[[], DataFrame | None] = lambda: None
-    """The output's empty DataFrame, built only when a DataFrame sink needs it (no rows this batch)."""
-
-    def dataframe(self) -> DataFrame | None:
-        frame = self.empty() if self.frame is None else self.frame
-        return None if frame is None else frame.drop(*self.hidden)
-
-    collected: list[Any] | None = None
-    """The rows, once collected (every row-list sink of this output gets the same list)."""
-
-    def rows(self) -> list[Any]:
-        if self.collected is None:
-            self.collected = [] if self.frame is None else self.to_rows(self.frame)
-        return self.collected
-
-
-@dataclass
-class BatchOutput:
-    results: Output
-    late: Output
-    dead: Output
-    metrics: dict[str, Any]
-
-
-def _quote(name: str) -> str:
-    """A column name as a SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+__all__ = ["BatchOutput", "NativeProcessor", "NativeState", "Output", "schema_json"]
+# BatchOutput, Output (lowwater.spark.outputs) and schema_json (lowwater.spark.native_sql): re-exported
 
 
 def unparsed_dead_letter(row: Any) -> dict[str, Any]:
@@ -119,6 +97,8 @@ class NativeProcessor:
         self.margin_ms = p.size_ms + p.slide_ms + abs(p.offset_ms) + p.allowed_lateness_ms + 1
         """Timestamps within this distance of MIN or MAX have windows that cannot be represented."""
         self.store: WindowStore | None = None
+        self.sql_for = sql_of(plan.aggregate)
+        """The aggregate's SQL, given the value's SQL type (raises here for an aggregate without SQL)."""
 
     def bind(self, store: WindowStore) -> None:
         self.store = store
@@ -243,9 +223,9 @@ class NativeProcessor:
             Output(results, self._result_rows, ("_o1", "_o2", "_o3", "_o4"),
                    empty(self._result_ddl, "_o1 INT, _o2 BIGINT, _o3 BIGINT, _o4 BIGINT")),
             Output(None if late is None else self._late_frame(late), self._late_rows, ("_seq", "_partition", "_offset"),
-                   empty(self._late_ddl, "_seq BIGINT, _partition INT, _offset BIGINT")),
+                   empty(late_ddl, "_seq BIGINT, _partition INT, _offset BIGINT")),
             Output(None if dead is None else self._dead_frame(dead),
-                   lambda _: self._dead_rows(dead) if dead is not None else [], ("_x",), empty(_dead_ddl, "_x INT")),
+                   lambda _: self._dead_rows(dead) if dead is not None else [], ("_x",), empty(dead_ddl, "_x INT")),
             metrics,
         )
 
@@ -267,33 +247,11 @@ class NativeProcessor:
         value = types[p.value_field] if p.value_field else "bigint"
         return {"key": types[p.key_field], "value": value, "fields": fields}
 
-    def _value_type(self, schema: dict[str, Any]) -> str:
-        agg, value = self.plan.aggregate, str(schema["value"])
-        if agg == "count":
-            return "bigint"
-        if agg == "avg":
-            return "double"
-        if agg == "sum":
-            return "bigint" if value in _INTEGRAL else "double" if value in ("float", "double") else value
-        return value
-
-    def _wraps(self, schema: dict[str, Any]) -> bool:
-        return self.plan.aggregate == "sum" and schema["value"] in _INTEGRAL
+    def _sql(self, schema: dict[str, Any]) -> AggregateSql:
+        return self.sql_for(str(schema["value"]))
 
     def _result_ddl(self, schema: dict[str, Any]) -> str:
-        return (f"key {schema['key']}, window_start BIGINT, window_end BIGINT, value {self._value_type(schema)}, "
-                "fire_index INT, window STRUCT<start: TIMESTAMP, end: TIMESTAMP>")
-
-    def _late_names(self, schema: dict[str, Any]) -> tuple[str, str]:
-        names = {f for f, _ in schema["fields"]}
-        return ("source_partition" if "partition" in names else "partition",
-                "source_offset" if "offset" in names else "offset")
-
-    def _late_ddl(self, schema: dict[str, Any]) -> str:
-        part, off = self._late_names(schema)
-        cols = [f"{_quote(f)} {t}" for f, t in schema["fields"]]
-        return ", ".join([*cols, f"{part} INT", f"{off} BIGINT",
-                          "rejected_windows ARRAY<STRUCT<start: BIGINT, end: BIGINT>>"])
+        return result_ddl(self._sql(schema), schema)
 
     # -- classification and the one aggregation --------------------------------------------
     def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, Callable[[], DataFrame]]:
@@ -313,12 +271,12 @@ class NativeProcessor:
         if p.executor_watermarks:
             ts_col, data = "_ts", "(_ctl IS NULL)"
         else:
-            ts_col = _quote(p.timestamp_field) if p.timestamp_field else "_source_ts"
+            ts_col = quote(p.timestamp_field) if p.timestamp_field else "_source_ts"
             new["_ctl"] = "CAST(NULL AS STRING)"
             data = "true"  # _ctl is null
         ts = f"TRY_CAST({ts_col} AS BIGINT)"  # NaN, infinite or out of range: null, so dead-lettered
-        key = _quote(p.key_field)
-        value = _quote(p.value_field) if p.value_field else "1"
+        key = quote(p.key_field)
+        value = quote(p.value_field) if p.value_field else "1"
         bad = f"({data} AND ({ts} IS NULL OR {ts} = {MIN_TIMESTAMP} OR {key} IS NULL OR {value} IS NULL))"
         edge = f"({data} AND NOT {bad} AND ({ts} > {MAX_TIMESTAMP - self.margin_ms} OR " \
                f"{ts} < {MIN_TIMESTAMP + self.margin_ms}))"
@@ -350,36 +308,6 @@ class NativeProcessor:
         cols.update({"_ontime": f"({ontime} AND {data})", "_lallow": f"({lallow} AND {data})", "_first": first})
         return ex.withColumns({name: F.expr(text) for name, text in cols.items()}), base_of
 
-    def _partial_aggregates(self, schema: dict[str, Any]) -> list[str]:
-        """The per-(key, window) partial: over on-time and late-allowed elements."""
-        inw = "(_ontime OR _lallow)"
-        kind = self.plan.aggregate
-        if self._wraps(schema):
-            accs = [f"sum(CASE WHEN {inw} THEN shiftright(CAST(_v AS BIGINT), 32) END) AS acc_hi",
-                    f"sum(CASE WHEN {inw} THEN CAST(_v AS BIGINT) & 4294967295 END) AS acc_lo"]
-        elif kind in ("sum", "avg"):
-            accs = [f"sum(CASE WHEN {inw} THEN CAST(_v AS DOUBLE) END) AS acc"]
-        elif kind == "count":
-            accs = ["CAST(NULL AS BIGINT) AS acc"]
-        else:
-            accs = [f"{kind}(CASE WHEN {inw} THEN _v END) AS acc"]
-        return [*accs, f"count(CASE WHEN {inw} THEN 1 END) AS cnt", "count(CASE WHEN _lallow THEN 1 END) AS nl"]
-
-    def _partial_columns(self, schema: dict[str, Any]) -> list[str]:
-        accs = ["acc_hi", "acc_lo"] if self._wraps(schema) else ["acc"]
-        return [*accs, "cnt AS n", "nl"]
-
-    def _partial_ddl(self, schema: dict[str, Any]) -> str:
-        if self._wraps(schema):
-            acc = "acc_hi BIGINT, acc_lo BIGINT"
-        elif self.plan.aggregate in ("sum", "avg"):
-            acc = "acc DOUBLE"
-        elif self.plan.aggregate == "count":
-            acc = "acc BIGINT"
-        else:
-            acc = f"acc {schema['value']}"
-        return f"key {schema['key']}, {acc}, n BIGINT, nl BIGINT"
-
     def _aggregate(self, ex: DataFrame, schema: dict[str, Any]) -> DataFrame:
         """ONE aggregation: per partition (``gid`` 3) the generators' inputs and counts, per (key,
         window start) (``gid`` 4) the partial aggregate. (Which starts the batch wrote is
@@ -399,7 +327,7 @@ class NativeProcessor:
             "count(CASE WHEN _first AND _elate THEN 1 END) AS n_late",
             "count(CASE WHEN _first AND (_ontime OR _lallow) THEN 1 END) AS n_win",
             "count(CASE WHEN _lallow THEN 1 END) AS n_lallow",
-            *self._partial_aggregates(schema),
+            *partial_aggregates(self._sql(schema)),
             f"{ctl} AS ctl",
         ]
         agg = ex.groupingSets([["_partition"], ["_k", "_ws"]], "_partition", "_k", "_ws").agg(
@@ -425,34 +353,13 @@ class NativeProcessor:
             F.expr("collect_set(CASE WHEN gid = 4 THEN _ws END)").alias("starts"),
             F.expr("collect_set(CASE WHEN gid = 4 AND nl > 0 THEN _ws END)").alias("late_starts"))
         self.store.append(observed.filter("gid = 4").selectExpr(
-            "_ws AS start", "_k AS key", *self._partial_columns(schema)), batch_id)
+            "_ws AS start", "_k AS key", *partial_columns(self._sql(schema))), batch_id)
         got = seen.get
         return list(got["parts"]), sorted(int(ws) for ws in got["starts"]), sorted(int(ws) for ws in got["late_starts"])
 
     # -- outputs ------------------------------------------------------------------------------
-    def _value(self, schema: dict[str, Any], acc: str, n: str) -> str:
-        """The result value from merged accumulators (SQL)."""
-        kind = self.plan.aggregate
-        if self._wraps(schema):
-            return _WRAP.format(hi=f"{acc}_hi", lo=f"{acc}_lo")
-        if kind == "count":
-            return f"CAST({n} AS BIGINT)"
-        if kind == "avg":
-            return f"{acc} / {n}"
-        return f"CAST({acc} AS {self._value_type(schema)})"
-
-    def _merge_exprs(self, schema: dict[str, Any], prefix: str = "") -> list[str]:
-        kind = self.plan.aggregate
-        if self._wraps(schema):
-            accs = [f"sum(acc_hi) AS {prefix}acc_hi", f"sum(acc_lo) AS {prefix}acc_lo"]
-        elif kind in ("sum", "avg", "count"):
-            accs = [f"sum(acc) AS {prefix}acc"]
-        else:
-            accs = [f"{kind}(acc) AS {prefix}acc"]
-        return [*accs, f"sum(n) AS {prefix}n", f"sum(nl) AS {prefix}nl"]
-
     def _with_window(self, df: DataFrame) -> DataFrame:
-        return df.withColumn("window", _window_struct())
+        return df.withColumn("window", window_struct())
 
     def _fires(self, spark: SparkSession, starts: dict[int, list[int]], schema: dict[str, Any] | None
                ) -> DataFrame | None:
@@ -462,16 +369,17 @@ class NativeProcessor:
         assert self.store is not None
         if schema is None:
             return None
-        parts = self.store.read(spark, self._partial_ddl(schema), starts)
+        agg = self._sql(schema)
+        parts = self.store.read(spark, partial_ddl(agg, schema), starts)
         if parts is None:
             return None
-        merged = parts.groupBy("key", "start").agg(*[F.expr(e) for e in self._merge_exprs(schema)])
+        merged = parts.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg)])
         size = self.plan.size_ms
         out = merged.selectExpr(
             "key", "start AS window_start", f"start + {size} AS window_end",
-            f"{self._value(schema, 'acc', 'n')} AS value", "0 AS fire_index",
+            f"{value_expr(agg, 'acc', 'n')} AS value", "0 AS fire_index",
             "1 AS _o1", "start AS _o2", "CAST(NULL AS BIGINT) AS _o3", "CAST(NULL AS BIGINT) AS _o4")
-        return self._with_window(out).select(*_RESULT_COLUMNS)
+        return self._with_window(out).select(*RESULT_COLUMNS)
 
     def _late_fires(self, spark: SparkSession, exploded: DataFrame, before: dict[int, list[int]],
                     schema: dict[str, Any]) -> DataFrame:
@@ -482,54 +390,29 @@ class NativeProcessor:
         from pyspark.sql import functions as F
 
         assert self.store is not None
-        kind = self.plan.aggregate
+        agg = self._sql(schema)
         late = exploded.filter("_lallow").selectExpr("_k AS key", "_ws AS start", "_v AS v", "_seq", "_partition",
                                                      "_offset")
-        stored = self.store.read(spark, self._partial_ddl(schema), before)
+        stored = self.store.read(spark, partial_ddl(agg, schema), before)
         if stored is not None:
-            base = stored.groupBy("key", "start").agg(*[F.expr(e) for e in self._merge_exprs(schema, "b_")])
+            base = stored.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg, "b_")])
             late = late.join(base, ["key", "start"], "left")
         else:
-            late = late.selectExpr("*", *[f"CAST(NULL AS {t}) AS {c}" for c, t in self._base_types(schema)])
+            late = late.selectExpr("*", *[f"CAST(NULL AS {t}) AS {c}" for c, t in base_types(agg)])
         order = Window.partitionBy("key", "start").orderBy("_seq", "_partition", "_offset") \
             .rowsBetween(Window.unboundedPreceding, Window.currentRow)
         arrival = Window.partitionBy("key", "start").orderBy("_seq", "_partition", "_offset")
         late = late.withColumn("_rank", F.row_number().over(arrival) - 1)
-        if self._wraps(schema):
-            late = late.withColumns({
-                "acc_hi": F.expr("coalesce(b_acc_hi, 0)") + F.sum(F.expr("shiftright(CAST(v AS BIGINT), 32)")).over(
-                    order),
-                "acc_lo": F.expr("coalesce(b_acc_lo, 0)") + F.sum(F.expr("CAST(v AS BIGINT) & 4294967295")).over(
-                    order)})
-        elif kind in ("sum", "avg"):
-            late = late.withColumn("acc", F.expr("coalesce(b_acc, 0D)") + F.sum(F.expr("CAST(v AS DOUBLE)")).over(
-                order))
-        elif kind == "min":
-            late = late.withColumn("acc", F.least(F.col("b_acc"), F.min("v").over(order)))
-        elif kind == "max":
-            late = late.withColumn("acc", F.greatest(F.col("b_acc"), F.max("v").over(order)))
-        else:
-            late = late.withColumn("acc", F.lit(None).cast("bigint"))
+        late = late.withColumns(running_accumulators(agg, order))
         size = self.plan.size_ms
         n = "(coalesce(b_n, 0) + _rank + 1)"
         fire = "(CASE WHEN coalesce(b_n, 0) - coalesce(b_nl, 0) > 0 THEN 1 ELSE 0 END + coalesce(b_nl, 0) + _rank)"
         out = late.selectExpr(
             "key", "start AS window_start", f"start + {size} AS window_end",
-            f"{self._value(schema, 'acc', n)} AS value",
+            f"{value_expr(agg, 'acc', n)} AS value",
             f"CAST({fire} AS INT) AS fire_index", "0 AS _o1", "_seq AS _o2", "CAST(_partition AS BIGINT) AS _o3",
             "_offset AS _o4")
-        return self._with_window(out).select(*_RESULT_COLUMNS)
-
-    def _base_types(self, schema: dict[str, Any]) -> list[tuple[str, str]]:
-        if self._wraps(schema):
-            accs = [("b_acc_hi", "BIGINT"), ("b_acc_lo", "BIGINT")]
-        elif self.plan.aggregate in ("sum", "avg"):
-            accs = [("b_acc", "DOUBLE")]
-        elif self.plan.aggregate == "count":
-            accs = [("b_acc", "BIGINT")]
-        else:
-            accs = [("b_acc", schema["value"])]
-        return [*accs, ("b_n", "BIGINT"), ("b_nl", "BIGINT")]
+        return self._with_window(out).select(*RESULT_COLUMNS)
 
     def _result_rows(self, df: DataFrame) -> list[Any]:
         rows = df.orderBy("_o1", "_o2", "_o3", "_o4").select(
@@ -546,12 +429,12 @@ class NativeProcessor:
         n = math.ceil(p.size_ms / p.slide_ms)
         rejected = (f"filter(transform(sequence(0, {n - 1}), i -> named_struct('start', _last - i * {p.slide_ms}, "
                     f"'end', _last - i * {p.slide_ms} + {p.size_ms})), w -> w.start > _ts - {p.size_ms})")
-        return base.selectExpr(*[_quote(f) for f in fields], f"_partition AS {part}", f"_offset AS {off}",
+        return base.selectExpr(*[quote(f) for f in fields], f"_partition AS {part}", f"_offset AS {off}",
                                f"{rejected} AS rejected_windows", "_seq", "_partition", "_offset")
 
     def _late_rows(self, df: DataFrame) -> list[dict[str, Any]]:
         fields = [f for f in self.plan.source.fields() if f in df.columns]
-        rows = df.orderBy("_seq", "_partition", "_offset").select(*[_quote(f) for f in fields]).collect()
+        rows = df.orderBy("_seq", "_partition", "_offset").select(*[quote(f) for f in fields]).collect()
         return [{f: r[i] for i, f in enumerate(fields)} for r in rows]
 
     def _dead_frame(self, base: DataFrame) -> DataFrame:
@@ -561,18 +444,18 @@ class NativeProcessor:
         fields = [f for f in p.source.fields() if f in base.columns]
         reasons = [
             ("_why IS NOT NULL", "_why") if "_why" in base.columns else None,
-            ("_ts IS NULL", _literal(BadRecordError.missing_timestamp(field))),
-            (f"_ts = {MIN_TIMESTAMP}", _literal(BadRecordError.no_timestamp_marker(field))),
+            ("_ts IS NULL", literal(BadRecordError.missing_timestamp(field))),
+            (f"_ts = {MIN_TIMESTAMP}", literal(BadRecordError.no_timestamp_marker(field))),
             ("_edge", f"concat('timestamp ', _ts, ' is within {self.margin_ms} ms of the 64-bit range''s end: its "
                       f"window or cleanup time cannot be represented')"),
-            ("_k IS NULL", _literal(BadRecordError.missing("key", str(p.key_field)))),
+            ("_k IS NULL", literal(BadRecordError.missing("key", str(p.key_field)))),
         ]
         if "_corrupt" in base.columns:
             reasons.insert(0, ("_corrupt IS NOT NULL", "concat('record does not parse: ', substr(_corrupt, 1, 200))"))
         whens = " ".join(f"WHEN {c} THEN {r}" for c, r in (x for x in reasons if x is not None))
-        value_reason = _literal(BadRecordError.missing("value", str(p.value_field)))
+        value_reason = literal(BadRecordError.missing("value", str(p.value_field)))
         file = "_file" if "_file" in base.columns else "CAST(NULL AS STRING)"
-        record = f"to_json(named_struct({', '.join(f'{_literal(f)}, {_quote(f)}' for f in fields)}))"
+        record = f"to_json(named_struct({', '.join(f'{literal(f)}, {quote(f)}' for f in fields)}))"
         return base.selectExpr(f"CASE {whens} ELSE {value_reason} END AS reason", "_partition AS partition",
                                "_offset AS offset", f"{file} AS file", f"{record} AS record")
 
@@ -620,20 +503,3 @@ class NativeProcessor:
             "open_windows": None,
             "open_window_starts": len(st.open_starts),
         }
-
-
-def _dead_ddl(_: dict[str, Any]) -> str:
-    return "reason STRING, partition INT, offset BIGINT, file STRING, record STRING"
-
-
-_RESULT_COLUMNS = ("key", "window_start", "window_end", "value", "fire_index", "window", "_o1", "_o2", "_o3", "_o4")
-
-
-def _window_struct() -> Any:
-    from pyspark.sql import functions as F
-
-    return F.expr("named_struct('start', timestamp_millis(window_start), 'end', timestamp_millis(window_end))")
-
-
-def schema_json(df: DataFrame) -> str:
-    return json.dumps(json.loads(df.schema.json()), sort_keys=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from lowwater.spark.native import Output
+from lowwater.spark.outputs import Output
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,0 +1,222 @@
+"""The native path's SQL text: pure functions of the aggregate and the batch's schema.
+
+``schema`` is the dict :meth:`lowwater.spark.native.NativeProcessor._schema` keeps in the
+state: ``{"key": <type>, "value": <type>, "fields": [[name, type], ...]}`` (Spark's simple
+type strings). Nothing here touches a DataFrame; the few helpers that build a ``Column``
+import pyspark when called.
+
+Each built-in aggregate (:data:`lowwater.core.windows.BUILTIN_AGGREGATES`) runs as one or two
+*accumulator* columns per (key, window start) and batch: a partial over the batch's
+in-window elements, merged over the batches of a window with a SQL aggregate, and turned
+into the result value with ``n`` (the element count). :data:`AGGREGATE_SQL` holds them, keyed
+by the aggregate's class: an aggregate without an entry fails when the processor is built
+(:func:`sql_of`), not in the middle of a stream.
+
+An integer ``sum`` wraps around like Java's ``long`` (Flink's ``SumAggregator``): its high
+and low 32 bits are summed apart, which cannot overflow, and the total is wrapped modulo
+``2**64`` (:data:`WRAP`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from lowwater.core.errors import PipelineError
+from lowwater.core.windows import BUILTIN_AGGREGATES, Avg, BuiltinAggregate, Count, Max, Min, Sum
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, WindowSpec
+
+__all__ = [
+    "AGGREGATE_SQL", "RESULT_COLUMNS", "WRAP", "Accumulator", "AggregateSql", "base_types", "dead_ddl", "late_ddl",
+    "late_names", "literal", "merge_exprs", "partial_aggregates", "partial_columns", "partial_ddl", "quote",
+    "result_ddl", "running_accumulators", "schema_json", "sql_of", "value_expr", "window_struct",
+]
+
+INTEGRAL = ("bigint", "int", "smallint", "tinyint")
+WRAP = "CAST(pmod(CAST({hi} AS DECIMAL(30,0)) * 4294967296 + {lo} + 9223372036854775808, 18446744073709551616) " \
+       "- 9223372036854775808 AS BIGINT)"
+"""A signed 64-bit total from the sums of its high (``hi``) and low (``lo``) 32 bits."""
+
+RESULT_COLUMNS = ("key", "window_start", "window_end", "value", "fire_index", "window", "_o1", "_o2", "_o3", "_o4")
+"""The window results' columns; ``_o1`` to ``_o4`` only order the collected rows."""
+
+
+def quote(name: str) -> str:
+    """A column name as a SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def literal(text: str) -> str:
+    """A string as a SQL literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# -- the aggregates ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Accumulator:
+    """One accumulator column of an aggregate."""
+
+    name: str
+    """The column (``acc``, ``acc_hi``, ``acc_lo``); merged columns and base columns prefix it."""
+    type: str
+    """Its SQL type."""
+    partial: str
+    """The batch's partial per (key, window start), over the elements where ``{inw}`` holds."""
+    merge: Literal["sum", "min", "max"]
+    """How partials (and a running aggregate over late elements) combine."""
+    element: str | None
+    """One late element's contribution (SQL over its value ``v``); ``None``: no accumulator (count)."""
+
+
+@dataclass(frozen=True)
+class AggregateSql:
+    """A built-in aggregate in SQL, for one value type."""
+
+    accumulators: tuple[Accumulator, ...]
+    value_type: str
+    """The result's SQL type."""
+    value: str
+    """The result from merged accumulators: ``{acc}`` (the accumulator prefix) and ``{n}``."""
+
+
+def _sum(value: str) -> AggregateSql:
+    if value in INTEGRAL:  # wraps like Java's long
+        return AggregateSql((
+            Accumulator("acc_hi", "BIGINT", "sum(CASE WHEN {inw} THEN shiftright(CAST(_v AS BIGINT), 32) END)", "sum",
+                        "shiftright(CAST(v AS BIGINT), 32)"),
+            Accumulator("acc_lo", "BIGINT", "sum(CASE WHEN {inw} THEN CAST(_v AS BIGINT) & 4294967295 END)", "sum",
+                        "CAST(v AS BIGINT) & 4294967295"),
+        ), "bigint", WRAP.format(hi="{acc}_hi", lo="{acc}_lo"))
+    value_type = "double" if value in ("float", "double") else value
+    return AggregateSql((_double_acc(),), value_type, f"CAST({{acc}} AS {value_type})")
+
+
+def _double_acc() -> Accumulator:
+    return Accumulator("acc", "DOUBLE", "sum(CASE WHEN {inw} THEN CAST(_v AS DOUBLE) END)", "sum", "CAST(v AS DOUBLE)")
+
+
+def _count(_: str) -> AggregateSql:
+    return AggregateSql((Accumulator("acc", "BIGINT", "CAST(NULL AS BIGINT)", "sum", None),), "bigint",
+                        "CAST({n} AS BIGINT)")
+
+
+def _avg(_: str) -> AggregateSql:
+    return AggregateSql((_double_acc(),), "double", "{acc} / {n}")
+
+
+def _extremum(kind: Literal["min", "max"]) -> Callable[[str], AggregateSql]:
+    def of(value: str) -> AggregateSql:
+        acc = Accumulator("acc", value, f"{kind}(CASE WHEN {{inw}} THEN _v END)", kind, "v")
+        return AggregateSql((acc,), value, f"CAST({{acc}} AS {value})")
+
+    return of
+
+
+AGGREGATE_SQL: dict[type[BuiltinAggregate], Callable[[str], AggregateSql]] = {
+    Sum: _sum, Count: _count, Min: _extremum("min"), Max: _extremum("max"), Avg: _avg,
+}
+"""Each built-in aggregate's SQL, given the value's SQL type."""
+
+
+def sql_of(aggregate: str) -> Callable[[str], AggregateSql]:
+    """The SQL of the built-in aggregate called ``aggregate``, given the value's SQL type.
+
+    Raises :class:`PipelineError` for an aggregate with no entry in :data:`AGGREGATE_SQL`."""
+    cls = BUILTIN_AGGREGATES.get(aggregate)
+    of = AGGREGATE_SQL.get(cls) if cls is not None else None
+    if of is None:
+        raise PipelineError(f"the built-in aggregate {aggregate!r} has no SQL on the native Spark path: "
+                            "add it to lowwater.spark.native_sql.AGGREGATE_SQL")
+    return of
+
+
+def partial_aggregates(agg: AggregateSql) -> list[str]:
+    """The per-(key, window) partial: over on-time and late-allowed elements."""
+    inw = "(_ontime OR _lallow)"
+    accs = [f"{a.partial.format(inw=inw)} AS {a.name}" for a in agg.accumulators]
+    return [*accs, f"count(CASE WHEN {inw} THEN 1 END) AS cnt", "count(CASE WHEN _lallow THEN 1 END) AS nl"]
+
+
+def partial_columns(agg: AggregateSql) -> list[str]:
+    """The columns of a partial as written to the window store."""
+    return [*(a.name for a in agg.accumulators), "cnt AS n", "nl"]
+
+
+def partial_ddl(agg: AggregateSql, schema: dict[str, Any]) -> str:
+    """The window store's partials."""
+    accs = ", ".join(f"{a.name} {a.type}" for a in agg.accumulators)
+    return f"key {schema['key']}, {accs}, n BIGINT, nl BIGINT"
+
+
+def merge_exprs(agg: AggregateSql, prefix: str = "") -> list[str]:
+    """The partials of a (key, window start) merged, the columns named with ``prefix``."""
+    accs = [f"{a.merge}({a.name}) AS {prefix}{a.name}" for a in agg.accumulators]
+    return [*accs, f"sum(n) AS {prefix}n", f"sum(nl) AS {prefix}nl"]
+
+
+def base_types(agg: AggregateSql) -> list[tuple[str, str]]:
+    """The merged columns (prefix ``b_``) and their types, for late fires with no stored contents."""
+    return [*((f"b_{a.name}", a.type) for a in agg.accumulators), ("b_n", "BIGINT"), ("b_nl", "BIGINT")]
+
+
+def value_expr(agg: AggregateSql, acc: str, n: str) -> str:
+    """The result value from merged accumulators (``acc`` their prefix) and the count ``n``."""
+    return agg.value.format(acc=acc, n=n)
+
+
+def running_accumulators(agg: AggregateSql, order: WindowSpec) -> dict[str, Column]:
+    """The accumulators after each late element: the stored ones (``b_``) and the running
+    aggregate of the late elements up to it (``order``)."""
+    from pyspark.sql import functions as F
+
+    cols: dict[str, Column] = {}
+    for a in agg.accumulators:
+        if a.element is None:
+            cols[a.name] = F.lit(None).cast("bigint")
+        elif a.merge == "sum":
+            zero = "0D" if a.type == "DOUBLE" else "0"
+            cols[a.name] = F.expr(f"coalesce(b_{a.name}, {zero})") + F.sum(F.expr(a.element)).over(order)
+        elif a.merge == "min":
+            cols[a.name] = F.least(F.col(f"b_{a.name}"), F.min(F.expr(a.element)).over(order))
+        else:
+            cols[a.name] = F.greatest(F.col(f"b_{a.name}"), F.max(F.expr(a.element)).over(order))
+    return cols
+
+
+# -- the outputs' types -------------------------------------------------------------------------
+def result_ddl(agg: AggregateSql, schema: dict[str, Any]) -> str:
+    return (f"key {schema['key']}, window_start BIGINT, window_end BIGINT, value {agg.value_type}, "
+            "fire_index INT, window STRUCT<start: TIMESTAMP, end: TIMESTAMP>")
+
+
+def late_names(schema: dict[str, Any]) -> tuple[str, str]:
+    """The late output's source position columns (``source_`` when the element has the name)."""
+    names = {f for f, _ in schema["fields"]}
+    return ("source_partition" if "partition" in names else "partition",
+            "source_offset" if "offset" in names else "offset")
+
+
+def late_ddl(schema: dict[str, Any]) -> str:
+    part, off = late_names(schema)
+    cols = [f"{quote(f)} {t}" for f, t in schema["fields"]]
+    return ", ".join([*cols, f"{part} INT", f"{off} BIGINT",
+                      "rejected_windows ARRAY<STRUCT<start: BIGINT, end: BIGINT>>"])
+
+
+def dead_ddl(_: dict[str, Any]) -> str:
+    return "reason STRING, partition INT, offset BIGINT, file STRING, record STRING"
+
+
+def window_struct() -> Column:
+    """The ``window`` column (Spark's ``window()`` struct) of ``window_start`` and ``window_end``."""
+    from pyspark.sql import functions as F
+
+    return F.expr("named_struct('start', timestamp_millis(window_start), 'end', timestamp_millis(window_end))")
+
+
+def schema_json(df: DataFrame) -> str:
+    return json.dumps(json.loads(df.schema.json()), sort_keys=True)

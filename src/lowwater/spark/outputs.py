@@ -1,0 +1,46 @@
+"""A micro-batch's outputs, as a processor hands them to the batch driver: the window
+results, the late output and the dead letters, each a DataFrame (for DataFrame sinks)
+that is collected into rows at most once (for row-list sinks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["BatchOutput", "Output"]
+
+
+@dataclass
+class Output:
+    """One output of a batch: a DataFrame for DataFrame sinks, rows (collected) for row-list sinks."""
+
+    frame: DataFrame | None
+    to_rows: Callable[[DataFrame], list[Any]]
+    hidden: tuple[str, ...] = ()
+    """Columns only for ordering the collected rows."""
+    empty: Callable[[], DataFrame | None] = lambda: None
+    """The output's empty DataFrame, built only when a DataFrame sink needs it (no rows this batch)."""
+
+    def dataframe(self) -> DataFrame | None:
+        frame = self.empty() if self.frame is None else self.frame
+        return None if frame is None else frame.drop(*self.hidden)
+
+    collected: list[Any] | None = None
+    """The rows, once collected (every row-list sink of this output gets the same list)."""
+
+    def rows(self) -> list[Any]:
+        if self.collected is None:
+            self.collected = [] if self.frame is None else self.to_rows(self.frame)
+        return self.collected
+
+
+@dataclass
+class BatchOutput:
+    results: Output
+    late: Output
+    dead: Output
+    metrics: dict[str, Any]

@@ -1,0 +1,57 @@
+"""The native path's SQL text: one entry per built-in aggregate, pure strings (no Spark session)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from lowwater.core.errors import PipelineError
+from lowwater.core.windows import BUILTIN_AGGREGATES
+from lowwater.spark import native_sql as sql
+from lowwater.spark.native_sql import AGGREGATE_SQL, sql_of
+
+
+def test_every_builtin_aggregate_has_sql_on_the_native_path() -> None:
+    assert set(AGGREGATE_SQL) == set(BUILTIN_AGGREGATES.values())
+
+
+def test_an_aggregate_without_sql_fails_when_the_processor_is_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(AGGREGATE_SQL, BUILTIN_AGGREGATES["avg"])
+    with pytest.raises(PipelineError, match=r"add it to lowwater\.spark\.native_sql\.AGGREGATE_SQL"):
+        sql_of("avg")
+
+
+def test_an_integer_sum_keeps_its_high_and_low_32_bits_apart_and_wraps_them_into_a_bigint() -> None:
+    agg = sql_of("sum")("int")
+    assert [a.name for a in agg.accumulators] == ["acc_hi", "acc_lo"]
+    assert sql.merge_exprs(agg, "b_") == ["sum(acc_hi) AS b_acc_hi", "sum(acc_lo) AS b_acc_lo", "sum(n) AS b_n",
+                                          "sum(nl) AS b_nl"]
+    assert sql.value_expr(agg, "acc", "n") == sql.WRAP.format(hi="acc_hi", lo="acc_lo")
+    assert agg.value_type == "bigint"
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "partial_ddl", "result"),
+    [
+        ("sum", "double", "key string, acc DOUBLE, n BIGINT, nl BIGINT", "CAST(acc AS double)"),
+        ("count", "bigint", "key string, acc BIGINT, n BIGINT, nl BIGINT", "CAST(n AS BIGINT)"),
+        ("min", "int", "key string, acc int, n BIGINT, nl BIGINT", "CAST(acc AS int)"),
+        ("max", "string", "key string, acc string, n BIGINT, nl BIGINT", "CAST(acc AS string)"),
+        ("avg", "int", "key string, acc DOUBLE, n BIGINT, nl BIGINT", "acc / n"),
+    ],
+)
+def test_each_aggregate_has_one_accumulator_merged_and_turned_into_its_value(
+    kind: str, value: str, partial_ddl: str, result: str,
+) -> None:
+    agg = sql_of(kind)(value)
+    schema = {"key": "string", "value": value, "fields": []}
+    assert sql.partial_ddl(agg, schema) == partial_ddl
+    assert sql.value_expr(agg, "acc", "n") == result
+    assert sql.partial_columns(agg) == ["acc", "cnt AS n", "nl"]
+
+
+def test_the_late_output_renames_its_source_position_when_the_element_has_those_fields() -> None:
+    schema = {"key": "string", "value": "bigint", "fields": [["offset", "bigint"], ["v`x", "int"]]}
+    assert sql.late_ddl(schema) == ("`offset` bigint, `v``x` int, partition INT, source_offset BIGINT, "
+                                    "rejected_windows ARRAY<STRUCT<start: BIGINT, end: BIGINT>>")
