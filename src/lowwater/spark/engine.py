@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.core.failures import root_cause
-from lowwater.graph import Pipeline, PipelineLike, as_pipeline
+from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.sinks import Sink
 from lowwater.metrics.line import MetricsLine, running_totals
 from lowwater.metrics.log import MetricsLog
@@ -219,7 +219,6 @@ class SparkRuntime:
         keyed: KeyedPlan | None = None
         if plan is not None and self.path not in ("general", "keyed"):
             processor, path = NativeProcessor(plan), "executor" if plan.executor_watermarks else "native"
-            sinks_of = self._native_sinks(plan, self.dead_letter_sink)
         else:
             why = "general path requested"
             if self.path in ("auto", "keyed"):
@@ -233,7 +232,6 @@ class SparkRuntime:
             else:
                 reason = f"not native ({reason}), not keyed ({why})"
             processor, path = GeneralProcessor(p, sources), "keyed" if keyed is not None else "general"
-            sinks_of = self._general_sinks(p, self.dead_letter_sink)
         store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
                            spark=spark)
         store.claim({"path": path, **p.fingerprint()})
@@ -242,7 +240,7 @@ class SparkRuntime:
         if keyed is not None:
             processor = KeyedProcessor(keyed, store.fs, store.location, store.key, compact_every=self.snapshot_every)
         job = SparkJob(None, store, path, reason)
-        driver = _BatchDriver(processor, store, sinks_of, self._now, job, spark)
+        driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
         driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
@@ -272,26 +270,6 @@ class SparkRuntime:
             interval = to_millis(self.trigger, name="trigger")
             job.query = writer.trigger(processingTime=f"{interval} milliseconds").start()
         return job
-
-    @staticmethod
-    def _native_sinks(plan: Any, dead: Sink | None) -> Callable[[Any], list[tuple[Sink, Any]]]:
-        def sinks_of(out: Any) -> list[tuple[Sink, Any]]:
-            pairs = [(s, out.results) for s in plan.result_sinks] + [(s, out.late) for s in plan.late_sinks]
-            return pairs + ([(dead, out.dead)] if dead is not None else [])
-
-        return sinks_of
-
-    @staticmethod
-    def _general_sinks(
-        pipeline: Pipeline, dead: Sink | None
-    ) -> Callable[[Any], list[tuple[Sink, list[Any]]]]:
-        sinks = [t.sink for t in pipeline.sinks]
-
-        def sinks_of(out: Any) -> list[tuple[Sink, list[Any]]]:
-            pairs = list(zip(sinks, out.per_sink, strict=True))
-            return pairs + ([(dead, out.dead)] if dead is not None else [])
-
-        return sinks_of
 
 
 def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
@@ -341,11 +319,13 @@ def query_name(job_name: str) -> str:
 class _BatchDriver:
     """What ``foreachBatch`` calls: clock, state, processor, commit, sinks."""
 
-    def __init__(self, processor: Processor, store: StateStore, sinks_of: Callable[[Any], list[tuple[Sink, Any]]],
+    def __init__(self, processor: Processor, store: StateStore, sinks: list[Sink], dead_letter_sink: Sink | None,
                  now: Callable[[int], int], job: SparkJob, spark: SparkSession) -> None:
         self.processor = processor
         self.store = store
-        self.sinks_of = sinks_of
+        self.sinks = sinks
+        """The pipeline's sinks, in its order: every path's output has one payload per sink (``per_sink``)."""
+        self.dead_letter_sink = dead_letter_sink
         self.now = now
         self.job = job
         self.spark = spark
@@ -437,7 +417,9 @@ class _BatchDriver:
         self.cached = (batch_id, state)
         faults.at("after_state", batch_id)
         metrics = dict(out.metrics)
-        pairs = self.sinks_of(out)
+        pairs: list[tuple[Sink, Any]] = list(zip(self.sinks, out.per_sink, strict=True))
+        if self.dead_letter_sink is not None:
+            pairs.append((self.dead_letter_sink, out.dead))
         persisted = list(getattr(out, "persisted", ()))  # the keyed path's cached stage, read by its outputs
         if isinstance(out, BatchOutput):  # native: each output computed once for all its sinks (collected or cached)
             for output in (out.results, out.late, out.dead):

@@ -219,7 +219,7 @@ class NativeProcessor:
         def empty(ddl: Callable[[dict[str, Any]], str], hidden: str) -> Callable[[], DataFrame | None]:
             return lambda: None if schema is None else spark.createDataFrame([], f"{ddl(schema)}, {hidden}")
 
-        return BatchOutput(
+        out = BatchOutput(
             Output(results, self._result_rows, ("_o1", "_o2", "_o3", "_o4"),
                    empty(self._result_ddl, "_o1 INT, _o2 BIGINT, _o3 BIGINT, _o4 BIGINT")),
             Output(None if late is None else self._late_frame(late), self._late_rows, ("_seq", "_partition", "_offset"),
@@ -228,6 +228,8 @@ class NativeProcessor:
                    lambda _: self._dead_rows(dead) if dead is not None else [], ("_x",), empty(dead_ddl, "_x INT")),
             metrics,
         )
+        out.per_sink = [out.results if kind == "result" else out.late for kind in self.plan.sink_outputs]
+        return out
 
     def _periodic_emit(self, st: NativeState, clock_ms: int, skip: set[int]) -> None:
         """Periodic emission of every partition (those done on an executor this batch excepted)."""

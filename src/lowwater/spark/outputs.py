@@ -5,7 +5,7 @@ that is collected into rows at most once (for row-list sinks)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,3 +44,5 @@ class BatchOutput:
     late: Output
     dead: Output
     metrics: dict[str, Any]
+    per_sink: list[Output] = field(default_factory=list)
+    """Per sink of the pipeline, in its order: ``results`` or ``late`` (the same object)."""

@@ -31,7 +31,6 @@ from lowwater.core.windows import (
     TumblingEventTimeWindows,
 )
 from lowwater.graph import PipelineLike, as_pipeline
-from lowwater.graph.sinks import Sink
 from lowwater.graph.transformations import (
     AssignTransformation,
     OutputTag,
@@ -58,8 +57,8 @@ class NativePlan:
     allowed_lateness_ms: int
     aggregate: str
     value_field: str | None
-    result_sinks: tuple[Sink, ...]
-    late_sinks: tuple[Sink, ...]
+    sink_outputs: tuple[str, ...]
+    """Per sink of the pipeline, in its order: ``"result"`` (the window's output) or ``"late"``."""
     window_name: str
     late_tag: OutputTag | None
     executor_watermarks: bool = False
@@ -103,12 +102,12 @@ def native_plan(pipeline: PipelineLike) -> tuple[NativePlan | None, str]:
     if len(windows) != 1:
         return None, "not exactly one window operator"
     w = windows[0]
-    result_sinks, late_sinks = [], []
+    sink_outputs: list[str] = []
     for s in p.sinks:
         if s.input is w:
-            result_sinks.append(s.sink)
+            sink_outputs.append("result")
         elif isinstance(s.input, SideOutputTransformation) and s.input.input is w and s.input.tag == w.late_tag:
-            late_sinks.append(s.sink)
+            sink_outputs.append("late")
         else:
             return None, f"sink {s.name!r} is not on the window's output or its late side output"
     up = w.input
@@ -152,5 +151,5 @@ def native_plan(pipeline: PipelineLike) -> tuple[NativePlan | None, str]:
         return None, "aggregate of a Python function"
     return NativePlan(
         _spark_source(up), strategy, ts_field, key_field, size, slide, offset, w.allowed_lateness_ms,
-        agg.name, agg.field, tuple(result_sinks), tuple(late_sinks), w.name, w.late_tag, executor,
+        agg.name, agg.field, tuple(sink_outputs), w.name, w.late_tag, executor,
     ), "native, watermarks on the executors" if executor else "native"

@@ -12,6 +12,7 @@ batch's output. Two kinds, by how their state is checkpointed:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from lowwater.spark.outputs import Output
@@ -31,6 +32,11 @@ class BatchResult(Protocol):
 
     @property
     def metrics(self) -> dict[str, Any]: ...
+
+    @property
+    def per_sink(self) -> Sequence[Any]:
+        """One payload per sink of the pipeline, in ``Pipeline.sinks`` order: an :class:`Output`
+        (native and keyed paths) or a list of rows (general path)."""
 
     @property
     def dead(self) -> Output | list[dict[str, Any]]:
