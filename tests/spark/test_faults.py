@@ -69,7 +69,7 @@ STATE = """
     store.commit(1, None, {"n": 1})      # a delta
     store.commit(2, {"n": 2}, None)      # a snapshot
     store.commit(3, None, {"n": 3})
-    print(store.load(3, dict, lambda s, d: s.update(d)))
+    print(store.load(3, dict, lambda s, d: {**s, **d}))
 """
 
 

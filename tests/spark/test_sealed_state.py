@@ -60,14 +60,14 @@ def test_the_state_store_refuses_a_replaced_snapshot_and_a_replaced_delta(tmp_pa
     store._key = KEY
     store.commit(0, {"n": 0}, None)
     store.commit(1, None, {"n": 1})
-    assert store.load(1, dict, lambda s, d: s.update(d)) == {"n": 1}
+    assert store.load(1, dict, lambda s, d: {**s, **d}) == {"n": 1}
     state_dir = tmp_path / "ck" / "lowwater" / "state"
     mode = stat.S_IMODE((state_dir / "0.snap").stat().st_mode)
     assert mode == 0o600, f"state files are owner-only, got {oct(mode)}"
     for name in ("1.delta", "0.snap"):
         (state_dir / name).write_bytes(pickle.dumps(_Payload(marker)))
         with pytest.raises(CheckpointIntegrityError, match=name):
-            store.load(1, dict, lambda s, d: s.update(d))
+            store.load(1, dict, lambda s, d: {**s, **d})
         assert not marker.exists()
 
 

@@ -102,8 +102,9 @@ class GeneralProcessor:
         return job
 
     @staticmethod
-    def apply_delta(state: CompiledJob, delta: CompiledJob) -> None:
-        state.__dict__.update(delta.__dict__)
+    def apply_delta(state: CompiledJob, delta: CompiledJob) -> CompiledJob:
+        """The state after the delta: the general path's delta is the whole job after its batch."""
+        return delta
 
     @staticmethod
     def totals(job: CompiledJob) -> dict[str, Any]:

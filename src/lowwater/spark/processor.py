@@ -69,7 +69,8 @@ class PickledStateProcessor(Protocol[StateT, PickledOutT]):
     def rebind(self, loaded: StateT) -> StateT:
         """The loaded state in operators built from the current code."""
 
-    def apply_delta(self, state: StateT, delta: StateT) -> None: ...
+    def apply_delta(self, state: StateT, delta: StateT) -> StateT:
+        """The state after ``delta`` (returned, not changed in place)."""
 
     def totals(self, state: StateT) -> dict[str, Any]:
         """The raw metrics of the state's last batch, whose counters are running totals

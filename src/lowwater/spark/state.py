@@ -171,7 +171,7 @@ class StateStore:
         return data
 
     # -- versions (general path: snapshots and deltas) ------------------------------------
-    def load(self, version: int, empty: Callable[[], Any], apply_delta: Callable[[Any, Any], None]) -> Any:
+    def load(self, version: int, empty: Callable[[], Any], apply_delta: Callable[[Any, Any], Any]) -> Any:
         """The state after batch ``version`` (``empty()`` before any batch)."""
         snaps = [v for v in self._versions("snap") if v <= version]
         if snaps:
@@ -187,7 +187,7 @@ class StateStore:
                     f"state for batch {v} is missing under {self.state}: the checkpoint is incomplete; "
                     "restore it, or start over with a new checkpoint location"
                 )
-            apply_delta(state, unseal(data, self.key, join(self.state, f"{v}.delta")))
+            state = apply_delta(state, unseal(data, self.key, join(self.state, f"{v}.delta")))
         return state
 
     def commit(self, version: int, state: Any, delta: Any) -> None:
