@@ -11,7 +11,7 @@ cleared once ``watermark >= max_timestamp + allowed_lateness``.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from lowwater.core.clock import Clock, ManualClock
 from lowwater.core.errors import ConfigurationError, PipelineError
@@ -274,7 +274,7 @@ class WindowOperator:
         self.trigger_state.pop((key, window), None)
         self.fire_counts.pop((key, window), None)
         if isinstance(self.window_function, ProcessWindowFunction):
-            self.window_function.clear(_ProcessContext(self, window))
+            self.window_function.clear(WindowFunctionContext(self, window))
         if self.is_merging:
             mset = self.merging_sets.get(key)
             if mset is not None:
@@ -298,7 +298,7 @@ class WindowOperator:
         self.fired_count += 1
         outputs: tuple[Any, ...]
         if self.window_function is not None:
-            ctx = _ProcessContext(self, window)
+            ctx = WindowFunctionContext(self, window)
             fn = self.window_function
             produced = fn.process(key, ctx, inputs) if isinstance(fn, ProcessWindowFunction) else fn(key, ctx, inputs)
             outputs = tuple(produced) if produced is not None else ()
@@ -449,8 +449,16 @@ class _TriggerContext:
                 target.add(value)
 
 
-class _ProcessContext:
-    def __init__(self, op: WindowOperator, window: Any) -> None:
+class _ContextSource(Protocol):
+    current_watermark: int
+    clock: Clock
+    _out: list[OperatorEvent]
+
+
+class WindowFunctionContext:
+    """What a window function sees of its operator (either window operator)."""
+
+    def __init__(self, op: _ContextSource, window: Any) -> None:
         self._op = op
         self._window = window
 

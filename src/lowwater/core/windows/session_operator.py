@@ -45,6 +45,7 @@ from lowwater.core.windows.contents import WindowContents
 from lowwater.core.windows.events import FireCause, LateElement, SideOutput, WindowFired, WindowResult
 from lowwater.core.windows.functions import ProcessWindowFunction
 from lowwater.core.windows.key_slice import KeySlice, KeySlices, new_key_slice
+from lowwater.core.windows.operator import WindowFunctionContext
 from lowwater.core.windows.session import EventTimeSessionWindows
 from lowwater.core.windows.trigger import Trigger
 from lowwater.core.windows.triggers.event_time import EventTimeTrigger
@@ -276,7 +277,7 @@ class SessionWindowOperator:
             self.live_timers.discard((end - 1, key, start, end))
             k.fires.pop(window, None)
             if isinstance(self.window_function, ProcessWindowFunction):
-                self.window_function.clear(_Context(self, TimeWindow(start, end)))
+                self.window_function.clear(WindowFunctionContext(self, TimeWindow(start, end)))
             del k.mapping[window]
             if not k.mapping and not k.states and not k.fires:
                 del keys[key]
@@ -303,7 +304,7 @@ class SessionWindowOperator:
         outputs: tuple[Any, ...]
         fn = self.window_function
         if fn is not None:
-            ctx = _Context(self, tw)
+            ctx = WindowFunctionContext(self, tw)
             produced = fn.process(key, ctx, inputs) if isinstance(fn, ProcessWindowFunction) else fn(key, ctx, inputs)
             outputs = tuple(produced) if produced is not None else ()
         else:
@@ -400,24 +401,3 @@ def _pair(window: Any) -> Pair:
     if not isinstance(window, TimeWindow):
         raise PipelineError(f"The state holds {window!r}, not a session window: it was written for other windows.")
     return (window.start, window.end)
-
-
-class _Context:
-    """What the window function sees (:class:`~lowwater.core.windows.WindowContext`)."""
-
-    def __init__(self, op: SessionWindowOperator, window: TimeWindow) -> None:
-        self._op = op
-        self._window = window
-
-    @property
-    def window(self) -> TimeWindow:
-        return self._window
-
-    def current_watermark(self) -> int:
-        return self._op.current_watermark
-
-    def current_processing_time(self) -> int:
-        return self._op.clock.now_ms()
-
-    def output(self, tag: Any, value: Any) -> None:
-        self._op._out.append(SideOutput(tag, value))

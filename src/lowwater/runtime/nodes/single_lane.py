@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from lowwater.core.clock import Clock
 from lowwater.core.watermarks import (
     CombinedWatermarkStatus,
     PartialWatermark,
@@ -12,6 +14,7 @@ from lowwater.runtime.nodes.node import Node
 from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import Lane, LaneEvent
 from lowwater.runtime.union_input import UnionInput
+from lowwater.runtime.user_code import user_code_failed
 
 __all__: list[str] = []
 
@@ -38,6 +41,20 @@ class _SingleLaneNode(Node):
 
     def on_start(self) -> None:
         self.emit_lane_event(self.out_lane, LaneEvent("register"))
+
+    def end_batch_of(self, operator: Any, clock: Clock, handle: Callable[[Any], None], batch_id: int,
+                     user_code: str) -> None:
+        """A keyed operator's batch end: every watermark step the inputs make, the status, then
+        processing time; ``handle`` takes what each step emits. A raising user function is
+        reported as ``user_code``."""
+        steps, idle = self.combine_inputs(batch_id)
+        try:
+            for watermark in steps:
+                handle(operator.advance_watermark(watermark))
+            self.forward_status(steps, idle)
+            handle(operator.advance_processing_time(clock.now_ms()))
+        except Exception as e:
+            user_code_failed(e, user_code)
 
     def on_lane_event(self, input_index: int, lane: Lane, event: LaneEvent) -> None:
         self.exchanges[input_index].on_lane_event(lane, event)

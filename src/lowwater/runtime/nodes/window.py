@@ -114,14 +114,7 @@ class WindowNode(_SingleLaneNode):
                 self.emit_side(ev.tag, Record(ev.value, None, self.out_lane))
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
-        steps, idle = self.combine_inputs(batch_id)
-        try:
-            for watermark in steps:
-                self._handle(self.operator.advance_watermark(watermark))
-            self.forward_status(steps, idle)
-            self._handle(self.operator.advance_processing_time(self.clock.now_ms()))
-        except Exception as e:
-            user_code_failed(e, f"window function of {self.name}")
+        self.end_batch_of(self.operator, self.clock, self._handle, batch_id, f"window function of {self.name}")
 
     def metrics(self) -> dict[str, Any]:
         status = self.exchange.lane_status()
