@@ -140,7 +140,8 @@ class CountingSink(DataFrameSink):
 
 def progress_times(progress: list[Any], sampler: Any = None) -> list[dict[str, Any]]:
     """Per micro-batch that read input: rows, Spark's trigger time (ms) and, with a
-    :class:`cpu.CpuSampler`, the CPU milliseconds (JVM + driver) spent during it."""
+    :class:`cpu.CpuSampler`, the CPU milliseconds spent during it: in all, and per part (driver, JVM,
+    the executors' Python workers)."""
     out = []
     for p in progress:
         p = p if isinstance(p, dict) else json.loads(p.json)
@@ -151,6 +152,8 @@ def progress_times(progress: list[Any], sampler: Any = None) -> list[dict[str, A
                    "add_batch_ms": int(d.get("addBatch", 0))}
             if sampler is not None:
                 row["cpu_ms"] = sampler.batch_cpu_ms(p)
+                if hasattr(sampler, "batch_cpu_parts_ms"):
+                    row["cpu_parts_ms"] = sampler.batch_cpu_parts_ms(p)
             out.append(row)
     return out
 
@@ -238,6 +241,9 @@ def summarize(times: list[dict[str, Any]], skip: int = 1) -> dict[str, Any]:
         extra = {"median_batch_cpu_ms": statistics.median(cpu),
                  "rows_per_cpu_s": round(statistics.median(rows) / (statistics.median(cpu) / 1000.0)),
                  "batch_cpu_ms": [t.get("cpu_ms") for t in times]}
+        parts = [t["cpu_parts_ms"] for t in steady if t.get("cpu_parts_ms")]
+        if parts:
+            extra["median_batch_cpu_parts_ms"] = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
     return {
         "batches_measured": len(steady),
         "rows_per_batch": int(statistics.median(rows)),

@@ -17,14 +17,13 @@ tumbling 1-minute event-time windows, bounded out-of-orderness 2 s:
 * ``process``: lowwater, the same windows with a :class:`ProcessWindowFunction` that emits
   ``(key, window start, window end, count, sum)`` per firing, on the keyed path.
 
-Reported as in ``sessions.py``: median batch time and CPU time per batch after the first (JVM +
-Python driver, :class:`cpu.CpuSampler`), the driver's Python peak RSS and the JVM's, the load
-average; ratios computed within this run. The driver's RSS is given twice: ``ru_maxrss`` (as the
-other benchmarks report it; it carries over the parent's resident set at the fork) and ``VmHWM``
-(reset by exec: this process's own peak). The keyed path's per-key Python runs in the executors'
-Python workers, which that CPU time does not include, so each batch also gets the CPU of the
-driver and all its descendants (``median_batch_cpu_all_ms``: JVM and Python workers), and the
-largest peak RSS of a Python worker.
+Reported as in ``sessions.py``: median batch time and CPU time per batch after the first (the
+driver, the JVM and the executors' Python workers, :class:`cpu.CpuSampler`, also per part), the
+driver's Python peak RSS and the JVM's, the load average; ratios computed within this run. The
+driver's RSS is given twice: ``ru_maxrss`` (it carries over the parent's resident set at the
+fork) and ``VmHWM`` (reset by exec: this process's own peak); and the largest peak RSS of a
+Python worker. (Until session 7 the CPU ratios were given twice, JVM + driver and "all"; the
+sampler now counts all.)
 lowwater's results go to :class:`harness.CountingSink`. Writes
 ``benchmarks/results/keyed-triggers-<UTC timestamp>.json``.
 """
@@ -37,7 +36,6 @@ import json
 import os
 import resource
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -113,58 +111,12 @@ def _lowwater(spark: Any, log: Path, ckpt: Path, engine: str, count: int) -> tup
         "phases_per_batch": [b["metrics"].get("phases") for b in batches]}
 
 
-def _proc_tree() -> dict[int, tuple[int, float, float]]:
-    """Every process: pid -> (parent pid, its own CPU s, the CPU s of its reaped children)."""
-    from cpu import _TICK
-
-    out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[int(d)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK,
-                       (int(fields[13]) + int(fields[14])) / _TICK)
-    return out
-
-
-def _descendants(tree: dict[int, tuple[int, float, float]], root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in tree.items():
-        children.setdefault(ppid, []).append(pid)
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
-
-
-def _tree_sampler(spark: Any) -> Any:
-    """Like :class:`cpu.CpuSampler`, but the CPU of the driver and ALL its descendants: the JVM and
-    the executors' Python workers (``pyspark.daemon`` and its forks, which the JVM starts). The
-    harness's sampler counts the JVM and the driver only, so it does not see the keyed path's
-    per-key Python; workers that exit are counted through their parent's reaped-children time."""
-    from cpu import CpuSampler
-
-    class TreeCpuSampler(CpuSampler):
-        def _sample(self) -> None:
-            tree = _proc_tree()
-            self.times.append(time.time())
-            pids = set(_descendants(tree, os.getpid())) | set(_descendants(tree, self.pids[0]))
-            self.cpu.append(sum(tree[p][1] + tree[p][2] for p in pids if p in tree))
-
-    return TreeCpuSampler(int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()), interval_s=0.1)
-
-
 def _python_workers(jvm_pid: int) -> dict[str, Any]:
     """The executors' Python processes under the JVM now (before the session stops): count, largest peak RSS."""
     import harness as H
+    from cpu import _proc_tree, descendants
 
-    pids = [p for p in _descendants(_proc_tree(), jvm_pid) if p != jvm_pid]
+    pids = [p for p in descendants(_proc_tree(), jvm_pid) if p != jvm_pid]
     hwm = []
     for p in pids:
         try:
@@ -197,17 +149,14 @@ def child(engine: str, log: str, ckpt: str, count: str) -> dict[str, Any]:
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
     extra: dict[str, Any] = {"driver_lowwater": str(Path(lowwater.__file__).parent),
                              "worker_lowwater": _worker_lowwater(spark)}
-    with CpuSampler.for_session(spark) as sampler, _tree_sampler(spark) as tree:
+    with CpuSampler.for_session(spark) as sampler:
         if engine == "spark":
             _, progress, wall = H.spark_native(spark, Path(log), Path(ckpt), PARTITIONS, WINDOW_MS, BOUND_MS)
         else:
             progress, wall, info = _lowwater(spark, Path(log), Path(ckpt), engine, int(count))
             extra.update(info)
     times = H.progress_times(progress, sampler)
-    all_cpu = [t["cpu_ms"] for t in H.progress_times(progress, tree)]
-    steady = [c for c in all_cpu[1:] if c is not None] or [c for c in all_cpu if c is not None]
-    extra |= {"median_batch_cpu_all_ms": statistics.median(steady) if steady else None, "batch_cpu_all_ms": all_cpu,
-              **_python_workers(jvm_pid)}
+    extra |= _python_workers(jvm_pid)
     out = {**H.summarize(times), "wall_s": round(wall, 1), **extra,
            "python_driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
            # ru_maxrss (as sessions.py and scale.py report it) carries over the parent's resident set at
@@ -231,9 +180,6 @@ def _ratios(cell: dict[str, Any], base: str, engines: list[str]) -> None:
         cell[f"ratio_time_{engine}_vs_{base}"] = round(b["median_batch_ms"] / e["median_batch_ms"], 3)
         if e.get("median_batch_cpu_ms") and b.get("median_batch_cpu_ms"):
             cell[f"ratio_cpu_{engine}_vs_{base}"] = round(b["median_batch_cpu_ms"] / e["median_batch_cpu_ms"], 3)
-        if e.get("median_batch_cpu_all_ms") and b.get("median_batch_cpu_all_ms"):
-            cell[f"ratio_cpu_all_{engine}_vs_{base}"] = round(
-                b["median_batch_cpu_all_ms"] / e["median_batch_cpu_all_ms"], 3)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -269,8 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             _ratios(cell, "spark", engines)
             print(json.dumps({k: v for k, v in cell.items() if k.startswith(("keys", "ratio", "load"))} |
                              {f"{e}_median_batch_ms": cell[e]["median_batch_ms"] for e in engines} |
-                             {f"{e}_median_batch_cpu_ms": cell[e].get("median_batch_cpu_ms") for e in engines} |
-                             {f"{e}_median_batch_cpu_all_ms": cell[e].get("median_batch_cpu_all_ms") for e in engines}),
+                             {f"{e}_median_batch_cpu_ms": cell[e].get("median_batch_cpu_ms") for e in engines}),
                   file=sys.stderr)
             runs.append(cell)
             shutil.rmtree(log, ignore_errors=True)
@@ -281,9 +226,8 @@ def main(argv: list[str] | None = None) -> int:
                       "event_time_per_batch_ms": SPAN_MS, "bound_ms": BOUND_MS, "master": "local[2]",
                       "cpus": os.cpu_count()},
            "note": "ratio_time_<engine>_vs_<base> = base's median batch ms / that engine's (> 1: the engine is "
-                   "faster than base); ratio_cpu_<engine>_vs_<base> the same for CPU ms per batch of the JVM + Python "
-                   "driver (cpu.CpuSampler, as in the other benchmarks); ratio_cpu_all_<engine>_vs_<base> for CPU "
-                   "ms per batch of the driver and all its descendants, the executors' Python workers included",
+                   "faster than base); ratio_cpu_<engine>_vs_<base> the same for CPU ms per batch of the driver, the "
+                   "JVM and the executors' Python workers (cpu.CpuSampler; median_batch_cpu_parts_ms per part)",
            "runs": runs}
     out = HERE / "results" / f"keyed-triggers-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     out.write_text(json.dumps(doc, indent=1))

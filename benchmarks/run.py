@@ -17,7 +17,7 @@ Prints one JSON document and writes it to ``benchmarks/results/<UTC timestamp>.j
    Both read the log through ``PartitionedLogSource.spark_stream`` with ``maxFilesPerTrigger`` =
    partitions, so micro-batch ``i`` is batch ``i`` of every partition for both. Steady state: the
    first micro-batch (planning, JIT, empty state) is left out; rows/s is rows per batch over the
-   median batch time (Spark's ``triggerExecution``). CPU time (JVM + driver) per batch is reported
+   median batch time (Spark's ``triggerExecution``). CPU time (driver, JVM and Python workers) per batch is reported
    too, as the machine may be shared with other work.
 2. ``state``: lowwater's state bytes under the checkpoint and open windows over 50 batches.
 3. ``lagging``: one partition lagging more than two micro-batches of event time; on-time rows

@@ -81,6 +81,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
+from lowwater.spark.literals import batch_sql
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.outputs import Output
 from lowwater.spark.sealed import StateKey
@@ -504,7 +505,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
 
 
 # -- stage B: per key ------------------------------------------------------------------------------
-def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int) -> Any:
+def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int, batch_id: int) -> Any:
     t = plan.operator
     tags = [tag for tag in plan.outputs if tag is not None]
 
@@ -572,9 +573,9 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         for k, (data, next_event, next_proc) in op.take_key_slices().items():
             kb = key_bytes(k)
             visited.discard(kb)
-            out.append(("state", kb, 0, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True, None))
+            out.append(("state", kb, batch_id, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True, None))
         for kb in visited:  # visited, and no state left: a tombstone
-            out.append(("state", kb, 0, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False, None))
+            out.append(("state", kb, batch_id, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False, None))
         kinds: dict[str, int] = {}
         for row in out:
             kinds[row[0]] = kinds.get(row[0], 0) + 1
@@ -704,7 +705,8 @@ class KeyedProcessor:
             stored = self._stored(spark, st.state_dirs)
             if stored is not None:
                 keys = elements.select("_kb").unionByName(
-                    stored.where(f"next_event <= {due} OR next_proc <= {clock_ms}").select("_kb")).distinct()
+                    stored.where(f"next_event <= {batch_sql(due)} OR next_proc <= {batch_sql(clock_ms)}")
+                    .select("_kb")).distinct()
                 latest = self._latest(stored.join(keys, "_kb", "left_semi")).where("live")
             else:
                 latest = spark.createDataFrame([], _STATE_SCHEMA)
@@ -712,7 +714,7 @@ class KeyedProcessor:
             bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
             stage_b = (elements.select("*", bucket).groupBy("_b")
                        .cogroup(latest.select("_kb", "state", bucket).groupBy("_b"))
-                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms), _B_SCHEMA))
+                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id), _B_SCHEMA))
             if n_elements or stored is not None:
                 stage_b = stage_b.persist()
                 persisted.append(stage_b)
@@ -726,7 +728,7 @@ class KeyedProcessor:
                 for k, c in s_["kinds"].items():
                     kinds[k] = kinds.get(k, 0) + int(c)
             new_state = stage_b.filter("kind = 'state'").selectExpr(
-                "_kb", f"CAST({batch_id} AS BIGINT) AS _v", "blob AS state", "next_event", "next_proc", "live")
+                "_kb", "o1 AS _v", "blob AS state", "next_event", "next_proc", "live")  # o1: the batch id
             compact = batch_id % self.compact_every == 0 and len(st.state_dirs) > 1
             if compact and stored is not None:
                 old = self._latest(stored).where("live").join(new_state.select("_kb"), "_kb", "left_anti")
