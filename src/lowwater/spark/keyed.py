@@ -81,7 +81,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.literals import batch_sql
+from lowwater.spark.literals import with_batch_values
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.outputs import Output
 from lowwater.spark.sealed import StateKey
@@ -705,8 +705,8 @@ class KeyedProcessor:
             stored = self._stored(spark, st.state_dirs)
             if stored is not None:
                 keys = elements.select("_kb").unionByName(
-                    stored.where(f"next_event <= {batch_sql(due)} OR next_proc <= {batch_sql(clock_ms)}")
-                    .select("_kb")).distinct()
+                    with_batch_values(stored, {"_lw_due": due, "_lw_clock": clock_ms})  # spark/literals.py
+                    .where("next_event <= _lw_due OR next_proc <= _lw_clock").select("_kb")).distinct()
                 latest = self._latest(stored.join(keys, "_kb", "left_semi")).where("live")
             else:
                 latest = spark.createDataFrame([], _STATE_SCHEMA)

@@ -52,6 +52,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
+from lowwater.spark.literals import with_batch_values
 from lowwater.spark.native_sql import (
     RESULT_COLUMNS,
     AggregateSql,
@@ -284,7 +285,10 @@ class NativeProcessor:
                f"{ts} < {MIN_TIMESTAMP + self.margin_ms}))"
         last = f"CASE WHEN NOT {bad} AND NOT {edge} THEN {ts} - pmod({ts} - {p.offset_ms}, {p.slide_ms}) END"
         never = w == MIN_TIMESTAMP
-        elate = "false" if never else f"coalesce(({last}) + {p.size_ms - 1 + p.allowed_lateness_ms} <= {w}, false)"
+        wv = "_lw_prev_watermark"  # a column, so that the generated code is the same each batch (spark/literals.py)
+        if not never:
+            df = with_batch_values(df, {wv: w})
+        elate = "false" if never else f"coalesce(({last}) + {p.size_ms - 1 + p.allowed_lateness_ms} <= {wv}, false)"
         new.update({"_ts": ts, "_k": key, "_v": value, "_bad": bad, "_edge": edge, "_last": last, "_elate": elate})
         n = math.ceil(p.size_ms / p.slide_ms)
 
@@ -304,8 +308,8 @@ class NativeProcessor:
         if never:
             ontime, lallow = f"NOT {skip}", "false"
         else:
-            ontime = f"(NOT {skip} AND {wmax} > {w})"
-            lallow = f"(NOT {skip} AND {wmax} <= {w} AND {wmax} + {p.allowed_lateness_ms} > {w})"
+            ontime = f"(NOT {skip} AND {wmax} > {wv})"
+            lallow = f"(NOT {skip} AND {wmax} <= {wv} AND {wmax} + {p.allowed_lateness_ms} > {wv})"
         first = data if n == 1 else f"(_i = 0 AND {data})"
         cols.update({"_ontime": f"({ontime} AND {data})", "_lallow": f"({lallow} AND {data})", "_first": first})
         return ex.withColumns({name: F.expr(text) for name, text in cols.items()}), base_of

@@ -52,20 +52,16 @@ class WindowStore:
         self.fs.delete(self.batch_dir(batch_id))
 
     def read(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]]) -> DataFrame | None:
-        """The partials of ``starts`` (start -> the batches holding it), with a ``start`` column; None if none."""
-        from pyspark.sql import functions as F
+        """The partials of ``starts`` (start -> the batches holding it), with a ``start`` column; None if none.
 
-        frames = []
-        for ws, batches in sorted(starts.items()):
-            paths = [self.start_dir(b, ws) for b in sorted(set(batches))]
-            if paths:
-                frames.append(spark.read.schema(schema).parquet(*paths).withColumn("start", F.lit(ws).cast("long")))
-        if not frames:
+        One scan of every ``batch=<k>/start=<ws>`` directory asked for, ``start`` (and ``batch``)
+        from the directory names (Spark's partition discovery under ``basePath``): no literal per
+        start in the plan, so the generated code is the same whichever starts fire (spark/literals.py)."""
+        paths = [self.start_dir(b, ws) for ws, batches in sorted(starts.items()) for b in sorted(set(batches))]
+        if not paths:
             return None
-        out = frames[0]
-        for f in frames[1:]:
-            out = out.unionByName(f)
-        return out
+        return (spark.read.schema(f"{schema}, batch BIGINT, start BIGINT").option("basePath", self.root)
+                .parquet(*paths).drop("batch"))
 
     def delete(self, removed: dict[int, list[int]], still_open: dict[int, list[int]], before: int) -> None:
         """Delete the files of ``removed`` starts, and batch directories (``< before``) nothing refers to."""
