@@ -114,3 +114,66 @@ def test_a_spark_job_logs_one_metrics_line_per_batch_that_status_progress_and_pl
     data = plot_watermarks(lines, tmp_path / "again.png")
     assert data["combined"] == [(x["combined_watermark"] - data["origin_ms"]) / 1000 for x in lines[:3]]
     assert data["late"] == [(10.0, (lines[1]["combined_watermark"] - data["origin_ms"]) / 1000, 1)]
+
+
+class _PeekThenWrite:
+    """A function sink that reads one row first (a first action over part of the frame), then
+    writes all of it: its count must not come from the first action."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        df.limit(1).collect()
+        df.write.mode("overwrite").parquet(str(self.out / f"batch={batch_id}"))
+
+
+class _SkipsEveryOther:
+    """Says it reads every row, but writes only even batches (as a Delta sink skips a replayed
+    batch): the batches it skips are counted apart."""
+
+    reads_every_row = True
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+
+    def write(self, df: Any, batch_id: int) -> None:
+        if batch_id % 2 == 0:
+            df.write.mode("overwrite").parquet(str(self.out / f"batch={batch_id}"))
+
+
+@pytest.mark.parametrize("sink_kind", ["directory", "peek", "skips"])
+def test_windows_fired_counts_the_results_whatever_the_sink_reads(spark: Any, tmp_path: Path, sink_kind: str
+                                                                  ) -> None:
+    """The native path counts its window results as a sink that reads every row writes them
+    (no job of its own); a sink that may read part first, or writes nothing, gets them counted apart."""
+    from lowwater.spark.sinks import DirectorySink
+    from lowwater.spark.sinks.base import DataFrameSink, ForeachDataFrameSink
+    from lowwater.spark.sources import PartitionedLogSource
+
+    _write_log(tmp_path / "log")
+    env = StreamExecutionEnvironment()
+    counts = (
+        env.from_source(PartitionedLogSource(tmp_path / "log", FIELDS, max_files_per_trigger=2),
+                        WatermarkStrategy.for_bounded_out_of_orderness(1_000).with_timestamp_assigner("ts"))
+        .key_by("key").window(TumblingEventTimeWindows.of(10_000)).count()
+    )
+    out = tmp_path / "out"
+    sink: DataFrameSink
+    if sink_kind == "directory":
+        sink = DirectorySink(out, "parquet")
+        assert sink.reads_every_row
+    elif sink_kind == "peek":
+        sink = ForeachDataFrameSink(_PeekThenWrite(out))
+        assert not sink.reads_every_row
+    else:
+        sink = type("SkipsEveryOther", (_SkipsEveryOther, DataFrameSink), {})(out)
+    counts.add_sink(sink)
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: T0 + 5_000 * b,
+                       end_of_input=True).execute(env, "fired")
+    fired = {x["batch_id"]: x["windows_fired"] for x in job.metrics()}
+    written = {int(d.name.split("=")[1]): spark.read.parquet(str(d)).count() for d in out.glob("batch=*")}
+    assert sum(fired.values()) == 6  # (a, b) x the windows [0, 10 s), [10, 20 s), [20, 30 s); a at 30 s
+    assert sum(written.values()) == (6 if sink_kind != "skips" else sum(n for b, n in written.items() if b % 2 == 0))
+    for b, n in written.items():
+        assert fired[b] == n, (b, fired, written)

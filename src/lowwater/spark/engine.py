@@ -421,6 +421,7 @@ class _BatchDriver:
         if self.dead_letter_sink is not None:
             pairs.append((self.dead_letter_sink, out.dead))
         persisted = list(getattr(out, "persisted", ()))  # the keyed path's cached stage, read by its outputs
+        counted: tuple[Any, DataFrame] | None = None  # the results' count, observed as their one sink writes them
         if isinstance(out, BatchOutput):  # native: each output computed once for all its sinks (collected or cached)
             for output in (out.results, out.late, out.dead):
                 takers = [s for s, p in pairs if p is output]
@@ -431,6 +432,9 @@ class _BatchDriver:
                 if not any(isinstance(s, DataFrameSink) for s in takers):
                     output.collected = output.rows()
                     n = len(output.collected)
+                elif output is out.results and len(takers) == 1 and getattr(takers[0], "reads_every_row", False):
+                    counted = _observe_count(output)  # no count job, no cache: the write counts them
+                    continue
                 else:
                     output.frame = output.frame.persist()
                     persisted.append(output.frame)
@@ -448,6 +452,8 @@ class _BatchDriver:
         finally:
             for frame in persisted:
                 frame.unpersist()
+        if counted is not None:
+            metrics["windows_fired"] = _observed_count(*counted)
         faults.at("after_sinks", batch_id)
         metrics.update(_dead_summary(out))  # why records were rejected, even with no dead-letter sink
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
@@ -474,6 +480,28 @@ class _BatchDriver:
         if isinstance(processor, JsonStateProcessor):
             return dict(processor.state_to_json(state).get("metrics") or {})
         return processor.totals(state)
+
+
+def _observe_count(output: Output) -> tuple[Any, DataFrame]:
+    """Have ``output``'s frame count its rows as a sink reads them (``observe``); returns the
+    observation and the frame as it was, to count by itself should no sink action read it."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    assert output.frame is not None
+    frame, seen = output.frame, Observation()
+    output.frame = frame.observe(seen, F.count(F.lit(1)).alias("n"))
+    return seen, frame
+
+
+def _observed_count(seen: Any, frame: DataFrame) -> int:
+    """The rows a sink's first action over the observed frame read; the frame's own count when
+    no action read it (a Delta write skipped as already committed by a replayed batch).
+    Spark fills an observation as the action that ran it ends (``SQLExecution``), not later."""
+    jo = getattr(seen, "_jo", None)
+    if jo is not None and jo.future().isCompleted():
+        return int(seen.get["n"])
+    return int(frame.count())
 
 
 def _dead_summary(out: BatchResult) -> dict[str, Any]:

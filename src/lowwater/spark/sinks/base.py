@@ -63,6 +63,13 @@ def to_dict(row: Any) -> dict[str, Any]:
 class DataFrameSink(Sink):
     """A sink the Spark engine hands DataFrames: ``write(df, batch_id)``, idempotent per batch id."""
 
+    reads_every_row: bool = False
+    """True when the first Spark action :meth:`write` runs over ``df`` reads every row of it (a
+    plain ``df.write``, not ``df.limit(n).collect()`` first). The native path then counts the
+    window results as the sink writes them (``observe``), instead of caching and counting them
+    in a job of their own; a write that runs no action (a replay Delta skips) is counted apart.
+    Leave it False for a sink that may read part of ``df`` first: the count would be short."""
+
     def write(self, df: DataFrame, batch_id: int) -> None:
         raise NotImplementedError
 

@@ -57,6 +57,8 @@ class DeltaSink(DataFrameSink):
         Add a ``batch_id`` column (BIGINT) to every row.
     """
 
+    reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
+
     def __init__(self, path: str, name: str = "results", app_id: str | None = None, schema: str | None = None,
                  with_batch_id: bool = True) -> None:
         if not path:

@@ -39,6 +39,8 @@ class DirectorySink(DataFrameSink):
     directory, so the sink's contents are exactly-once. An empty batch writes an empty one.
     """
 
+    reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
+
     def __init__(self, path: str | os.PathLike[str],
                  fmt: Literal["parquet", "jsonl", "json", "orc"] = "parquet") -> None:
         if fmt not in _SPARK_FORMAT:

@@ -340,6 +340,8 @@ class PostgresSink(DataFrameSink):
     with the fix.
     """
 
+    reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
+
     def __init__(self, jdbc_url: str, table: str, user: str | None = None, password: str | None = None) -> None:
         self.upsert = PostgresUpsertSink(jdbc_url, table, user=user, password=password)
 
