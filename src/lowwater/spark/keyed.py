@@ -83,7 +83,7 @@ from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
 from lowwater.spark.literals import with_batch_values
 from lowwater.spark.native_state import _exchange, _exchange_data
-from lowwater.spark.outputs import Output
+from lowwater.spark.outputs import Output, empty_frame
 from lowwater.spark.sealed import StateKey
 from lowwater.spark.snapshot import restore, to_data
 from lowwater.spark.sources import SparkSource
@@ -699,8 +699,8 @@ class KeyedProcessor:
             elements = (stage_a.filter("_ctl IS NULL AND _dead IS NULL")
                         .select("_kb", "_source", "_partition", "_offset", "_seq", "_sub", "_ts", "_el")
                         if stage_a is not None else
-                        spark.createDataFrame([], "_kb STRING, _source INT, _partition INT, _offset BIGINT, "
-                                                  "_seq BIGINT, _sub INT, _ts BIGINT, _el BINARY"))
+                        empty_frame(spark, "_kb STRING, _source INT, _partition INT, _offset BIGINT, "
+                                               "_seq BIGINT, _sub INT, _ts BIGINT, _el BINARY"))
             due = max(w_new, w_prev)
             stored = self._stored(spark, st.state_dirs)
             if stored is not None:
@@ -709,7 +709,7 @@ class KeyedProcessor:
                     .where("next_event <= _lw_due OR next_proc <= _lw_clock").select("_kb")).distinct()
                 latest = self._latest(stored.join(keys, "_kb", "left_semi")).where("live")
             else:
-                latest = spark.createDataFrame([], _STATE_SCHEMA)
+                latest = empty_frame(spark, _STATE_SCHEMA)
             n = self._buckets(spark)
             bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
             stage_b = (elements.select("*", bucket).groupBy("_b")

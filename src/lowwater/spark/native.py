@@ -73,7 +73,7 @@ from lowwater.spark.native_sql import (
     window_struct,
 )
 from lowwater.spark.native_state import NativeState, from_json, to_json
-from lowwater.spark.outputs import BatchOutput, Output
+from lowwater.spark.outputs import BatchOutput, Output, empty_frame
 from lowwater.spark.plan import NativePlan
 from lowwater.spark.window_store import WindowStore
 
@@ -218,7 +218,7 @@ class NativeProcessor:
         else:
             st.metrics = dict(metrics)
         def empty(ddl: Callable[[dict[str, Any]], str], hidden: str) -> Callable[[], DataFrame | None]:
-            return lambda: None if schema is None else spark.createDataFrame([], f"{ddl(schema)}, {hidden}")
+            return lambda: None if schema is None else empty_frame(spark, f"{ddl(schema)}, {hidden}")
 
         out = BatchOutput(
             Output(results, self._result_rows, ("_o1", "_o2", "_o3", "_o4"),
