@@ -187,17 +187,27 @@ class _LogDirectory:
         lines: list[bytes] = []
         columns: dict[str, list[Any]] = {}
         truncated_at = None
+        # only the records asked for become Python objects (a reader that wants the first 200
+        # records of a 250,000-record segment holds 200), while the whole segment is counted
+        lo = max(start, first) - first
         if segment.fmt == "jsonl":
-            lines = segment.path.read_bytes().split(b"\n")
-            tail = lines.pop()  # b"" when the file ends with "\n"
-            if tail and seg_end is not None:
+            data = segment.path.read_bytes()
+            count = data.count(b"\n")
+            if data and not data.endswith(b"\n") and seg_end is not None:
                 # A closed segment's unterminated last line is a record: report it.
-                truncated_at = first + len(lines)
-                lines.append(tail)
-            count = len(lines)
+                truncated_at = first + count
+                count += 1
+            hi = max(lo, min(end, first + count) - first)
+            if hi < min(count, 10_000):  # the head of the segment: cut it off first (no copy of the rest)
+                cut = -1
+                for _ in range(hi):
+                    cut = data.index(b"\n", cut + 1)
+                lines = data[:cut + 1].split(b"\n")[:hi]
+            else:
+                lines = data.split(b"\n", hi)[:hi]
         else:
-            columns = self._read_parquet(segment)
-            count = len(columns["value"])
+            count, columns = self._read_parquet(segment, lo, end - first)
+            hi = max(lo, min(end, first + count) - first)
         if seg_end is not None and count != seg_end - first:
             what = "missing" if count < seg_end - first else "overlapping"
             raise CorruptLogError(
@@ -209,7 +219,7 @@ class _LogDirectory:
                 f"segment {segment.path} shrank to {count} records while being read"
             )
         out = []
-        for k in range(max(start, first) - first, min(end, first + count) - first):
+        for k in range(lo, hi):
             if segment.fmt == "jsonl":
                 record = _decode_line(partition, first + k, lines[k])
                 if first + k == truncated_at and record.error is not None:
@@ -219,21 +229,34 @@ class _LogDirectory:
                         f"{record.error}",
                     )
             else:
-                record = self._decode_parquet_row(partition, first + k, columns, k)
+                record = self._decode_parquet_row(partition, first + k, columns, k - lo)
             out.append(record)
         return out
 
-    def _read_parquet(self, segment: _Segment) -> dict[str, list[Any]]:
-        _, pq = _pyarrow()
+    def _read_parquet(self, segment: _Segment, lo: int, hi: int) -> tuple[int, dict[str, list[Any]]]:
+        """The segment's record count, and its rows ``[lo, hi)`` as columns of Python values."""
+        pa, pq = _pyarrow()
         try:
-            columns: dict[str, list[Any]] = pq.read_table(segment.path).to_pydict()
+            file = pq.ParquetFile(segment.path)
+            count = int(file.metadata.num_rows)
+            hi = min(hi, count)
+            batches = []
+            if hi > lo:
+                got = 0
+                for batch in file.iter_batches(batch_size=max(1, min(hi, 65_536))):
+                    batches.append(batch)
+                    got += batch.num_rows
+                    if got >= hi:
+                        break
+            table = pa.Table.from_batches(batches, schema=file.schema_arrow).slice(lo, max(0, hi - lo))
+            columns: dict[str, list[Any]] = table.to_pydict()
         except Exception as exc:  # pyarrow raises several types for a damaged file
             raise CorruptLogError(f"cannot read parquet segment {segment.path}: {exc}") from exc
         if "value" not in columns:
             raise CorruptLogError(
                 f"parquet segment {segment.path} has no 'value' column: {sorted(columns)}"
             )
-        return columns
+        return count, columns
 
     @staticmethod
     def _decode_parquet_row(
