@@ -51,7 +51,9 @@ def spark() -> Iterator[object]:
     session.stop()
 
 
-_SET_BY_SPARK = frozenset({"spark.databricks.delta.lastCommitVersionInSession"})  # Delta's own bookkeeping
+# set by Spark and Delta themselves: on the session's first use, and on each Delta commit
+_SET_BY_SPARK = frozenset({"spark.sql.parquet.fieldId.read.enabled", "spark.sql.parquet.fieldId.write.enabled",
+                           "spark.databricks.delta.lastCommitVersionInSession"})
 
 
 @pytest.fixture(autouse=True)
