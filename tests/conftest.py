@@ -9,6 +9,12 @@ suite starts dozens of drivers (crash tests, CLI runs), so at its start it build
 for the two class paths they use, in the background while the pure tests run, in
 ``jars/cds`` (``LOWWATER_JVM_ARCHIVE_DIR``; set it empty to go without). A driver started
 before its archive is ready starts as usual.
+
+``./dev test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``), each with its
+own SparkSession and its own servers (every server fixture is per worker, on free ports, in its
+own temp dir). :func:`pytest_collection_modifyitems` keeps every test that uses the Kafka broker
+or the HDFS cluster on one worker (one xdist group: those servers start once), and puts the
+longest tests first, so that the two workers finish together.
 """
 
 from __future__ import annotations
@@ -28,6 +34,21 @@ from lowwater.runtime.reference import ReferenceRuntime
 from lowwater.runtime.result import JobResult
 
 _archives: list[subprocess.Popen[bytes]] = []
+
+SERVER_GROUP = "kafka-hdfs"
+"""The xdist group of every test that uses the ``kafka`` or ``hdfs`` fixture (tests/spark/real/conftest.py)."""
+_SERVER_FIXTURES = frozenset({"kafka", "hdfs"})
+
+SLOW_FIRST = (
+    "tests/spark/test_engine.py::test_a_killed_and_restarted_query_equals_an_uninterrupted_run",
+    "tests/spark/test_faults.py::test_seeded_sigkills_then_a_restart_equal_an_uninterrupted_run",
+    "tests/spark/test_several_sources.py::test_a_killed_and_restarted_union_of_two_sources",
+    "tests/spark/test_cluster.py::",
+    "tests/spark/real/test_delta_sink.py::",
+    "tests/spark/test_demo.py::",
+)
+"""The longest tests outside the server group (1.5-3 min each on CI's 2 cores), run first in
+this order: a worker that drew one of them last would finish minutes after the other."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,6 +71,18 @@ def pytest_configure(config: pytest.Config) -> None:
     with open(folder / "build.log", "ab") as log:
         _archives.append(subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=log,
                                           start_new_session=True))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the group markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(SERVER_GROUP))
+
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)), len(SLOW_FIRST))
+
+    items.sort(key=rank)  # stable: the same order on every worker, the rest as collected
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

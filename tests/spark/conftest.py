@@ -1,12 +1,20 @@
-"""Fixtures for the Spark tests: ONE SparkSession and ONE PostgreSQL server per test session.
+"""Fixtures for the Spark tests: ONE SparkSession and ONE PostgreSQL server per test session
+(under ``./dev test``'s pytest-xdist, one of each per worker).
 
 Both fail (never skip) when something is missing, with what to run to fix it.
+
+Every test shares the session, so none may leave it changed: after each test that used it,
+:func:`the_session_is_left_as_found` stops any streaming query still running (and fails the
+test that left it: it would go on using CPU, and compile code, under the tests after it) and
+puts back any SQL setting the test changed.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -41,6 +49,36 @@ def spark() -> Iterator[object]:
         pytest.fail(f"the SparkSession cannot load org.postgresql.Driver ({e}); {_FIX}")
     yield session
     session.stop()
+
+
+# set by Spark and Delta themselves: on the session's first use, and on each Delta commit
+_SET_BY_SPARK = frozenset({"spark.sql.parquet.fieldId.read.enabled", "spark.sql.parquet.fieldId.write.enabled",
+                           "spark.databricks.delta.lastCommitVersionInSession"})
+
+
+@pytest.fixture(autouse=True)
+def the_session_is_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    session: Any = request.getfixturevalue("spark")
+    before = dict(session.conf.getAll)
+    yield
+    left = session.streams.active
+    for query in left:
+        query.stop()
+    after = dict(session.conf.getAll)
+    changed = sorted(k for k in before.keys() | after.keys()
+                     if before.get(k) != after.get(k) and k not in _SET_BY_SPARK)
+    for key in changed:
+        if key in before:
+            session.conf.set(key, before[key])
+        else:
+            session.conf.unset(key)
+    if changed:
+        warnings.warn(f"{request.node.nodeid} changed the shared session's settings {changed}; put back",
+                      stacklevel=1)
+    assert not left, f"streaming queries left running (stopped now): {[q.name or q.id for q in left]}"
 
 
 @pytest.fixture(scope="session")
