@@ -12,14 +12,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def empty_frame(spark: SparkSession, ddl: str) -> DataFrame:
-    """A DataFrame of ``ddl`` with no rows and no partitions: an action over it (a sink's write of
-    a batch with no output, a join or cogroup with nothing stored) runs no task. ``createDataFrame([],
-    ddl)`` makes a Python RDD with one empty partition per core, which every action runs through
-    Python workers: measured here 67 ms per empty write on a quiet machine, 0.5 s on a loaded one.
-    A file write of it still leaves its directory (Spark writes one empty file for the schema)."""
-    return spark.createDataFrame(spark.sparkContext.emptyRDD(), ddl)
-
 __all__ = ["BatchOutput", "Output", "empty_frame"]
 
 
@@ -55,3 +47,12 @@ class BatchOutput:
     metrics: dict[str, Any]
     per_sink: list[Output] = field(default_factory=list)
     """Per sink of the pipeline, in its order: ``results`` or ``late`` (the same object)."""
+
+
+def empty_frame(spark: SparkSession, ddl: str) -> DataFrame:
+    """A DataFrame of ``ddl`` with no rows and no partitions: an action over it (a sink's write of
+    a batch with no output, a join or cogroup with nothing stored) runs no task. ``createDataFrame([],
+    ddl)`` makes a Python RDD with one empty partition per core, which every action runs through
+    Python workers: measured here 67 ms per empty write on a quiet machine, 0.5 s on a loaded one.
+    A file write of it still leaves its directory (Spark writes one empty file for the schema)."""
+    return spark.createDataFrame(spark.sparkContext.emptyRDD(), ddl)
