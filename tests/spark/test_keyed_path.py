@@ -113,8 +113,18 @@ def _process_function(env: StreamExecutionEnvironment, source: Any) -> list[Coll
     return [env.from_source(source, _strategy()).key_by("key").process(RunningTotal()).collect()]
 
 
+def _sessions_by_field(env: StreamExecutionEnvironment, source: Any) -> list[CollectSink]:
+    late = OutputTag("late")
+    out = (env.from_source(source, _strategy()).key_by("key").window(EventTimeSessionWindows.with_gap(400))
+           .allowed_lateness(1000).side_output_late_data(late).sum("value"))
+    return [out.collect(), out.get_side_output(late).collect()]
+
+
 PIPELINES = {"process_function": _process_function, "sessions": _sessions, "count_trigger_process": _count_trigger,
-             "user_aggregate": _user_aggregate}
+             "user_aggregate": _user_aggregate, "sessions_by_field": _sessions_by_field}
+SQL_LANES = {"process_function", "sessions_by_field"}
+"""Straight from the source, keyed by a field, timestamped by a field with a built-in generator:
+stage A runs as SQL, with no Python per row (``SqlLanes``)."""
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +157,8 @@ def test_the_keyed_path_equals_the_reference_runtime(spark: Any, log: Path, name
                        snapshot_every=2 if compact else 20).execute(env)
     assert job.path == "keyed", job.reason
     assert len(job.batches()) >= 4, "one micro-batch per segment, and the end of input"
+    stage_a = {b["metrics"]["stage_a"] for b in job.batches()} - {None}
+    assert stage_a == ({"sql"} if name.split(" ")[0] in SQL_LANES else {"python"})
     for want, got in zip(expected, actual, strict=True):
         assert want.results, f"{name}: the reference run should produce output"
         assert _rows(got) == _rows(want)
@@ -157,6 +169,50 @@ def test_the_keyed_path_equals_the_reference_runtime(spark: Any, log: Path, name
     if compact:  # the directories a compaction replaced are gone; a few newer ones remain
         kept = sorted(int(d.name.split("=")[1]) for d in keyed.glob("batch=*"))
         assert len(kept) <= 3 and kept[0] >= len(job.batches()) - 4, kept
+
+
+def test_stage_a_in_sql_dead_letters_and_watermarks_as_stage_a_in_python(spark: Any, tmp_path: Path) -> None:
+    """Integer keys, and every kind of row stage A rejects: no key (whose timestamp still moves its
+    partition's watermark, as the generator sees it before the key selector), no timestamp, Flink's
+    no-timestamp marker, a line that does not parse. The keyed path with stage A in SQL equals the
+    general path (the reference operators on the driver) in results, late rows, dead letters,
+    watermarks and accounting."""
+    from lowwater.core.time import MIN_TIMESTAMP
+
+    fields = [("key", "BIGINT"), ("ts", "BIGINT"), ("value", "BIGINT")]
+    log = tmp_path / "log"
+    w = PartitionedLogWriter(log, "jsonl")
+    w.append(0, [{"key": 1, "ts": 1000, "value": 1}, {"key": -7, "ts": 1200, "value": 2},
+                 {"key": None, "ts": 6000, "value": 3},          # no key, the partition's largest timestamp
+                 {"key": 2, "ts": None, "value": 4}, {"key": 2, "ts": MIN_TIMESTAMP, "value": 5},
+                 {"key": 1, "ts": 1300, "value": 6}])
+    with open(next((log / "partition=0").glob("segment-*.jsonl")), "a") as f:
+        f.write('{"partition": 0, "offset": 6, "value": {"key": 3, "ts": 4000\n')  # does not parse
+    w.append(1, [{"key": 1, "ts": 7000, "value": 7}, {"key": 2, "ts": 7100, "value": 8}])
+    w.append(0, [{"key": 1, "ts": 5200, "value": 9}, {"key": -7, "ts": 900, "value": 10}])  # late, then very late
+    w.append(1, [{"key": 2, "ts": 9000, "value": 11}])
+
+    def run(path: str) -> tuple[Any, list[list[str]]]:
+        env = StreamExecutionEnvironment()
+        sinks = _sessions_by_field(env, PartitionedLogSource(log, fields, segments_per_batch=1))
+        dead = CollectSink()
+        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path, dead_letter_sink=dead,  # type: ignore[arg-type]
+                           clock=lambda b: 1000 * b, end_of_input=True).execute(env)
+        assert job.path == path, job.reason
+        return job, [_rows(s) for s in [*sinks, dead]]
+
+    keyed, got = run("keyed")
+    general, want = run("general")
+    assert [b["metrics"]["stage_a"] for b in keyed.batches()] == ["sql", "sql", None], "two batches, and the end"
+    assert got == want
+    results, late, dead = got
+    assert results and late, "sessions fired, and an element came too late for any"
+    assert sorted(json.loads(d)["offset"] for d in dead) == [2, 3, 4, 6]
+    marks = [[b["metrics"]["combined_watermark"], b["metrics"]["partition_watermarks"]] for b in keyed.batches()]
+    assert marks == [[b["metrics"]["combined_watermark"], b["metrics"]["partition_watermarks"]]
+                     for b in general.batches()]
+    assert marks[0][1]["0"] == 6000 - 500 - 1, "the keyless row's timestamp moved its partition's watermark"
+    assert str(keyed.accounting()) == str(general.accounting())
 
 
 def _badly_keyed(record: dict[str, Any]) -> str:

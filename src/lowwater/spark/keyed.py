@@ -56,6 +56,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import (
     CombinedWatermarkStatus,
+    FieldTimestampAssigner,
     PartialWatermark,
     RecordingOutput,
     WatermarkEvent,
@@ -82,6 +83,7 @@ from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
 from lowwater.spark.literals import with_batch_values
+from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.outputs import Output, empty_frame
 from lowwater.spark.sealed import StateKey
@@ -432,13 +434,13 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
         files = [cols["_file"][i] for i in order] if "_file" in cols else none
         n_in = n_dead = n_key_dead = 0
 
-        def dead(offset: Any, seq: Any, reason: str, record: Any, file: Any = None) -> None:
+        def dead(offset: Any, seq: Any, reason: str, record: Any, unparsed: bool = False, file: Any = None) -> None:
             nonlocal n_dead
             n_dead += 1
             letter = {"reason": reason, "partition": p, "offset": offset, "record": record}
             if len(plan.branches) > 1:
                 letter["source"] = branch.name
-            if file is not None:
+            if unparsed:  # its file, whether the source knows it or not (as the other paths' letters)
                 letter["file"] = file
             rows.append((src, p, offset, seq, 0, None, None, None, json.dumps(letter, default=str), None))
 
@@ -487,7 +489,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
             n_in += 1
             off, sq = offset, seq
             if bad is not None:
-                dead(off, sq, BadRecordError.unparsed(bad), None, file)
+                dead(off, sq, BadRecordError.unparsed(bad), None, unparsed=True, file=file)
                 continue
             push(0, record, sts, off, sq, [0])
         try:
@@ -504,8 +506,98 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
     return run
 
 
+# -- stage A in SQL ---------------------------------------------------------------------------
+_SQL_GENERATORS = ("bounded_out_of_orderness", "time_lag", "no_watermarks")
+_INTEGRAL = ("bigint", "int", "smallint", "tinyint")
+
+
+@dataclass(frozen=True)
+class SqlLanes:
+    """Stage A without Python per row, where it would only read fields.
+
+    It applies to one source whose chain is its watermark strategy alone, with a built-in
+    generator (whose state after a batch depends only on the largest timestamp it saw, as the
+    native path uses it), the timestamp an integer field, and the key a field of a type whose
+    :func:`~lowwater.spark.keyed_state.key_bytes` text SQL writes the same. Then:
+
+    * one aggregate gives each lane what its control row gives (rows, largest timestamp,
+      dead letters, elements), and the driver runs the lane's generator on it;
+    * the elements go to stage B as columns ``_f0, _f1, ...`` (the record's fields), not pickled;
+    * the rows stage A would dead-letter (unparsed, no timestamp, no key: rare) go through
+      stage A's own function, so their letters are its letters.
+    """
+
+    ts_field: str
+    key_field: str
+    key_type: str
+    fields: tuple[str, ...]
+    """The source's fields the batch has, in order: the record dict stage A would build."""
+    columns: tuple[str, ...]
+
+    @staticmethod
+    def of(plan: KeyedPlan, df: DataFrame) -> SqlLanes | None:
+        if len(plan.branches) != 1 or not plan.direct:
+            return None
+        branch = plan.branches[0]
+        strategy = branch.strategy
+        proto = strategy.assigner_prototype
+        if (strategy.builtin not in _SQL_GENERATORS or strategy.legacy_assigner is not None
+                or strategy.assigner_factory is None or not isinstance(proto, FieldTimestampAssigner)):
+            return None
+        key_field = getattr(plan.key_selectors[branch.input], "field_name", None)
+        types = dict(df.dtypes)
+        if (key_field is None or types.get(proto.field) not in _INTEGRAL
+                or types.get(key_field) not in (*_INTEGRAL, "string", "boolean")):
+            return None
+        fields = tuple(f for f in branch.source.fields() if f in types)
+        return SqlLanes(proto.field, key_field, types[key_field], fields, tuple(df.columns))
+
+    def classify(self, df: DataFrame) -> DataFrame:
+        """``df`` with ``_lw_src``, ``_lw_ts``, ``_lw_tsok`` (stage A would take its timestamp),
+        ``_lw_good`` (and its key: an element) and ``_lw_kb`` (the key's text)."""
+        ts, k = f"CAST({quote(self.ts_field)} AS BIGINT)", quote(self.key_field)
+        corrupt = "_corrupt IS NOT NULL" if "_corrupt" in self.columns else "false"
+        if self.key_type == "string":
+            kb = f"concat('s:', {k})"
+        elif self.key_type == "boolean":
+            kb = f"CASE WHEN {k} THEN 'b:True' WHEN NOT {k} THEN 'b:False' END"
+        else:
+            kb = f"concat('i:', CAST({k} AS STRING))"
+        tsok = f"(NOT ({corrupt}) AND {ts} IS NOT NULL AND {ts} <> {MIN_TIMESTAMP})"
+        return df.selectExpr("*", f"{'_source' if '_source' in self.columns else '0'} AS _lw_src",
+                             f"{ts} AS _lw_ts", f"{tsok} AS _lw_tsok", f"{tsok} AND {k} IS NOT NULL AS _lw_good",
+                             f"{kb} AS _lw_kb")
+
+    @staticmethod
+    def lane_stats(classified: DataFrame) -> list[Any]:
+        """Per lane: its rows, the largest timestamp its generator sees, its dead letters (of which
+        for want of a key), its elements."""
+        from pyspark.sql import functions as F
+
+        return classified.groupBy("_lw_src", "_partition").agg(*[F.expr(e) for e in (
+            "count(1) AS rows_in", "max(CASE WHEN _lw_tsok THEN _lw_ts END) AS max_ts",
+            "count_if(NOT _lw_good) AS dead", "count_if(_lw_tsok AND NOT _lw_good) AS key_dead",
+            "count_if(_lw_good) AS elements")]).collect()
+
+    def elements(self, classified: DataFrame) -> DataFrame:
+        seq = "_seq" if "_seq" in self.columns else "CAST(NULL AS BIGINT)"
+        return classified.where("_lw_good").selectExpr(
+            "_lw_kb AS _kb", "_lw_src AS _source", "_partition", "_offset", f"{seq} AS _seq", "0 AS _sub",
+            "_lw_ts AS _ts", *[f"{quote(f)} AS _f{j}" for j, f in enumerate(self.fields)])
+
+    def rejected(self, plan: KeyedPlan, classified: DataFrame, clock_ms: int) -> DataFrame:
+        """Stage A's rows for the rows it would dead-letter (its control rows are not used)."""
+        lanes = ["_source", "_partition"] if "_source" in self.columns else ["_partition"]
+        return (classified.where("NOT _lw_good").select(*[quote(c) for c in self.columns]).groupBy(*lanes)
+                .applyInArrow(_per_partition(plan, {}, clock_ms), _A_SCHEMA))
+
+
 # -- stage B: per key ------------------------------------------------------------------------------
-def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int, batch_id: int) -> Any:
+def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int, batch_id: int,
+                value_fields: tuple[str, ...] | None = None) -> Any:
+    """Stage B's function: one hash bucket of keys per call. The elements' values are pickled
+    (``_el``), or, when stage A ran in SQL (:class:`SqlLanes`), the source's fields as columns
+    ``_f0, _f1, ...`` that become the record dict ``value_fields`` names, as stage A builds it."""
     t = plan.operator
     tags = [tag for tag in plan.outputs if tag is not None]
 
@@ -547,6 +639,16 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             op.put_key_slice(data["key"], data)
             visited.add(kb)
         el = elements_table.to_pydict()
+        if value_fields is None:
+            blobs = el["_el"]
+
+            def value(i: int) -> Any:
+                return pickle.loads(blobs[i])
+        else:
+            columns = [el[f"_f{j}"] for j in range(len(value_fields))]
+
+            def value(i: int) -> Any:
+                return {name: col[i] for name, col in zip(value_fields, columns, strict=True)}
         arrival = sorted(range(elements_table.num_rows), key=lambda i: (  # as the general path orders them
             el["_seq"][i] is not None, el["_seq"][i] or 0, el["_source"][i], el["_partition"][i],
             el["_offset"][i] is not None, el["_offset"][i] or 0, el["_sub"][i]))
@@ -555,7 +657,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             kb, src, p, off, sq = el["_kb"][i], el["_source"][i], el["_partition"][i], el["_offset"][i], el["_seq"][i]
             visited.add(kb)
             order[:] = [0, -1 if sq is None else sq, (src << 32) | p, -1 if off is None else off]
-            node.on_record(Record(pickle.loads(el["_el"][i]), el["_ts"][i], (src, p), p, off), inputs[src])
+            node.on_record(Record(value(i), el["_ts"][i], (src, p), p, off), inputs[src])
         try:
             for w in steps:
                 order[:] = [1, w, 0, 0]
@@ -661,25 +763,55 @@ class KeyedProcessor:
         w_prev = st.watermark
         rows_in = dead_a = key_dead = n_elements = 0
         persisted: list[DataFrame] = []
-        stage_a = None
+        elements: DataFrame | None = None
+        rejected: DataFrame | None = None  # stage A's rows for the batch's dead letters (_dead), if any
+        value_fields: tuple[str, ...] | None = None
+        stage_a_kind: str | None = None
         if df is not None and not end_of_input:
-            states = {lane: to_data(pw) for lane, (_, pw) in st.partitions.items()}
-            lanes = ["_source", "_partition"] if "_source" in df.columns else ["_partition"]
-            stage_a = df.groupBy(*lanes).applyInArrow(_per_partition(plan, states, clock_ms), _A_SCHEMA).persist()
-            persisted.append(stage_a)
             emitted: set[Lane] = set()
-            for r in stage_a.filter("_ctl IS NOT NULL").select("_source", "_partition", "_ctl").collect():
-                lane, ctl = (int(r["_source"]), int(r["_partition"])), json.loads(r["_ctl"])
-                clock, pw = self._lane(st, lane)
-                restore(ctl["state"], pw)
-                clock.set(clock_ms)
-                for event in RecordingOutput.from_rows(ctl["events"]).events:
-                    st.lane_event(plan, lane, LaneEvent.of(event))
-                rows_in += int(ctl["rows_in"])
-                dead_a += int(ctl["dead"])
-                key_dead += int(ctl["key_dead"])
-                n_elements += int(ctl["elements"])
-                emitted.add(lane)
+            sql = SqlLanes.of(plan, df)
+            stage_a_kind = "python" if sql is None else "sql"
+            if sql is not None:  # no Python per row: the lanes' statistics from one aggregate
+                classified = sql.classify(df).persist()
+                persisted.append(classified)
+                for r in sql.lane_stats(classified):
+                    lane = (int(r["_lw_src"]), int(r["_partition"]))
+                    clock, pw = self._lane(st, lane)
+                    clock.set(clock_ms)
+                    out = RecordingOutput()
+                    if r["max_ts"] is not None:  # a built-in generator keeps the largest timestamp alone
+                        pw.generator.on_event(None, int(r["max_ts"]), out)
+                    pw.generator.on_periodic_emit(out)
+                    for event in out.events:
+                        st.lane_event(plan, lane, LaneEvent.of(event))
+                    rows_in += int(r["rows_in"])
+                    dead_a += int(r["dead"])
+                    key_dead += int(r["key_dead"])
+                    n_elements += int(r["elements"])
+                    emitted.add(lane)
+                elements, value_fields = sql.elements(classified), sql.fields
+                if dead_a:
+                    rejected = sql.rejected(plan, classified, clock_ms)
+            else:
+                states = {lane: to_data(pw) for lane, (_, pw) in st.partitions.items()}
+                lanes = ["_source", "_partition"] if "_source" in df.columns else ["_partition"]
+                stage_a = df.groupBy(*lanes).applyInArrow(_per_partition(plan, states, clock_ms), _A_SCHEMA).persist()
+                persisted.append(stage_a)
+                for r in stage_a.filter("_ctl IS NOT NULL").select("_source", "_partition", "_ctl").collect():
+                    lane, ctl = (int(r["_source"]), int(r["_partition"])), json.loads(r["_ctl"])
+                    clock, pw = self._lane(st, lane)
+                    restore(ctl["state"], pw)
+                    clock.set(clock_ms)
+                    for event in RecordingOutput.from_rows(ctl["events"]).events:
+                        st.lane_event(plan, lane, LaneEvent.of(event))
+                    rows_in += int(ctl["rows_in"])
+                    dead_a += int(ctl["dead"])
+                    key_dead += int(ctl["key_dead"])
+                    n_elements += int(ctl["elements"])
+                    emitted.add(lane)
+                elements = (stage_a.filter("_ctl IS NULL AND _dead IS NULL")
+                            .select("_kb", "_source", "_partition", "_offset", "_seq", "_sub", "_ts", "_el"))
+                rejected = stage_a if dead_a else None
             for lane in list(st.partitions):
                 if lane not in emitted:
                     self._periodic(st, lane, clock_ms)
@@ -696,11 +828,9 @@ class KeyedProcessor:
         w_new = st.watermark
 
         try:
-            elements = (stage_a.filter("_ctl IS NULL AND _dead IS NULL")
-                        .select("_kb", "_source", "_partition", "_offset", "_seq", "_sub", "_ts", "_el")
-                        if stage_a is not None else
-                        empty_frame(spark, "_kb STRING, _source INT, _partition INT, _offset BIGINT, "
-                                               "_seq BIGINT, _sub INT, _ts BIGINT, _el BINARY"))
+            if elements is None:
+                elements = empty_frame(spark, "_kb STRING, _source INT, _partition INT, _offset BIGINT, "
+                                              "_seq BIGINT, _sub INT, _ts BIGINT, _el BINARY")
             due = max(w_new, w_prev)
             stored = self._stored(spark, st.state_dirs)
             if stored is not None:
@@ -714,7 +844,8 @@ class KeyedProcessor:
             bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
             stage_b = (elements.select("*", bucket).groupBy("_b")
                        .cogroup(latest.select("_kb", "state", bucket).groupBy("_b"))
-                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id), _B_SCHEMA))
+                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id, value_fields),
+                                     _B_SCHEMA))
             if n_elements or stored is not None:
                 stage_b = stage_b.persist()
                 persisted.append(stage_b)
@@ -741,9 +872,9 @@ class KeyedProcessor:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
             lap("state_write_ms")
             per_sink = self._outputs(stage_b, kinds)
-            dead = [json.loads(r["_dead"]) for r in stage_a.filter("_dead IS NOT NULL")
+            dead = [json.loads(r["_dead"]) for r in rejected.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
-                if dead_a and stage_a is not None else []
+                if rejected is not None else []
             if kinds.get("dead"):
                 dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
                          .select("blob").collect()]
@@ -780,7 +911,7 @@ class KeyedProcessor:
             "operator_rows_in": batch["op_rows_in"], "operator_rows_dead_lettered": batch["op_dead"],
             "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
             "windows_fired": batch["windows_fired"], "direct": plan.direct, "state_batches": len(st.state_dirs),
-            "phases": phases,
+            "phases": phases, "stage_a": stage_a_kind,
         }
         st.metrics = dict(metrics)
         return KeyedOutput(per_sink, metrics, dead, persisted)
