@@ -30,6 +30,7 @@ the working directory (use ``Path(__file__).parent`` for paths next to the file)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import logging
@@ -37,7 +38,7 @@ import re
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -318,17 +319,57 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
 
 def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
     from lowwater.metrics.log import MetricsLog
-    from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, dead_letter_summary, print_progress
-    from lowwater.spark.engine import SparkRuntime, query_name
-    from lowwater.spark.listener import LowwaterProgressListener
     from lowwater.spark.session import get_or_create_session
 
     done = len(MetricsLog(checkpoint).read()) if MetricsLog(checkpoint).exists() else 0
     if done:
         print(f"resuming from {checkpoint} ({done} batches done); pass --checkpoint NEW_DIR to start over")
     spark = get_or_create_session(app_name=f"lowwater {name}", conf={"spark.ui.showConsoleProgress": "false"})
-    if not verbose:
-        spark.sparkContext.setLogLevel("OFF")  # failures are reported in one line below
+    if verbose:
+        return _run_on_spark(spark, env, name, options, checkpoint)
+    with _spark_logging_off(spark):  # failures are reported in one line
+        return _run_on_spark(spark, env, name, options, checkpoint)
+
+
+@contextlib.contextmanager
+def _spark_logging_off(spark: Any) -> Iterator[None]:
+    """Spark's (log4j2) logging off while the run lasts, then the root logger's level as it was,
+    also when the run fails: the session may be one that was already active (``main`` called
+    from a notebook, a test, or an application), which must not be left silenced."""
+    jvm = spark.sparkContext._jvm
+    before = jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel()
+    spark.sparkContext.setLogLevel("OFF")
+    try:
+        yield
+    finally:
+        name = str(before.name())
+        if name in _SPARK_LOG_LEVELS:  # as it was set: Spark's way, which may also tell the executors
+            spark.sparkContext.setLogLevel(name)
+        else:  # a custom level from the user's log4j2 configuration, which setLogLevel refuses
+            jvm.org.apache.logging.log4j.core.config.Configurator.setRootLevel(before)
+
+
+_SPARK_LOG_LEVELS = frozenset({"ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"})
+"""The levels ``SparkContext.setLogLevel`` accepts."""
+
+
+def _deliver_pending_events(spark: Any, timeout_ms: int = 10_000) -> None:
+    """Wait until Spark has delivered the events already posted (the query's termination) to
+    its listeners, the progress listener's Python side included. Delivered later, while this
+    process exits, such a call fails in py4j, and Spark logs the failure with its trace on
+    stderr once the log level is back (:func:`_spark_logging_off`)."""
+    try:
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(timeout_ms)
+    except Exception as e:  # a timeout: go on without
+        log.debug("Spark's listener bus not empty after %d ms: %s", timeout_ms, e)
+
+
+def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str) -> int:
+    from lowwater.metrics.log import MetricsLog
+    from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, dead_letter_summary, print_progress
+    from lowwater.spark.engine import SparkRuntime, query_name
+    from lowwater.spark.listener import LowwaterProgressListener
+
     runtime = SparkRuntime(checkpoint, spark=spark, **options)
     listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
     spark.streams.addListener(listener)
@@ -356,6 +397,7 @@ def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, ve
             return 130
     finally:
         signal.signal(signal.SIGINT, previous)
+        _deliver_pending_events(spark)
         spark.streams.removeListener(listener)
     summary = dead_letter_summary(MetricsLog(checkpoint).read(), "dead_letter_sink" in options)
     if summary:

@@ -116,6 +116,26 @@ def test_a_failed_query_names_its_cause_in_the_first_line(spark: Any, tmp_path: 
     assert "Python Proxy" not in first and "STREAM_FAILED" not in first
 
 
+@pytest.mark.parametrize("fails", [False, True])
+def test_lowwater_run_puts_the_sessions_log_level_back(spark: Any, tmp_path: Path, fails: bool,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``lowwater run`` turns Spark's logging off for its run, on the session that is already
+    active when ``main`` is called in-process, and then puts the root logger's level back as it
+    was (not to a default), also when the run fails."""
+    root = spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger
+    was = str(root().getLevel().name())
+    spark.sparkContext.setLogLevel("ERROR")  # neither this session's level nor lowwater's default
+    try:
+        log = tmp_path / "log"
+        PartitionedLogWriter(log, "jsonl").append(0, _records(0, 12))
+        p = _pipeline(tmp_path, log, extra=', "path": "nowhere"' if fails else "")  # refused once logging is off
+        assert main(["run", p, "--checkpoint", str(tmp_path / "ck")]) == (2 if fails else 0)
+        assert ("check path" in capsys.readouterr().err) == fails
+        assert str(root().getLevel().name()) == "ERROR"
+    finally:
+        spark.sparkContext.setLogLevel(was)
+
+
 @pytest.mark.parametrize("trigger", ["500 ms", "available_now"])
 def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger: str) -> None:
     import os

@@ -177,3 +177,45 @@ def test_windows_fired_counts_the_results_whatever_the_sink_reads(spark: Any, tm
     assert sum(written.values()) == (6 if sink_kind != "skips" else sum(n for b, n in written.items() if b % 2 == 0))
     for b, n in written.items():
         assert fired[b] == n, (b, fired, written)
+    # the committed state counts the same rows: its running total, and each batch's counter
+    assert job.store.load_json(job.store.latest_version())["totals"]["windows_fired"] == 6
+    assert all(job.store.load_json(b)["metrics"]["windows_fired"] == n for b, n in fired.items()), fired
+
+
+@pytest.mark.parametrize("lateness_ms", [0, 5_000])
+def test_windows_fired_counts_result_rows_on_every_path_when_no_sink_takes_them(spark: Any, tmp_path: Path,
+                                                                                lateness_ms: int) -> None:
+    """With the only sink on the late side output, ``windows_fired`` still counts result rows
+    (one per key and window firing, re-firings of late-but-allowed elements included), as the
+    keyed and general paths count their window operator's firings, not window starts; and the
+    native and keyed states' running totals are the sums of the batches' values."""
+    from lowwater.spark.sources import PartitionedLogSource
+
+    _write_log(tmp_path / "log")
+    fired: dict[str, list[int]] = {}
+    for path in ("native", "keyed", "general"):
+        env = StreamExecutionEnvironment()
+        late = OutputTag("late")
+        counts = (
+            env.from_source(PartitionedLogSource(tmp_path / "log", FIELDS, max_files_per_trigger=2),
+                            WatermarkStrategy.for_bounded_out_of_orderness(1_000).with_timestamp_assigner("ts"))
+            .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness(lateness_ms)
+            .side_output_late_data(late).count()
+        )
+        lates = CollectSink()
+        counts.get_side_output(late).add_sink(lates)
+        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path, clock=lambda b: T0 + 5_000 * b,
+                           end_of_input=True).execute(env, f"fired-{path}")
+        assert job.path == path
+        assert len(lates.results) == (1 if lateness_ms == 0 else 0)  # b at 3 s: late, or re-fires [0, 10 s)
+        lines = job.metrics()
+        fired[path] = [x["windows_fired"] for x in lines]
+        if path != "general":  # the committed state's running total and per-batch counter agree with the lines
+            last = job.store.latest_version()
+            assert last == lines[-1]["batch_id"]
+            assert job.store.load_json(last)["totals"]["windows_fired"] == sum(fired[path])
+            for x in lines:
+                assert job.store.load_json(x["batch_id"])["metrics"]["windows_fired"] == x["windows_fired"]
+    # (a, b) x [0, 10 s), a x [10, 20 s), (a, b) x [20, 30 s), a x [30, 40 s); b at 3 s re-fires [0, 10 s)
+    assert sum(fired["native"]) == (6 if lateness_ms == 0 else 7), fired
+    assert fired["native"] == fired["keyed"] == fired["general"], fired

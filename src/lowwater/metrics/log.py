@@ -14,7 +14,8 @@ Each line holds what one batch did, with the same meaning on every path (a
      "windows_fired": 150, "open_windows": 400, "open_window_starts": 2,
      "state_rows": 400, "state_bytes": 81234, "duration_ms": 812}
 
-``windows_fired`` counts the result rows handed to the sinks (window firings per key).
+``windows_fired`` counts the window results, one per key and window firing (re-firings of
+late-but-allowed elements included), whether or not a sink takes them.
 ``open_windows`` (per key) is ``null`` on the native paths, whose driver keeps only the open
 window *starts* (``open_window_starts``); the per-key contents are files on the executors'
 side. Counters (``rows_*``, ``windows_fired``) are for this batch alone; a reader sums lines for

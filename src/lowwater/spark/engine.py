@@ -9,7 +9,9 @@ outputs and its new state. Per batch, in this order:
 2. the state after the previous batch is taken from memory, or loaded from the
    checkpoint after a restart or a replay;
 3. the processor runs; its new state is committed as version ``batch_id``;
-4. the sinks receive the batch's rows, idempotently per ``batch_id``.
+4. the sinks receive the batch's rows, idempotently per ``batch_id``; on the native path the
+   batch's result rows, counted as they are written (``windows_fired``), are then added to the
+   committed state (:meth:`StateStore.amend_json`).
 
 Spark commits the batch only after ``foreachBatch`` returns, so a crash anywhere makes
 Spark replay the same ``batch_id`` with the same input, and steps 1-4 give the same
@@ -422,10 +424,17 @@ class _BatchDriver:
             pairs.append((self.dead_letter_sink, out.dead))
         persisted = list(getattr(out, "persisted", ()))  # the keyed path's cached stage, read by its outputs
         counted: tuple[Any, DataFrame] | None = None  # the results' count, observed as their one sink writes them
+        fired: int | None = None  # native: the result rows, one per (key, window) firing, whatever the sinks
         if isinstance(out, BatchOutput):  # native: each output computed once for all its sinks (collected or cached)
             for output in (out.results, out.late, out.dead):
                 takers = [s for s, p in pairs if p is output]
-                if output.frame is None or not takers:
+                if output.frame is None:
+                    if output is out.results:  # nothing fired
+                        fired = 0
+                    continue
+                if not takers:
+                    if output is out.results:  # no sink counts them: a job of their own, on a batch that fires
+                        fired = output.frame.count()
                     continue
                 if all(isinstance(s, DataFrameSink) for s in takers) and len(takers) == 1 and output is not out.results:
                     continue
@@ -440,7 +449,7 @@ class _BatchDriver:
                     persisted.append(output.frame)
                     n = output.frame.count()
                 if output is out.results:
-                    metrics["windows_fired"] = n
+                    fired = n
         try:
             for i, (sink, payload) in enumerate(pairs):
                 if id(sink) not in self.opened:
@@ -453,7 +462,12 @@ class _BatchDriver:
             for frame in persisted:
                 frame.unpersist()
         if counted is not None:
-            metrics["windows_fired"] = _observed_count(*counted)
+            fired = _observed_count(*counted)
+        if fired is not None:
+            metrics["windows_fired"] = fired
+            if fired and isinstance(processor, NativeProcessor):  # the committed state counted none yet
+                processor.record_fired(state, fired)
+                self.store.amend_json(batch_id, processor.state_to_json(state))
         faults.at("after_sinks", batch_id)
         metrics.update(_dead_summary(out))  # why records were rejected, even with no dead-letter sink
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)

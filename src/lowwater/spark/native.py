@@ -206,13 +206,13 @@ class NativeProcessor:
         for ws in [ws for ws in st.open_starts if ws + horizon <= w_new]:
             st.pending_delete[ws] = st.open_starts.pop(ws)
         results = fires if late_fires is None else late_fires if fires is None else late_fires.unionByName(fires)
-        fired = len(firing)
         st.rows_in += rows_in
         st.rows_windowed += windowed_n
         st.rows_late += late_n
         st.rows_dead += dead_n
-        st.windows_fired += fired
-        metrics = self._metrics(st, rows_in, windowed_n, late_n, dead_n, fired, len(late_starts))
+        # windows_fired counts result rows (one per key and window firing), which only Spark knows:
+        # the engine counts them as the batch's sinks write them and adds them (record_fired)
+        metrics = self._metrics(st, rows_in, windowed_n, late_n, dead_n, len(firing), len(late_starts))
         if schema is not None:
             st.metrics = {**metrics, "_schema": schema}
         else:
@@ -231,6 +231,16 @@ class NativeProcessor:
         )
         out.per_sink = [out.results if kind == "result" else out.late for kind in self.plan.sink_outputs]
         return out
+
+    @staticmethod
+    def record_fired(st: NativeState, n: int) -> None:
+        """Count the batch's result rows in ``st`` (the state after it): ``n`` firings of a
+        (key, window), one result row each, re-firings of late-but-allowed elements included,
+        as Flink's window operator emits them. :meth:`run` cannot count them without a Spark
+        job of its own; the engine counts them as a sink writes them (or by themselves when
+        no sink counts them), after ``run`` returned and the state was committed."""
+        st.windows_fired += n
+        st.metrics["windows_fired"] = n
 
     def _periodic_emit(self, st: NativeState, clock_ms: int, skip: set[int]) -> None:
         """Periodic emission of every partition (those done on an executor this batch excepted)."""
@@ -493,7 +503,7 @@ class NativeProcessor:
         return out
 
     def _metrics(self, st: NativeState, rows_in: int, windowed: int, late: int, dead: int,
-                 fired: int, refired_starts: int) -> dict[str, Any]:
+                 fired_starts: int, refired_starts: int) -> dict[str, Any]:
         status = st.exchange.lane_status()
         return {
             "combined_watermark": st.watermark,
@@ -504,7 +514,8 @@ class NativeProcessor:
             "rows_late": late,
             "rows_dead_lettered": dead,
             "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
-            "windows_fired": fired,
+            "windows_fired": 0,  # until the engine has counted the results (record_fired)
+            "window_starts_fired": fired_starts,
             "window_starts_refired": refired_starts,
             "open_windows": None,
             "open_window_starts": len(st.open_starts),

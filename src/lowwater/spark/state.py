@@ -160,6 +160,14 @@ class StateStore:
             if v < version - KEEP_JSON_VERSIONS:
                 self.fs.delete(join(self.state, f"{v}.json"))
 
+    def amend_json(self, version: int, data: dict[str, Any]) -> None:
+        """Rewrite the state after batch ``version`` (atomically) with what the batch learnt after
+        :meth:`commit_json`, before it ends: the native path's count of its result rows, known once
+        its sinks have written them. Safe for the same reason as a replay's rewrite: no other batch
+        has read this version yet (the next one runs only after Spark commits this one), and a crash
+        before the amendment makes Spark replay the batch, which commits the version again."""
+        self.fs.write_atomic(join(self.state, f"{version}.json"), json.dumps(data, sort_keys=True).encode())
+
     def load_json(self, version: int) -> dict[str, Any]:
         """The control-plane state after batch ``version``."""
         data: dict[str, Any] | None = self._json(join(self.state, f"{version}.json"))
