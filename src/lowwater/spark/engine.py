@@ -240,7 +240,8 @@ class SparkRuntime:
         if isinstance(processor, NativeProcessor):
             processor.bind(WindowStore(join(store.location, "windows"), store.fs))
         if keyed is not None:
-            processor = KeyedProcessor(keyed, store.fs, store.location, store.key, compact_every=self.snapshot_every)
+            processor = KeyedProcessor(keyed, store.fs, store.location, store.key, compact_every=self.snapshot_every,
+                                       sinks=[t.sink for t in p.sinks])
         job = SparkJob(None, store, path, reason)
         driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)

@@ -44,6 +44,7 @@ Results come to the driver only for row-list sinks, which ask for them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import time
@@ -371,25 +372,27 @@ def _from_json(frame: DataFrame) -> DataFrame:
 
 
 def _dumps(value: Any) -> bytes:
-    """A value in transit between the stages: plain pickle (fast) for what it can describe,
-    cloudpickle for the rest (classes defined in ``__main__`` or in a function). Never stored."""
-    try:
-        data = pickle.dumps(value, protocol=5)
-        if b"__main__" not in data:  # a reference to the driver's script, which an executor cannot import
-            return data
-    except (pickle.PicklingError, AttributeError, TypeError):
-        pass
-    from pyspark import cloudpickle
+    """A value in transit between the stages (never stored): :func:`~lowwater.spark.sealed.dumps`."""
+    from lowwater.spark.sealed import dumps
 
-    return bytes(cloudpickle.dumps(value, protocol=5))  # type: ignore[no-untyped-call]
+    return dumps(value)
+
+
+def _json_default(o: Any) -> Any:
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+    return str(o)
 
 
 def _json(value: Any) -> str:
     """An output value as a JSON object, the row a DataFrame sink gets (``to_dict``: a window result's
-    fields, a dict as it is, anything else as ``{"value": ...}``); what JSON cannot say becomes text."""
+    fields, a dict as it is, anything else as ``{"value": ...}``); what JSON cannot say becomes text.
+    A dataclass is read field by field as the encoder meets it: what ``dataclasses.asdict`` gives,
+    without its deep copy."""
     from lowwater.spark.sinks.files import to_dict
 
-    return json.dumps(to_dict(value), default=str, allow_nan=True)
+    top = value if dataclasses.is_dataclass(value) and not isinstance(value, type) else to_dict(value)
+    return json.dumps(top, default=_json_default, allow_nan=True)
 
 
 def _table(rows: list[tuple[Any, ...]], columns: tuple[tuple[str, str], ...]) -> Any:
@@ -592,14 +595,39 @@ class SqlLanes:
                 .applyInArrow(_per_partition(plan, {}, clock_ms), _A_SCHEMA))
 
 
+@dataclass(frozen=True)
+class Encodings:
+    """Which outputs (``result``, ``side:<i>``) a row-list sink takes (their values pickled) and
+    which a DataFrame sink takes (their values as JSON)."""
+
+    pickled: frozenset[str]
+    as_json: frozenset[str]
+
+    @staticmethod
+    def for_sinks(plan: KeyedPlan, sinks: list[Any]) -> Encodings:
+        from lowwater.spark.sinks.base import DataFrameSink
+
+        tags = [tag for tag in plan.outputs if tag is not None]
+        pickled: set[str] = set()
+        as_json: set[str] = set()
+        for sink, tag in zip(sinks, plan.outputs, strict=True):
+            kind = "result" if tag is None else f"side:{tags.index(tag)}"
+            (as_json if isinstance(sink, DataFrameSink) else pickled).add(kind)
+        return Encodings(frozenset(pickled), frozenset(as_json))
+
+
 # -- stage B: per key ------------------------------------------------------------------------------
 def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int, batch_id: int,
-                value_fields: tuple[str, ...] | None = None) -> Any:
+                value_fields: tuple[str, ...] | None = None, encodings: Encodings | None = None) -> Any:
     """Stage B's function: one hash bucket of keys per call. The elements' values are pickled
     (``_el``), or, when stage A ran in SQL (:class:`SqlLanes`), the source's fields as columns
-    ``_f0, _f1, ...`` that become the record dict ``value_fields`` names, as stage A builds it."""
+    ``_f0, _f1, ...`` that become the record dict ``value_fields`` names, as stage A builds it.
+    An output's rows carry their value pickled for row-list sinks and as JSON for DataFrame
+    sinks, each only where ``encodings`` says a sink takes it that way (both when it is None)."""
     t = plan.operator
     tags = [tag for tag in plan.outputs if tag is not None]
+    pickled = None if encodings is None else encodings.pickled
+    as_json = None if encodings is None else encodings.as_json
 
     def run(elements_table: Any, states_table: Any) -> Any:
         from lowwater.core.windows.session_operator import session_operator_for
@@ -621,14 +649,16 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         out: list[tuple[Any, ...]] = []
         order: list[int] = [0, 0, 0, 0]  # the position that emissions get: phase, then three numbers
 
+        def encoded(kind: str, value: Any) -> tuple[Any, ...]:
+            return (kind, None, *order, len(out), _dumps(value) if pickled is None or kind in pickled else None,
+                    None, None, None, _json(value) if as_json is None or kind in as_json else None)
+
         def emit(record: Record) -> None:
-            out.append(("result", None, *order, len(out), _dumps(record.value), None, None, None,
-                        _json(record.value)))
+            out.append(encoded("result", record.value))
 
         def emit_side(tag: OutputTag, record: Record) -> None:
             if tag in tags:
-                out.append((f"side:{tags.index(tag)}", None, *order, len(out), _dumps(record.value), None, None,
-                            None, _json(record.value)))
+                out.append(encoded(f"side:{tags.index(tag)}", record.value))
 
         node.emit = emit  # type: ignore[method-assign]
         node.emit_side = emit_side  # type: ignore[method-assign]
@@ -699,8 +729,10 @@ class KeyedProcessor:
     """Runs a :class:`KeyedPlan`, one micro-batch at a time (see the module docstring)."""
 
     def __init__(self, plan: KeyedPlan, fs: CheckpointFS, location: str, key: StateKey,
-                 compact_every: int = COMPACT_EVERY) -> None:
+                 compact_every: int = COMPACT_EVERY, sinks: list[Any] | None = None) -> None:
         self.plan = plan
+        self.encodings = None if sinks is None else Encodings.for_sinks(plan, sinks)
+        """How the outputs' values travel: only as the pipeline's sinks take them (both ways if not given)."""
         self.fs = fs
         self.root = join(location, "keyed")
         self.key = key
@@ -844,7 +876,8 @@ class KeyedProcessor:
             bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
             stage_b = (elements.select("*", bucket).groupBy("_b")
                        .cogroup(latest.select("_kb", "state", bucket).groupBy("_b"))
-                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id, value_fields),
+                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id, value_fields,
+                                                self.encodings),
                                      _B_SCHEMA))
             if n_elements or stored is not None:
                 stage_b = stage_b.persist()
