@@ -440,12 +440,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    # py4j logs a failing foreachBatch's traceback itself; the error is reported in one line below
-    logging.getLogger("py4j").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    # py4j logs a failing foreachBatch's traceback itself; the error is reported in one line below.
+    # Put back as found: main() also runs in-process (a notebook, a test) beside other py4j users.
+    py4j = logging.getLogger("py4j")
+    was = py4j.level
+    py4j.setLevel(logging.INFO if args.verbose else logging.CRITICAL)
     try:
         return COMMANDS[args.command](args)
     except Exception as e:
         return _error(e, args.command, args.verbose)
+    finally:
+        py4j.setLevel(was)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ that are shown, not hidden, and failures whose first line names their cause."""
 
 from __future__ import annotations
 
+import logging
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,9 @@ def test_lowwater_run_puts_the_sessions_log_level_back(spark: Any, tmp_path: Pat
     root = spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger
     was = str(root().getLevel().name())
     spark.sparkContext.setLogLevel("ERROR")  # neither this session's level nor lowwater's default
+    py4j = logging.getLogger("py4j")
+    py4j_was = py4j.level
+    py4j.setLevel(logging.WARNING)  # and py4j's Python logger, which main() silences for its run
     try:
         log = tmp_path / "log"
         PartitionedLogWriter(log, "jsonl").append(0, _records(0, 12))
@@ -132,8 +136,10 @@ def test_lowwater_run_puts_the_sessions_log_level_back(spark: Any, tmp_path: Pat
         assert main(["run", p, "--checkpoint", str(tmp_path / "ck")]) == (2 if fails else 0)
         assert ("check path" in capsys.readouterr().err) == fails
         assert str(root().getLevel().name()) == "ERROR"
+        assert py4j.level == logging.WARNING
     finally:
         spark.sparkContext.setLogLevel(was)
+        py4j.setLevel(py4j_was)
 
 
 @pytest.mark.parametrize("trigger", ["500 ms", "available_now"])
