@@ -40,6 +40,15 @@ def test_the_json_keeps_the_field_names_of_the_log_and_names_dead_letters_only_w
     assert set(with_dead.to_json()) == FIELDS | {"dead_letter_reasons", "dead_letter_sample"}
 
 
+def test_the_keyed_paths_stage_a_is_named_on_its_lines_only() -> None:
+    keyed = MetricsLine.of_batch(0, {"stage_a": "sql", "rows_in": 3}, {}, running=running_totals("keyed"),
+                                 path="keyed")
+    assert keyed.to_json()["stage_a"] == "sql"
+    assert MetricsLine.from_json(json.loads(json.dumps(keyed.to_json()))) == keyed
+    native = MetricsLine.of_batch(0, {"rows_in": 3}, {}, running=running_totals("native"), path="native")
+    assert "stage_a" not in native.to_json()
+
+
 def test_an_older_line_without_todays_fields_reads_with_their_defaults() -> None:
     old = {"batch_id": 4, "processing_time_ms": 20, "end_of_input": True, "combined_watermark": 2**63 - 1,
            "partition_watermarks": {"0": 2**63 - 1}, "idle_partitions": [], "rows_in": 0, "rows_late": 0,

@@ -204,6 +204,7 @@ def test_stage_a_in_sql_dead_letters_and_watermarks_as_stage_a_in_python(spark: 
     keyed, got = run("keyed")
     general, want = run("general")
     assert [b["metrics"]["stage_a"] for b in keyed.batches()] == ["sql", "sql", None], "two batches, and the end"
+    assert [line.get("stage_a") for line in keyed.metrics()] == ["sql", "sql", None], "and the metrics log says so"
     assert got == want
     results, late, dead = got
     assert results and late, "sessions fired, and an element came too late for any"

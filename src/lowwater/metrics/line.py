@@ -39,7 +39,7 @@ NATIVE_RUNNING_TOTALS = frozenset({"rows_late_by_partition"})
 
 _COUNTERS = ("rows_in", "rows_late", "rows_dead_lettered", "rows_windowed", "rows_unassigned", "operator_rows_in",
              "operator_rows_dead_lettered", "windows_fired")
-_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample")
+_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample", "stage_a")
 """Fields a line holds only when there is something to say (dead letters)."""
 
 
@@ -84,6 +84,8 @@ class MetricsLine:
     duration_ms: int | None = None
     dead_letter_reasons: dict[str, int] = field(default_factory=dict)
     dead_letter_sample: dict[str, Any] | None = None
+    stage_a: str | None = None
+    """Keyed path, a batch with input: ``sql`` (no Python per row before the operator) or ``python``."""
 
     @classmethod
     def of_batch(
@@ -122,6 +124,7 @@ class MetricsLine:
             state_bytes=metrics.get("state_bytes"), duration_ms=metrics.get("duration_ms"),
             dead_letter_reasons=dict(metrics.get("dead_letter_reasons") or {}),
             dead_letter_sample=metrics.get("dead_letter_sample") or None,
+            stage_a=metrics.get("stage_a"),
             **{key: counter(key) for key in _COUNTERS},
         )
 
@@ -147,6 +150,8 @@ class MetricsLine:
             out["dead_letter_reasons"] = dict(self.dead_letter_reasons)
         if self.dead_letter_sample:
             out["dead_letter_sample"] = dict(self.dead_letter_sample)
+        if self.stage_a is not None:
+            out["stage_a"] = self.stage_a
         return out
 
     @classmethod
