@@ -24,9 +24,11 @@ Per micro-batch ``k`` (shared/DESIGN.md §2):
    multiplexers and the valve that unites them, then the inputs' combination, as the
    reference runtime's operator does: the batch's watermark steps, the last one ``W_k``.
    Elements of batch ``k`` are judged against ``W_{k-1}``.
-3. **Per key, on the executors**: the keys with elements, or with a timer due by ``W_k`` or by
-   the batch's processing time, are cogrouped with their stored state by a hash bucket of the
-   key. Each bucket runs the reference window operator (:class:`~lowwater.runtime.nodes.WindowNode`;
+3. **Per key, on the executors**: the elements and the stored state rows are cogrouped by a hash
+   bucket of the key, in one exchange. Each bucket takes the newest stored row per key, and visits
+   the keys with elements, or with a timer due by ``W_k`` or by the batch's processing time
+   (untouched keys' rows cross into Python as bytes and are not unsealed). Each bucket runs the
+   reference window operator (:class:`~lowwater.runtime.nodes.WindowNode`;
    for event-time sessions with the event-time trigger, the
    :class:`~lowwater.core.windows.session_operator.SessionWindowOperator`, which does exactly what
    it does, faster): the elements in arrival order at ``W_{k-1}``, then each step up to ``W_k``,
@@ -83,7 +85,6 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.literals import with_batch_values
 from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.outputs import Output, empty_frame
@@ -617,13 +618,34 @@ class Encodings:
 
 
 # -- stage B: per key ------------------------------------------------------------------------------
+def _visits(stored: Any, element_keys: Any, due: int, clock_ms: int) -> Any:
+    """Of one bucket's stored state rows (every version of every key, Arrow), the newest row per
+    key where that key is live and has elements in the batch or a timer due: the next event-time
+    timer by ``due`` or the next processing-time timer by ``clock_ms``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = stored.num_rows
+    if n == 0:
+        return stored
+    rows = stored.take(pc.sort_indices(stored, sort_keys=[("_kb", "ascending"), ("_v", "descending")]))
+    kb = rows["_kb"]
+    newest = pa.concat_arrays([pa.array([True]), pc.not_equal(kb.slice(1), kb.slice(0, n - 1)).combine_chunks()])
+    rows = rows.filter(newest)
+    due_timer = pc.or_kleene(pc.less_equal(rows["next_event"], due), pc.less_equal(rows["next_proc"], clock_ms))
+    visit = pc.or_kleene(pc.is_in(rows["_kb"], value_set=pc.unique(element_keys)), due_timer)
+    return rows.filter(pc.and_kleene(rows["live"], visit))
+
+
 def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int, batch_id: int,
-                value_fields: tuple[str, ...] | None = None, encodings: Encodings | None = None) -> Any:
+                due: int, value_fields: tuple[str, ...] | None = None, encodings: Encodings | None = None) -> Any:
     """Stage B's function: one hash bucket of keys per call. The elements' values are pickled
     (``_el``), or, when stage A ran in SQL (:class:`SqlLanes`), the source's fields as columns
     ``_f0, _f1, ...`` that become the record dict ``value_fields`` names, as stage A builds it.
     An output's rows carry their value pickled for row-list sinks and as JSON for DataFrame
-    sinks, each only where ``encodings`` says a sink takes it that way (both when it is None)."""
+    sinks, each only where ``encodings`` says a sink takes it that way (both when it is None).
+    The state rows are every stored version of the bucket's keys; :func:`_visits` picks the keys
+    to visit, with ``due`` the watermark their event-time timers are compared with."""
     t = plan.operator
     tags = [tag for tag in plan.outputs if tag is not None]
     pickled = None if encodings is None else encodings.pickled
@@ -663,7 +685,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         node.emit = emit  # type: ignore[method-assign]
         node.emit_side = emit_side  # type: ignore[method-assign]
         visited: set[str] = set()
-        states = states_table.to_pydict()
+        states = _visits(states_table, elements_table["_kb"], due, clock_ms).select(["_kb", "state"]).to_pydict()
         for kb, blob in zip(states["_kb"], states["state"], strict=True):
             data = unseal(blob, key, f"the keyed state of {kb}")
             op.put_key_slice(data["key"], data)
@@ -863,21 +885,16 @@ class KeyedProcessor:
             if elements is None:
                 elements = empty_frame(spark, "_kb STRING, _source INT, _partition INT, _offset BIGINT, "
                                               "_seq BIGINT, _sub INT, _ts BIGINT, _el BINARY")
-            due = max(w_new, w_prev)
             stored = self._stored(spark, st.state_dirs)
-            if stored is not None:
-                keys = elements.select("_kb").unionByName(
-                    with_batch_values(stored, {"_lw_due": due, "_lw_clock": clock_ms})  # spark/literals.py
-                    .where("next_event <= _lw_due OR next_proc <= _lw_clock").select("_kb")).distinct()
-                latest = self._latest(stored.join(keys, "_kb", "left_semi")).where("live")
-            else:
-                latest = empty_frame(spark, _STATE_SCHEMA)
+            # every stored row goes to its key's bucket in one exchange; stage B keeps the newest
+            # row per key, and of those the keys it visits (_visits)
+            rows = stored if stored is not None else empty_frame(spark, _STATE_SCHEMA)
             n = self._buckets(spark)
             bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
             stage_b = (elements.select("*", bucket).groupBy("_b")
-                       .cogroup(latest.select("_kb", "state", bucket).groupBy("_b"))
-                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id, value_fields,
-                                                self.encodings),
+                       .cogroup(rows.select("*", bucket).groupBy("_b"))
+                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id, max(w_new, w_prev),
+                                                value_fields, self.encodings),
                                      _B_SCHEMA))
             if n_elements or stored is not None:
                 stage_b = stage_b.persist()
