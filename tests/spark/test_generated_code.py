@@ -5,6 +5,9 @@ into a Spark expression as a literal makes Spark generate, compile and JIT-compi
 each batch: it doubled the native path's steady batch time at 100k rows. These tests count
 Spark's code compilations (``CodegenMetrics``, one per class Janino compiles, whatever the
 executor) from each batch's sink call to the next, once every kind of batch has run once.
+
+The last test counts Spark jobs per steady batch the same way: each job is a round of planning
+and scheduling that a batch pays for whatever its size.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from lowwater.api import CollectSink, StreamExecutionEnvironment
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import EventTimeSessionWindows, TumblingEventTimeWindows
 from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.sinks import ForeachDataFrameSink
 from lowwater.spark.sources import BatchFilesSource
 
 pytestmark = pytest.mark.spark
@@ -66,3 +70,33 @@ def test_a_steady_batch_compiles_no_new_code(spark: Any, tmp_path: Path, path: s
     assert len(steady) >= BATCHES - WARM - 1
     # with a literal per batch, every one of these batches compiled at least one class
     assert sum(steady) < len(steady), f"Spark compiled new code in steady batches: {steady} (all: {counts})"
+
+
+
+def test_a_steady_keyed_batch_runs_its_few_jobs_and_leaves_the_batch_session_as_found(spark: Any,
+                                                                                      tmp_path: Path) -> None:
+    """The keyed path plans its queries without adaptive execution (``keyed._PLANNED``), which runs
+    each shuffle's map side as a job of its own: a steady session-window batch ran 10 jobs with
+    it and 5 without. The batch's session has the user's setting back when the sinks run."""
+    batches = _batches()
+    BatchFilesSource.write(tmp_path / "in", batches)
+    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1])
+    sc = spark.sparkContext
+    last_job: dict[int, int] = {}
+    adaptive: set[str] = set()
+
+    def record(df: Any, batch_id: int) -> None:  # the newest job id of the query's job group, at its sink
+        last_job[batch_id] = max(sc.statusTracker().getJobIdsForGroup(sc.getLocalProperty("spark.jobGroup.id")))
+        adaptive.add(df.sparkSession.conf.get("spark.sql.adaptive.enabled"))
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(EventTimeSessionWindows.with_gap(500)).sum("value").add_sink(ForeachDataFrameSink(record)))
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", clock=lambda b: 1_000 * b).execute(env, "jobs")
+    assert job.path == "keyed"
+    last = [last_job[b] for b in sorted(last_job)]
+    steady = [after - before for before, after in zip(last[WARM - 1:], last[WARM:], strict=False)]
+    assert len(steady) >= BATCHES - WARM - 1
+    assert max(steady) <= 6, f"Spark jobs per steady keyed batch: {steady} (newest job ids: {last})"
+    assert adaptive == {"true"}, "the sinks should see the session's own adaptive-execution setting"

@@ -747,6 +747,14 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
     return run
 
 
+_PLANNED = {"spark.sql.adaptive.enabled": "false"}
+"""How the keyed path's own queries are planned. Adaptive execution runs every shuffle's map side
+as a job of its own and plans again after it: a steady batch ran 10 jobs instead of 5, and took
+about 1 s longer (docs/performance.md). Its gains (coalescing small partitions, splitting skewed
+ones) do not apply: every shuffle here is into one partition per bucket, and a bucket is one
+Python call whatever its size."""
+
+
 class KeyedProcessor:
     """Runs a :class:`KeyedPlan`, one micro-batch at a time (see the module docstring)."""
 
@@ -793,6 +801,28 @@ class KeyedProcessor:
 
     def run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
             end_of_input: bool = False) -> KeyedOutput:
+        """One micro-batch. Its plans run in the batch's own session (the streaming query's clone
+        of the user's, which ``foreachBatch`` hands over with ``df``), planned without adaptive
+        execution and with one shuffle partition per bucket (:data:`_PLANNED`), put back as found
+        before the sinks run."""
+        if df is None:  # the end-of-input step: no batch, the user's session as it is
+            return self._run(st, df, batch_id, clock_ms, spark, end_of_input)
+        session = df.sparkSession
+        settings = {**_PLANNED, "spark.sql.shuffle.partitions": str(self._buckets(spark))}
+        before = {k: session.conf.get(k, None) for k in settings}
+        for k, v in settings.items():
+            session.conf.set(k, v)
+        try:
+            return self._run(st, df, batch_id, clock_ms, session, end_of_input)
+        finally:
+            for k, v in before.items():
+                if v is None:
+                    session.conf.unset(k)
+                else:
+                    session.conf.set(k, v)
+
+    def _run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
+             end_of_input: bool = False) -> KeyedOutput:
         from pyspark.sql import functions as F
 
         plan = self.plan
