@@ -815,11 +815,11 @@ class KeyedProcessor:
         try:
             return self._run(st, df, batch_id, clock_ms, session, end_of_input)
         finally:
-            for k, v in before.items():
-                if v is None:
+            for k, was in before.items():
+                if was is None:
                     session.conf.unset(k)
                 else:
-                    session.conf.set(k, v)
+                    session.conf.set(k, was)
 
     def _run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
              end_of_input: bool = False) -> KeyedOutput:
