@@ -50,6 +50,7 @@ import dataclasses
 import json
 import pickle
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -652,6 +653,8 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
     as_json = None if encodings is None else encodings.as_json
 
     def run(elements_table: Any, states_table: Any) -> Any:
+        import pyarrow.compute as pc
+
         from lowwater.core.windows.session_operator import session_operator_for
         from lowwater.runtime.nodes import DeadLetters, WindowNode
         from lowwater.runtime.process_node import KeyedProcessNode
@@ -690,26 +693,23 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             data = unseal(blob, key, f"the keyed state of {kb}")
             op.put_key_slice(data["key"], data)
             visited.add(kb)
-        el = elements_table.to_pydict()
+        # arrival order, as the general path orders them (no sequence number or offset first; stable)
+        arrival = elements_table.take(pc.sort_indices(
+            elements_table, sort_keys=[(c, "ascending") for c in ("_seq", "_source", "_partition", "_offset", "_sub")],
+            null_placement="at_start"))
+        el = arrival.select(["_kb", "_source", "_partition", "_offset", "_seq", "_ts"]).to_pydict()
+        values: Iterable[Any]
         if value_fields is None:
-            blobs = el["_el"]
-
-            def value(i: int) -> Any:
-                return pickle.loads(blobs[i])
-        else:
-            columns = [el[f"_f{j}"] for j in range(len(value_fields))]
-
-            def value(i: int) -> Any:
-                return {name: col[i] for name, col in zip(value_fields, columns, strict=True)}
-        arrival = sorted(range(elements_table.num_rows), key=lambda i: (  # as the general path orders them
-            el["_seq"][i] is not None, el["_seq"][i] or 0, el["_source"][i], el["_partition"][i],
-            el["_offset"][i] is not None, el["_offset"][i] or 0, el["_sub"][i]))
+            values = map(pickle.loads, arrival["_el"].to_pylist())
+        else:  # the record dict stage A builds, field by field
+            values = arrival.select([f"_f{j}" for j in range(len(value_fields))]).rename_columns(
+                list(value_fields)).to_pylist()
         inputs = [b.input for b in plan.branches]
-        for i in arrival:
-            kb, src, p, off, sq = el["_kb"][i], el["_source"][i], el["_partition"][i], el["_offset"][i], el["_seq"][i]
+        for kb, src, p, off, sq, ts, v in zip(el["_kb"], el["_source"], el["_partition"], el["_offset"], el["_seq"],
+                                             el["_ts"], values, strict=True):
             visited.add(kb)
             order[:] = [0, -1 if sq is None else sq, (src << 32) | p, -1 if off is None else off]
-            node.on_record(Record(value(i), el["_ts"][i], (src, p), p, off), inputs[src])
+            node.on_record(Record(v, ts, (src, p), p, off), inputs[src])
         try:
             for w in steps:
                 order[:] = [1, w, 0, 0]
