@@ -50,7 +50,7 @@ import dataclasses
 import json
 import pickle
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -855,47 +855,53 @@ class KeyedProcessor:
             emitted: set[Lane] = set()
             sql = SqlLanes.of(plan, df)
             stage_a_kind = "python" if sql is None else "sql"
+            # each lane's generator events and counters, one lane at a time (its events are
+            # handed on before the next lane is registered, as it always was)
+            reports: Iterator[tuple[Lane, list[Any], Any]]
             if sql is not None:  # no Python per row: the lanes' statistics from one aggregate
                 classified = sql.classify(df).persist()
                 persisted.append(classified)
-                for r in sql.lane_stats(classified):
-                    lane = (int(r["_lw_src"]), int(r["_partition"]))
-                    clock, pw = self._lane(st, lane)
-                    clock.set(clock_ms)
-                    out = RecordingOutput()
-                    if r["max_ts"] is not None:  # a built-in generator keeps the largest timestamp alone
-                        pw.generator.on_event(None, int(r["max_ts"]), out)
-                    pw.generator.on_periodic_emit(out)
-                    for event in out.events:
-                        st.lane_event(plan, lane, LaneEvent.of(event))
-                    rows_in += int(r["rows_in"])
-                    dead_a += int(r["dead"])
-                    key_dead += int(r["key_dead"])
-                    n_elements += int(r["elements"])
-                    emitted.add(lane)
+
+                def sql_reports(sql: SqlLanes = sql) -> Iterator[tuple[Lane, list[Any], Any]]:
+                    for r in sql.lane_stats(classified):
+                        lane = (int(r["_lw_src"]), int(r["_partition"]))
+                        clock, pw = self._lane(st, lane)
+                        clock.set(clock_ms)
+                        out = RecordingOutput()
+                        if r["max_ts"] is not None:  # a built-in generator keeps the largest timestamp alone
+                            pw.generator.on_event(None, int(r["max_ts"]), out)
+                        pw.generator.on_periodic_emit(out)
+                        yield lane, out.events, r
+
+                reports = sql_reports()
                 elements, value_fields = sql.elements(classified), sql.fields
-                if dead_a:
-                    rejected = sql.rejected(plan, classified, clock_ms)
             else:
                 states = {lane: to_data(pw) for lane, (_, pw) in st.partitions.items()}
                 lanes = ["_source", "_partition"] if "_source" in df.columns else ["_partition"]
                 stage_a = df.groupBy(*lanes).applyInArrow(_per_partition(plan, states, clock_ms), _A_SCHEMA).persist()
                 persisted.append(stage_a)
-                for r in stage_a.filter("_ctl IS NOT NULL").select("_source", "_partition", "_ctl").collect():
-                    lane, ctl = (int(r["_source"]), int(r["_partition"])), json.loads(r["_ctl"])
-                    clock, pw = self._lane(st, lane)
-                    restore(ctl["state"], pw)
-                    clock.set(clock_ms)
-                    for event in RecordingOutput.from_rows(ctl["events"]).events:
-                        st.lane_event(plan, lane, LaneEvent.of(event))
-                    rows_in += int(ctl["rows_in"])
-                    dead_a += int(ctl["dead"])
-                    key_dead += int(ctl["key_dead"])
-                    n_elements += int(ctl["elements"])
-                    emitted.add(lane)
+
+                def python_reports() -> Iterator[tuple[Lane, list[Any], Any]]:
+                    for r in stage_a.filter("_ctl IS NOT NULL").select("_source", "_partition", "_ctl").collect():
+                        lane, ctl = (int(r["_source"]), int(r["_partition"])), json.loads(r["_ctl"])
+                        clock, pw = self._lane(st, lane)
+                        restore(ctl["state"], pw)
+                        clock.set(clock_ms)
+                        yield lane, RecordingOutput.from_rows(ctl["events"]).events, ctl
+
+                reports = python_reports()
                 elements = (stage_a.filter("_ctl IS NULL AND _dead IS NULL")
                             .select("_kb", "_source", "_partition", "_offset", "_seq", "_sub", "_ts", "_el"))
-                rejected = stage_a if dead_a else None
+            for lane, events, counts in reports:
+                for event in events:
+                    st.lane_event(plan, lane, LaneEvent.of(event))
+                rows_in += int(counts["rows_in"])
+                dead_a += int(counts["dead"])
+                key_dead += int(counts["key_dead"])
+                n_elements += int(counts["elements"])
+                emitted.add(lane)
+            if dead_a:  # stage A's rows for the batch's dead letters
+                rejected = sql.rejected(plan, classified, clock_ms) if sql is not None else stage_a
             for lane in list(st.partitions):
                 if lane not in emitted:
                     self._periodic(st, lane, clock_ms)
