@@ -19,7 +19,9 @@ Python driver, sampled from /proc), the driver's Python peak RSS (``VmHWM`` of t
 runs the query; its ``ru_maxrss`` would include the parent's resident set at the fork) and the
 JVM's peak RSS (``VmHWM``; in local mode the JVM is driver *and*
 executor, so it holds Spark's state store too), and the 1-minute load average before and after.
-Writes ``benchmarks/results/scale-<UTC timestamp>.json``.
+Writes ``benchmarks/results/scale-<UTC timestamp>.json``. ``LOWWATER_BENCH_CONF`` (a JSON object
+of Spark settings, e.g. ``'{"spark.sql.adaptive.enabled": "false"}'``) is applied to both
+engines' sessions and recorded in the file.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def child(engine: str, log: str, ckpt: str, partitions: str = "4", state_store: 
     conf = {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g"}
     if state_store == "rocksdb":  # Spark's own query only: lowwater keeps no state in Spark's state store
         conf["spark.sql.streaming.stateStore.providerClass"] = ROCKSDB
+    conf.update(json.loads(os.environ.get("LOWWATER_BENCH_CONF", "{}")))
     spark = get_or_create_session(master="local[2]", app_name=f"scale-{engine}", conf=conf)
     n = int(partitions)
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
@@ -122,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"benchmark": "scale", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "config": {"partitions": args.partitions, "spark_state_store": args.state_store, "window_ms": WINDOW_MS,
                       "event_time_per_batch_ms": SPAN_MS,
-                      "bound_ms": BOUND_MS, "master": "local[2]", "cpus": os.cpu_count()},
+                      "bound_ms": BOUND_MS, "master": "local[2]", "cpus": os.cpu_count(),
+                      "spark_conf": json.loads(os.environ.get("LOWWATER_BENCH_CONF", "{}"))},
            "note": "ratio_time = Spark median batch ms / lowwater median batch ms (> 1: lowwater faster); "
                    "ratio_cpu the same for CPU ms per batch",
            "runs": runs}
