@@ -72,7 +72,6 @@ def test_a_steady_batch_compiles_no_new_code(spark: Any, tmp_path: Path, path: s
     assert sum(steady) < len(steady), f"Spark compiled new code in steady batches: {steady} (all: {counts})"
 
 
-
 def test_a_steady_keyed_batch_runs_its_few_jobs_and_leaves_the_batch_session_as_found(spark: Any,
                                                                                       tmp_path: Path) -> None:
     """The keyed path plans its queries without adaptive execution (``keyed._PLANNED``), which runs
