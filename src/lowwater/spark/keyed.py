@@ -18,7 +18,7 @@ Per micro-batch ``k`` (shared/DESIGN.md §2):
    offset order; a lane is one partition of one source): the Python operators on the way,
    the timestamp assigner and the watermark generator, with the lane's generator state from
    the driver and the batch's clock. Each lane returns its elements (key text, timestamp, the
-   value cloudpickled) and one control row: its generator's new state as plain data and the
+   value pickled) and one control row: its generator's new state as plain data and the
    watermark events it emitted.
 2. **On the driver**: the control rows (O(lanes)) go through each input's sources'
    multiplexers and the valve that unites them, then the inputs' combination, as the
