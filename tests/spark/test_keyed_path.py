@@ -30,7 +30,7 @@ from lowwater.core.windows.functions import AggregateFunction
 from lowwater.io import PartitionedLogWriter, SyntheticStream
 from lowwater.runtime.reference import ReferenceRuntime
 from lowwater.spark.engine import SparkRuntime
-from lowwater.spark.sources import PartitionedLogSource
+from lowwater.spark.sources import BatchFilesSource, PartitionedLogSource
 
 pytestmark = pytest.mark.spark
 
@@ -169,6 +169,27 @@ def test_the_keyed_path_equals_the_reference_runtime(spark: Any, log: Path, name
     if compact:  # the directories a compaction replaced are gone; a few newer ones remain
         kept = sorted(int(d.name.split("=")[1]) for d in keyed.glob("batch=*"))
         assert len(kept) <= 3 and kept[0] >= len(job.batches()) - 4, kept
+
+
+def test_a_compaction_keeps_the_state_of_keys_it_does_not_visit(spark: Any, tmp_path: Path) -> None:
+    """Key ``a`` opens a long session in batch 0 and is not seen again until the end of input:
+    the compactions in between (every 2 batches) must carry its state, which no batch visits,
+    into the one directory they leave."""
+    batches = [[{"key": "a", "ts": 1_000, "value": 5, "partition": 0}]]
+    batches += [[{"key": "b", "ts": 1_000 + 1_000 * b, "value": b, "partition": 0}] for b in range(1, 7)]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0])
+    env = StreamExecutionEnvironment()
+    sink = CollectSink()
+    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(EventTimeSessionWindows.with_gap(100_000)).sum("value").add_sink(sink))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", clock=lambda b: 1000 * b, end_of_input=True,
+                       snapshot_every=2).execute(env)
+    assert job.path == "keyed"
+    assert sorted((r.key, r.window_start, r.window_end, r.value) for r in sink.results) == [
+        ("a", 1_000, 101_000, 5), ("b", 2_000, 107_000, sum(range(1, 7)))]
+    kept = sorted(int(d.name.split("=")[1]) for d in (tmp_path / "ck" / "lowwater" / "keyed").glob("batch=*"))
+    assert kept[0] >= 4, f"compactions should have replaced the first directories: {kept}"
 
 
 def test_stage_a_in_sql_dead_letters_and_watermarks_as_stage_a_in_python(spark: Any, tmp_path: Path) -> None:

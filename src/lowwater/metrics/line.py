@@ -40,7 +40,7 @@ NATIVE_RUNNING_TOTALS = frozenset({"rows_late_by_partition"})
 _COUNTERS = ("rows_in", "rows_late", "rows_dead_lettered", "rows_windowed", "rows_unassigned", "operator_rows_in",
              "operator_rows_dead_lettered", "windows_fired")
 _OPTIONAL = ("dead_letter_reasons", "dead_letter_sample", "stage_a")
-"""Fields a line holds only when there is something to say (dead letters)."""
+"""Fields a line holds only when there is something to say (dead letters; the keyed path's stage A)."""
 
 
 def running_totals(path: str | None) -> frozenset[str]:

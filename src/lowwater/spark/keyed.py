@@ -619,34 +619,39 @@ class Encodings:
 
 
 # -- stage B: per key ------------------------------------------------------------------------------
-def _visits(stored: Any, element_keys: Any, due: int, clock_ms: int) -> Any:
+def _visits(stored: Any, element_keys: Any, due: int, clock_ms: int) -> tuple[Any, Any]:
     """Of one bucket's stored state rows (every version of every key, Arrow), the newest row per
-    key where that key is live and has elements in the batch or a timer due: the next event-time
-    timer by ``due`` or the next processing-time timer by ``clock_ms``."""
+    live key, split in two: the keys to visit (with elements in the batch, or a timer due: the
+    next event-time timer by ``due`` or the next processing-time timer by ``clock_ms``) and the
+    others (which a compaction keeps as they are)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = stored.num_rows
     if n == 0:
-        return stored
+        return stored, stored
     rows = stored.take(pc.sort_indices(stored, sort_keys=[("_kb", "ascending"), ("_v", "descending")]))
     kb = rows["_kb"]
     newest = pa.concat_arrays([pa.array([True]), pc.not_equal(kb.slice(1), kb.slice(0, n - 1)).combine_chunks()])
     rows = rows.filter(newest)
+    rows = rows.filter(rows["live"])
     due_timer = pc.or_kleene(pc.less_equal(rows["next_event"], due), pc.less_equal(rows["next_proc"], clock_ms))
-    visit = pc.or_kleene(pc.is_in(rows["_kb"], value_set=pc.unique(element_keys)), due_timer)
-    return rows.filter(pc.and_kleene(rows["live"], visit))
+    visit = pc.fill_null(pc.or_kleene(pc.is_in(rows["_kb"], value_set=pc.unique(element_keys)), due_timer), False)
+    return rows.filter(visit), rows.filter(pc.invert(visit))
 
 
 def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int, batch_id: int,
-                due: int, value_fields: tuple[str, ...] | None = None, encodings: Encodings | None = None) -> Any:
+                due: int, compact: bool, value_fields: tuple[str, ...] | None = None,
+                encodings: Encodings | None = None) -> Any:
     """Stage B's function: one hash bucket of keys per call. The elements' values are pickled
     (``_el``), or, when stage A ran in SQL (:class:`SqlLanes`), the source's fields as columns
     ``_f0, _f1, ...`` that become the record dict ``value_fields`` names, as stage A builds it.
     An output's rows carry their value pickled for row-list sinks and as JSON for DataFrame
     sinks, each only where ``encodings`` says a sink takes it that way (both when it is None).
     The state rows are every stored version of the bucket's keys; :func:`_visits` picks the keys
-    to visit, with ``due`` the watermark their event-time timers are compared with."""
+    to visit, with ``due`` the watermark their event-time timers are compared with. With
+    ``compact`` (the batch's directory gets the whole state), the other live keys' newest rows
+    come back too, as stored."""
     t = plan.operator
     tags = [tag for tag in plan.outputs if tag is not None]
     pickled = None if encodings is None else encodings.pickled
@@ -688,7 +693,8 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         node.emit = emit  # type: ignore[method-assign]
         node.emit_side = emit_side  # type: ignore[method-assign]
         visited: set[str] = set()
-        states = _visits(states_table, elements_table["_kb"], due, clock_ms).select(["_kb", "state"]).to_pydict()
+        to_visit, others = _visits(states_table, elements_table["_kb"], due, clock_ms)
+        states = to_visit.select(["_kb", "state"]).to_pydict()
         for kb, blob in zip(states["_kb"], states["state"], strict=True):
             data = unseal(blob, key, f"the keyed state of {kb}")
             op.put_key_slice(data["key"], data)
@@ -730,6 +736,11 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             out.append(("state", kb, batch_id, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True, None))
         for kb in visited:  # visited, and no state left: a tombstone
             out.append(("state", kb, batch_id, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False, None))
+        if compact:  # the batch's directory gets the whole state: the keys not visited, as stored
+            kept = others.select(["_kb", "state", "next_event", "next_proc"]).to_pydict()
+            for kb, blob, next_event, next_proc in zip(kept["_kb"], kept["state"], kept["next_event"],
+                                                      kept["next_proc"], strict=True):
+                out.append(("state", kb, batch_id, 0, 0, 0, 0, blob, next_event, next_proc, True, None))
         kinds: dict[str, int] = {}
         for row in out:
             kinds[row[0]] = kinds.get(row[0], 0) + 1
@@ -923,14 +934,15 @@ class KeyedProcessor:
                                               "_seq BIGINT, _sub INT, _ts BIGINT, _el BINARY")
             stored = self._stored(spark, st.state_dirs)
             # every stored row goes to its key's bucket in one exchange; stage B keeps the newest
-            # row per key, and of those the keys it visits (_visits)
+            # row per key, and of those the keys it visits (_visits); a compacting batch writes all
+            compact = batch_id % self.compact_every == 0 and len(st.state_dirs) > 1
             rows = stored if stored is not None else empty_frame(spark, _STATE_SCHEMA)
             n = self._buckets(spark)
             bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
             stage_b = (elements.select("*", bucket).groupBy("_b")
                        .cogroup(rows.select("*", bucket).groupBy("_b"))
                        .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id, max(w_new, w_prev),
-                                                value_fields, self.encodings),
+                                                compact, value_fields, self.encodings),
                                      _B_SCHEMA))
             if n_elements or stored is not None:
                 stage_b = stage_b.persist()
@@ -946,10 +958,8 @@ class KeyedProcessor:
                     kinds[k] = kinds.get(k, 0) + int(c)
             new_state = stage_b.filter("kind = 'state'").selectExpr(
                 "_kb", "o1 AS _v", "blob AS state", "next_event", "next_proc", "live")  # o1: the batch id
-            compact = batch_id % self.compact_every == 0 and len(st.state_dirs) > 1
-            if compact and stored is not None:
-                old = self._latest(stored).where("live").join(new_state.select("_kb"), "_kb", "left_anti")
-                new_state = new_state.where("live").unionByName(old.select(*new_state.columns))
+            if compact:  # the whole state, from stage B: its visited keys and the others as stored
+                new_state = new_state.where("live")
             wrote = self._write(new_state, batch_id, known_empty=not compact and not kinds.get("state"))
             if compact:
                 st.pending_delete = [b for b in st.state_dirs if b != batch_id]
@@ -1006,15 +1016,6 @@ class KeyedProcessor:
         if not dirs:
             return None
         return spark.read.schema(_STATE_SCHEMA).parquet(*[self._dir(b) for b in dirs])
-
-    @staticmethod
-    def _latest(stored: DataFrame) -> DataFrame:
-        """The newest row per key."""
-        from pyspark.sql import functions as F
-
-        cols = ["state", "next_event", "next_proc", "live"]
-        newest = F.max_by(F.struct(*cols), "_v").alias("s")
-        return stored.groupBy("_kb").agg(F.max("_v").alias("_v"), newest).select("_kb", "_v", *[f"s.{c}" for c in cols])
 
     def _write(self, rows: DataFrame, batch_id: int, known_empty: bool) -> bool:
         """Write ``rows`` as batch ``batch_id``'s state directory (replacing a replay's); False when empty."""
