@@ -192,6 +192,37 @@ def test_a_compaction_keeps_the_state_of_keys_it_does_not_visit(spark: Any, tmp_
     assert kept[0] >= 4, f"compactions should have replaced the first directories: {kept}"
 
 
+def test_a_batch_that_visits_every_live_key_leaves_one_state_directory(spark: Any, tmp_path: Path) -> None:
+    """Keys ``a`` and ``b`` come in every batch; ``c`` once, and its session fires and leaves no
+    state. A batch that visits every live key writes the whole state to its directory: the next
+    batch reads that one directory (no compaction is due: ``snapshot_every`` is 20), and the older
+    ones are deleted. Results equal the general path's."""
+    batches = [[{"key": k, "ts": 1_000 * b + i, "value": b, "partition": 0} for i, k in enumerate("ab")]
+               for b in range(6)]
+    batches[0].append({"key": "c", "ts": 0, "value": 100, "partition": 0})
+    BatchFilesSource.write(tmp_path / "in", batches)
+
+    def run(path: str) -> tuple[Any, list[Any]]:
+        src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0])
+        env = StreamExecutionEnvironment()
+        sink = CollectSink()
+        (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+         .key_by("key").window(EventTimeSessionWindows.with_gap(1_500)).sum("value").add_sink(sink))
+        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path, clock=lambda b: 1000 * b,
+                           end_of_input=True).execute(env)
+        assert job.path == path, job.reason
+        return job, sorted((r.key, r.window_start, r.window_end, r.value) for r in sink.results)
+
+    job, got = run("keyed")
+    assert got == run("general")[1]
+    assert ("c", 0, 1_500, 100) in got and ("a", 0, 6_500, sum(range(6))) in got
+    # batch 1 does not visit c (its session's timer is not due yet), so batch 0's directory stays;
+    # batch 2 fires c's session, and from then on each batch's directory replaces those before it
+    assert [b["metrics"]["state_batches"] for b in job.batches()][:6] == [1, 2, 1, 1, 1, 1]
+    kept = sorted(int(d.name.split("=")[1]) for d in (tmp_path / "ck-keyed" / "lowwater" / "keyed").glob("batch=*"))
+    assert len(kept) <= 2 and kept[0] >= 4, f"the replaced directories are deleted: {kept}"
+
+
 def test_stage_a_in_sql_dead_letters_and_watermarks_as_stage_a_in_python(spark: Any, tmp_path: Path) -> None:
     """Integer keys, and every kind of row stage A rejects: no key (whose timestamp still moves its
     partition's watermark, as the generator sees it before the key selector), no timestamp, Flink's

@@ -744,7 +744,8 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         kinds: dict[str, int] = {}
         for row in out:
             kinds[row[0]] = kinds.get(row[0], 0) + 1
-        stats = {"kinds": kinds, "op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered}
+        stats = {"kinds": kinds, "op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered,
+                 "unvisited": others.num_rows}
         if isinstance(node, WindowNode):
             stats.update(windowed=node.operator.windowed_count, late=node.operator.late_count,
                          unassigned=node.operator.unassigned_count, fired=node.operator.fired_count,
@@ -956,12 +957,15 @@ class KeyedProcessor:
             for s_ in stats:
                 for k, c in s_["kinds"].items():
                     kinds[k] = kinds.get(k, 0) + int(c)
+            # stage B visited every live key: the batch's directory holds the whole state, as a
+            # compaction's would, without writing a key more (every key touched every batch)
+            whole = stored is not None and not compact and sum(int(s_["unvisited"]) for s_ in stats) == 0
             new_state = stage_b.filter("kind = 'state'").selectExpr(
                 "_kb", "o1 AS _v", "blob AS state", "next_event", "next_proc", "live")  # o1: the batch id
-            if compact:  # the whole state, from stage B: its visited keys and the others as stored
+            if compact or whole:  # the whole state, from stage B: its visited keys and the others as stored
                 new_state = new_state.where("live")
             wrote = self._write(new_state, batch_id, known_empty=not compact and not kinds.get("state"))
-            if compact:
+            if compact or whole:
                 st.pending_delete = [b for b in st.state_dirs if b != batch_id]
                 st.state_dirs = [batch_id] if wrote else []
             elif wrote:
