@@ -94,7 +94,7 @@ from lowwater.spark.snapshot import restore, to_data
 from lowwater.spark.sources import SparkSource
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["KeyedOutput", "KeyedPlan", "KeyedProcessor", "KeyedState", "keyed_plan"]
 
@@ -395,6 +395,48 @@ def _json(value: Any) -> str:
 
     top = value if dataclasses.is_dataclass(value) and not isinstance(value, type) else to_dict(value)
     return json.dumps(top, default=_json_default, allow_nan=True)
+
+
+def spark_hash_int(value: int) -> int:
+    """Spark's ``hash()`` of one ``INT`` column (``Murmur3Hash``: ``Murmur3_x86_32.hashInt`` with
+    seed 42), a signed 32-bit int: what ``HashPartitioning`` takes modulo the partitions."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k1 = rotl((value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h1 = (rotl(42 ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 4  # the length in bytes
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def bucket_labels(n: int) -> list[int]:
+    """For each bucket ``i < n``, the smallest non-negative ``INT`` that Spark's hash partitioning
+    into ``n`` partitions sends to partition ``i``.
+
+    Stage B groups by a bucket column, and Spark hashes that column again to pick the bucket's
+    partition: buckets numbered ``0 .. n-1`` collide (with 4 buckets in 4 partitions, two
+    partitions took all the keys and the other two none, so one task did three quarters of the
+    work). Labelled with these, bucket ``i`` is partition ``i``'s alone."""
+    labels: dict[int, int] = {}
+    x = 0
+    while len(labels) < n:
+        labels.setdefault(spark_hash_int(x) % n, x)
+        x += 1
+    return [labels[i] for i in range(n)]
+
+
+def bucket_column(n: int) -> Column:
+    """``_b``: the stage-B bucket of the row's key ``_kb``, one of ``n``, labelled so that Spark's
+    hash partitioning into ``n`` partitions gives each bucket a partition of its own."""
+    from pyspark.sql import functions as F
+
+    labels = ", ".join(str(b) for b in bucket_labels(n))
+    return F.expr(f"element_at(array({labels}), CAST(pmod(hash(_kb), {n}) AS INT) + 1)").alias("_b")
 
 
 def _table(rows: list[tuple[Any, ...]], columns: tuple[tuple[str, str], ...]) -> Any:
@@ -939,7 +981,7 @@ class KeyedProcessor:
             compact = batch_id % self.compact_every == 0 and len(st.state_dirs) > 1
             rows = stored if stored is not None else empty_frame(spark, _STATE_SCHEMA)
             n = self._buckets(spark)
-            bucket = F.pmod(F.hash("_kb"), F.lit(n)).alias("_b")
+            bucket = bucket_column(n)
             stage_b = (elements.select("*", bucket).groupBy("_b")
                        .cogroup(rows.select("*", bucket).groupBy("_b"))
                        .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id, max(w_new, w_prev),
