@@ -47,6 +47,7 @@ Results come to the driver only for row-list sinks, which ask for them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import pickle
 import time
@@ -414,7 +415,8 @@ def spark_hash_int(value: int) -> int:
     return h1 - (1 << 32) if h1 >= 1 << 31 else h1
 
 
-def bucket_labels(n: int) -> list[int]:
+@functools.cache
+def bucket_labels(n: int) -> tuple[int, ...]:
     """For each bucket ``i < n``, the smallest non-negative ``INT`` that Spark's hash partitioning
     into ``n`` partitions sends to partition ``i``.
 
@@ -427,7 +429,7 @@ def bucket_labels(n: int) -> list[int]:
     while len(labels) < n:
         labels.setdefault(spark_hash_int(x) % n, x)
         x += 1
-    return [labels[i] for i in range(n)]
+    return tuple(labels[i] for i in range(n))
 
 
 def bucket_column(n: int) -> Column:
@@ -877,7 +879,6 @@ class KeyedProcessor:
 
     def _run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
              end_of_input: bool = False) -> KeyedOutput:
-        from pyspark.sql import functions as F
 
         plan = self.plan
         phases: dict[str, float] = {}
