@@ -879,7 +879,6 @@ class KeyedProcessor:
 
     def _run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
              end_of_input: bool = False) -> KeyedOutput:
-
         plan = self.plan
         phases: dict[str, float] = {}
         mark = time.monotonic()
