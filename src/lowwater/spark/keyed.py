@@ -999,15 +999,15 @@ class KeyedProcessor:
             for s_ in stats:
                 for k, c in s_["kinds"].items():
                     kinds[k] = kinds.get(k, 0) + int(c)
-            # stage B visited every live key: the batch's directory holds the whole state, as a
-            # compaction's would, without writing a key more (every key touched every batch)
-            whole = stored is not None and not compact and sum(int(s_["unvisited"]) for s_ in stats) == 0
+            # the batch's directory holds the whole state when it compacts (stage B wrote the keys
+            # it did not visit as stored) or when stage B visited every live key (no key written more)
+            whole = compact or (stored is not None and sum(int(s_["unvisited"]) for s_ in stats) == 0)
             new_state = stage_b.filter("kind = 'state'").selectExpr(
                 "_kb", "o1 AS _v", "blob AS state", "next_event", "next_proc", "live")  # o1: the batch id
-            if compact or whole:  # the whole state, from stage B: its visited keys and the others as stored
+            if whole:  # tombstones are only needed over older directories
                 new_state = new_state.where("live")
             wrote = self._write(new_state, batch_id, known_empty=not compact and not kinds.get("state"))
-            if compact or whole:
+            if whole:
                 st.pending_delete = [b for b in st.state_dirs if b != batch_id]
                 st.state_dirs = [batch_id] if wrote else []
             elif wrote:
