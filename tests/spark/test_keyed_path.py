@@ -159,6 +159,8 @@ def test_the_keyed_path_equals_the_reference_runtime(spark: Any, log: Path, name
     assert len(job.batches()) >= 4, "one micro-batch per segment, and the end of input"
     stage_a = {b["metrics"]["stage_a"] for b in job.batches()} - {None}
     assert stage_a == ({"sql"} if name.split(" ")[0] in SQL_LANES else {"python"})
+    in_columns = sum(b["metrics"].get("keys_in_columns", 0) for b in job.batches())
+    assert (in_columns > 0) == (name == "sessions_by_field"), in_columns  # keyed_sessions: a sum of a field
     for want, got in zip(expected, actual, strict=True):
         assert want.results, f"{name}: the reference run should produce output"
         assert _rows(got) == _rows(want)

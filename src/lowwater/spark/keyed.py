@@ -33,6 +33,8 @@ Per micro-batch ``k`` (shared/DESIGN.md §2):
    :class:`~lowwater.core.windows.session_operator.SessionWindowOperator`, which does exactly what
    it does, faster): the elements in arrival order at ``W_{k-1}``, then each step up to ``W_k``,
    then processing time. What it emits, and each visited key's new state, come back as rows.
+   Sessions with a built-in sum, count, min or max of an integer field run in columns instead,
+   for every key none of whose elements is late (:mod:`.keyed_sessions`).
 4. Keyed state is Parquet under ``<checkpoint>/lowwater/keyed/batch=<k>/``: one row per key the
    batch visited (``live`` false when the key's state is gone), its slice sealed
    (:mod:`.sealed`). The state as of ``k - 1`` is the newest row per key over the directories
@@ -87,6 +89,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
+from lowwater.spark.keyed_sessions import ColumnarSessions
 from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.outputs import Output, empty_frame
@@ -686,18 +689,22 @@ def _visits(stored: Any, element_keys: Any, due: int, clock_ms: int) -> tuple[An
 
 def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], clock_ms: int, batch_id: int,
                 due: int, compact: bool, value_fields: tuple[str, ...] | None = None,
-                encodings: Encodings | None = None) -> Any:
+                encodings: Encodings | None = None, columnar: bool = True) -> Any:
     """Stage B's function: one hash bucket of keys per call. The elements' values are pickled
     (``_el``), or, when stage A ran in SQL (:class:`SqlLanes`), the source's fields as columns
     ``_f0, _f1, ...`` that become the record dict ``value_fields`` names, as stage A builds it.
     An output's rows carry their value pickled for row-list sinks and as JSON for DataFrame
     sinks, each only where ``encodings`` says a sink takes it that way (both when it is None).
+    Event-time sessions with a built-in aggregate run in columns where they can
+    (:mod:`.keyed_sessions`; ``columnar=False``: every key through the reference operator).
     The state rows are every stored version of the bucket's keys; :func:`_visits` picks the keys
     to visit, with ``due`` the watermark their event-time timers are compared with. With
     ``compact`` (the batch's directory gets the whole state), the other live keys' newest rows
     come back too, as stored."""
     t = plan.operator
     tags = [tag for tag in plan.outputs if tag is not None]
+    columnar_ = ColumnarSessions.of(t, value_fields) if columnar and isinstance(t, WindowTransformation) else None
+    lateness = t.allowed_lateness_ms if isinstance(t, WindowTransformation) else 0
     pickled = None if encodings is None else encodings.pickled
     as_json = None if encodings is None else encodings.as_json
 
@@ -708,6 +715,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         from lowwater.runtime.nodes import DeadLetters, WindowNode
         from lowwater.runtime.process_node import KeyedProcessNode
         from lowwater.runtime.records import Record
+        from lowwater.spark.keyed_sessions import from_slice, is_sessions, key_of, rows_of, seal_rows, to_slice
         from lowwater.spark.keyed_state import key_bytes
         from lowwater.spark.sealed import seal, unseal
 
@@ -738,9 +746,19 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         node.emit_side = emit_side  # type: ignore[method-assign]
         visited: set[str] = set()
         to_visit, others = _visits(states_table, elements_table["_kb"], due, clock_ms)
+        fast = fast_elements = fast_visit = None
+        if columnar_ is not None:  # the keys that run in columns (keyed_sessions); the others below
+            fast, fast_mask = columnar_.fast_keys(elements_table, to_visit, w_prev)
+            if len(fast):
+                fast_elements = elements_table.filter(fast_mask)
+                elements_table = elements_table.filter(pc.invert(fast_mask))
+                in_fast = pc.is_in(to_visit["_kb"], value_set=fast)
+                fast_visit, to_visit = to_visit.filter(in_fast), to_visit.filter(pc.invert(in_fast))
         states = to_visit.select(["_kb", "state"]).to_pydict()
         for kb, blob in zip(states["_kb"], states["state"], strict=True):
-            data = unseal(blob, key, f"the keyed state of {kb}")
+            what = f"the keyed state of {kb}"
+            data = to_slice(key_of(kb), rows_of(blob, key, what), w_prev, lateness) if is_sessions(blob) \
+                else unseal(blob, key, what)
             op.put_key_slice(data["key"], data)
             visited.add(kb)
         # arrival order, as the general path orders them (no sequence number or offset first; stable)
@@ -777,9 +795,21 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         for k, (data, next_event, next_proc) in op.take_key_slices().items():
             kb = key_bytes(k)
             visited.discard(kb)
-            out.append(("state", kb, batch_id, 0, 0, 0, 0, seal(data, key), next_event, next_proc, True, None))
+            rows = from_slice(data, op.current_watermark, lateness) \
+                if columnar_ is not None and kb[:2] in ("s:", "i:") else None
+            blob = seal(data, key) if rows is None else seal_rows(rows, key)
+            out.append(("state", kb, batch_id, 0, 0, 0, 0, blob, next_event, next_proc, True, None))
         for kb in visited:  # visited, and no state left: a tombstone
             out.append(("state", kb, batch_id, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False, None))
+        counted = {"elements": 0, "fired": 0}
+        if fast is not None and len(fast):
+
+            def result(value: Any, step: int) -> tuple[Any, ...]:
+                order[:] = [1, step, 0, 0]
+                return encoded("result", value)
+
+            counted = columnar_.run(fast, fast_elements, fast_visit, w_prev, steps, batch_id,  # type: ignore[union-attr]
+                                   key, out, result)
         if compact:  # the batch's directory gets the whole state: the keys not visited, as stored
             kept = others.select(["_kb", "state", "next_event", "next_proc"]).to_pydict()
             for kb, blob, next_event, next_proc in zip(kept["_kb"], kept["state"], kept["next_event"],
@@ -788,11 +818,11 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         kinds: dict[str, int] = {}
         for row in out:
             kinds[row[0]] = kinds.get(row[0], 0) + 1
-        stats = {"kinds": kinds, "op_rows_in": node.rows_in, "op_dead": node.rows_dead_lettered,
-                 "unvisited": others.num_rows}
+        stats = {"kinds": kinds, "op_rows_in": node.rows_in + counted["elements"], "op_dead": node.rows_dead_lettered,
+                 "unvisited": others.num_rows, "columnar_keys": 0 if fast is None else len(fast)}
         if isinstance(node, WindowNode):
-            stats.update(windowed=node.operator.windowed_count, late=node.operator.late_count,
-                         unassigned=node.operator.unassigned_count, fired=node.operator.fired_count,
+            stats.update(windowed=node.operator.windowed_count + counted["elements"], late=node.operator.late_count,
+                         unassigned=node.operator.unassigned_count, fired=node.operator.fired_count + counted["fired"],
                          late_by_partition={str(p): n for p, n in node.late_by_partition.items()})
         else:  # a process function takes every element it is handed (as on the reference runtime)
             stats.update(windowed=node.operator.elements_in, late=0, unassigned=0, fired=node.operator.timers_fired,
@@ -1054,6 +1084,7 @@ class KeyedProcessor:
             "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
             "windows_fired": batch["windows_fired"], "direct": plan.direct, "state_batches": len(st.state_dirs),
             "phases": phases, "stage_a": stage_a_kind,
+            "keys_in_columns": sum(int(s_.get("columnar_keys", 0)) for s_ in stats),
         }
         st.metrics = dict(metrics)
         return KeyedOutput(per_sink, metrics, dead, persisted)
