@@ -89,7 +89,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.keyed_sessions import ColumnarSessions
+from lowwater.spark.keyed_sessions import ColumnarSessions, result_value
 from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.outputs import Output, empty_frame
@@ -709,13 +709,14 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
     as_json = None if encodings is None else encodings.as_json
 
     def run(elements_table: Any, states_table: Any) -> Any:
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         from lowwater.core.windows.session_operator import session_operator_for
         from lowwater.runtime.nodes import DeadLetters, WindowNode
         from lowwater.runtime.process_node import KeyedProcessNode
         from lowwater.runtime.records import Record
-        from lowwater.spark.keyed_sessions import from_slice, is_sessions, key_of, rows_of, seal_rows, to_slice
+        from lowwater.spark.keyed_sessions import from_slice, is_sessions, key_of, rows_blob, rows_of, to_slice
         from lowwater.spark.keyed_state import key_bytes
         from lowwater.spark.sealed import seal, unseal
 
@@ -757,7 +758,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         states = to_visit.select(["_kb", "state"]).to_pydict()
         for kb, blob in zip(states["_kb"], states["state"], strict=True):
             what = f"the keyed state of {kb}"
-            data = to_slice(key_of(kb), rows_of(blob, key, what), w_prev, lateness) if is_sessions(blob) \
+            data = to_slice(key_of(kb), rows_of(blob, what), w_prev, lateness) if is_sessions(blob) \
                 else unseal(blob, key, what)
             op.put_key_slice(data["key"], data)
             visited.add(kb)
@@ -797,19 +798,16 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             visited.discard(kb)
             rows = from_slice(data, op.current_watermark, lateness) \
                 if columnar_ is not None and kb[:2] in ("s:", "i:") else None
-            blob = seal(data, key) if rows is None else seal_rows(rows, key)
+            blob = seal(data, key) if rows is None else rows_blob(rows)
             out.append(("state", kb, batch_id, 0, 0, 0, 0, blob, next_event, next_proc, True, None))
         for kb in visited:  # visited, and no state left: a tombstone
             out.append(("state", kb, batch_id, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False, None))
         counted = {"elements": 0, "fired": 0}
+        in_columns = None
         if fast is not None and len(fast):
-
-            def result(value: Any, step: int) -> tuple[Any, ...]:
-                order[:] = [1, step, 0, 0]
-                return encoded("result", value)
-
-            counted = columnar_.run(fast, fast_elements, fast_visit, w_prev, steps, batch_id,  # type: ignore[union-attr]
-                                   key, out, result)
+            in_columns, counted = columnar_.run(  # type: ignore[union-attr]
+                fast, fast_elements, fast_visit, w_prev, steps, batch_id, pickled is None or "result" in pickled,
+                _json if as_json is None or "result" in as_json else None)
         if compact:  # the batch's directory gets the whole state: the keys not visited, as stored
             kept = others.select(["_kb", "state", "next_event", "next_proc"]).to_pydict()
             for kb, blob, next_event, next_proc in zip(kept["_kb"], kept["state"], kept["next_event"],
@@ -818,6 +816,10 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         kinds: dict[str, int] = {}
         for row in out:
             kinds[row[0]] = kinds.get(row[0], 0) + 1
+        if in_columns is not None:
+            for kind, c in (("result", counted["fired"]), ("state", len(fast))):  # type: ignore[arg-type]
+                if c:
+                    kinds[kind] = kinds.get(kind, 0) + c
         stats = {"kinds": kinds, "op_rows_in": node.rows_in + counted["elements"], "op_dead": node.rows_dead_lettered,
                  "unvisited": others.num_rows, "columnar_keys": 0 if fast is None else len(fast)}
         if isinstance(node, WindowNode):
@@ -828,7 +830,8 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             stats.update(windowed=node.operator.elements_in, late=0, unassigned=0, fired=node.operator.timers_fired,
                          late_by_partition={})
         out.append(("stats", None, 0, 0, 0, 0, 0, json.dumps(stats).encode(), None, None, None, None))
-        return _table(out, _B_COLUMNS)
+        table = _table(out, _B_COLUMNS)
+        return table if in_columns is None else pa.concat_tables([table, in_columns])
 
     return run
 
@@ -1109,7 +1112,7 @@ class KeyedProcessor:
         made: dict[str, Output] = {}
 
         def to_rows(frame: DataFrame) -> list[Any]:
-            return [pickle.loads(bytes(r["blob"])) for r in
+            return [result_value(bytes(r["blob"])) for r in
                     frame.orderBy("o1", "o2", "o3", "o4", "_kb", "o5").select("blob").collect()]
 
         def output(kind: str) -> Output:

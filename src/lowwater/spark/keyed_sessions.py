@@ -30,14 +30,14 @@ sessions it merged, in arrival order; here every session is its own state window
 internal name (Flink's ``MergingWindowSet`` keeps one too) that no output, timer or count depends
 on.
 
-A key's sessions are stored as ``MAGIC``, an HMAC-SHA256 under the checkpoint's state key, then
-little-endian ``int64`` rows ``(start, end, accumulator, fires)``: integers only, nothing is
-unpickled, and a changed row is refused as a sealed one is (:mod:`.sealed`).
+A key's sessions are stored as ``MAGIC``, then little-endian ``int64`` rows ``(start, end,
+accumulator, fires)``. They are integers only and nothing in them is unpickled, so, like the
+native path's window state, they are not sealed (:mod:`.sealed` guards what would be unpickled).
 """
 
 from __future__ import annotations
 
-import hmac
+import pickle
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,39 +49,39 @@ from lowwater.core.windows.key_slice import KeySlice, new_key_slice
 from lowwater.core.windows.session import EventTimeSessionWindows
 from lowwater.core.windows.triggers.event_time import EventTimeTrigger
 from lowwater.core.windows.window import TimeWindow
-from lowwater.spark.sealed import CheckpointIntegrityError, StateKey
+from lowwater.spark.sealed import CheckpointIntegrityError
 
 if TYPE_CHECKING:
     from lowwater.graph.transformations import WindowTransformation
 
-__all__ = ["MAGIC", "ColumnarSessions", "from_slice", "is_sessions", "key_of", "rows_of", "seal_rows", "to_slice"]
+__all__ = ["MAGIC", "RESULT", "ColumnarSessions", "from_slice", "is_sessions", "key_of", "result_value", "rows_blob",
+           "rows_of", "to_slice"]
 
 MAGIC = b"LWSESS1\n"
-_MAC = 32
-_HEAD = len(MAGIC) + _MAC
+RESULT = b"LWRES1\n"
+"""Before a pickled tuple of :class:`WindowResult`'s fields, in a result row (faster both ways
+than pickling the dataclass): :func:`result_value` reads either."""
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _AGGREGATES: dict[type, str] = {Sum: "sum", Count: "count", Min: "min", Max: "max"}
-
-
-def _mac(key: StateKey, payload: bytes) -> bytes:
-    return hmac.digest(key.secret, payload, "sha256")
 
 
 def is_sessions(blob: bytes | None) -> bool:
     return blob is not None and blob[:len(MAGIC)] == MAGIC
 
 
-def _seal_rows(payload: bytes, key: StateKey) -> bytes:
-    return MAGIC + _mac(key, payload) + payload
-
-
-def _unseal_rows(blob: bytes, key: StateKey, what: str) -> bytes:
-    payload = blob[_HEAD:]
-    if len(blob) < _HEAD or len(payload) % 32 or not hmac.compare_digest(blob[len(MAGIC):_HEAD], _mac(key, payload)):
-        raise CheckpointIntegrityError(
-            f"{what} failed its integrity check under the state key from {key.origin}: it was changed after "
-            "lowwater wrote it, or sealed under another key. Nothing in it was loaded")
+def _payload(blob: bytes, what: str) -> bytes:
+    payload = blob[len(MAGIC):]
+    if len(payload) % 32:
+        raise CheckpointIntegrityError(f"{what} is {len(blob)} bytes, not {len(MAGIC)} and rows of 32: it was "
+                                       "cut short or changed after lowwater wrote it. Nothing in it was loaded")
     return payload
+
+
+def result_value(blob: bytes) -> Any:
+    """A result row's value: a window result's fields after :data:`RESULT`, or any pickled value."""
+    if blob[:len(RESULT)] == RESULT:
+        return WindowResult(*pickle.loads(blob[len(RESULT):]))
+    return pickle.loads(blob)
 
 
 def key_of(kb: str) -> Any:
@@ -89,19 +89,19 @@ def key_of(kb: str) -> Any:
     return kb[2:] if kb[0] == "s" else int(kb[2:])
 
 
-def rows_of(blob: bytes, key: StateKey, what: str) -> list[tuple[int, int, int, int]]:
-    """A key's sessions as :meth:`ColumnarSessions.run` or :func:`seal_rows` stored them."""
+def rows_of(blob: bytes, what: str) -> list[tuple[int, int, int, int]]:
+    """A key's sessions as :meth:`ColumnarSessions.run` or :func:`rows_blob` stored them."""
     import numpy as np
 
-    payload = _unseal_rows(blob, key, what)
+    payload = _payload(blob, what)
     return [(a, b, c, d) for a, b, c, d in np.frombuffer(payload, dtype="<i8").reshape(-1, 4).tolist()]
 
 
-def seal_rows(rows: list[tuple[int, int, int, int]], key: StateKey) -> bytes:
+def rows_blob(rows: list[tuple[int, int, int, int]]) -> bytes:
     """Sessions ``(start, end, accumulator, fires)`` as a key's stored state."""
     import numpy as np
 
-    return _seal_rows(np.array(rows, dtype="<i8").reshape(-1, 4).tobytes(), key)
+    return MAGIC + np.array(rows, dtype="<i8").reshape(-1, 4).tobytes()
 
 
 def to_slice(key: Any, rows: list[tuple[int, int, int, int]], watermark: int, lateness: int) -> KeySlice:
@@ -216,28 +216,25 @@ class ColumnarSessions:
         return fast, pc.fill_null(pc.is_in(kb, value_set=fast), False)
 
     def run(self, fast: Any, elements: Any, to_visit: Any, w_prev: int, steps: list[int], batch_id: int,
-            key: StateKey, out: list[tuple[Any, ...]], encode: Any) -> dict[str, int]:
-        """The keys ``fast`` of one bucket, with their elements and newest stored rows: appends their
-        results (``encode(value, step)`` gives the row) and state rows to ``out``; the counters."""
+            pickled: bool, as_json: Any) -> tuple[Any, dict[str, int]]:
+        """The keys ``fast`` of one bucket, with their elements and newest stored rows: their
+        results (each value pickled if ``pickled``, as JSON by ``as_json`` if given) and state
+        rows, as stage B's table, and the counters."""
         import numpy as np
         import pandas as pd
+        import pyarrow as pa
         import pyarrow.compute as pc
 
-        nk = len(fast)
-        if nk == 0:
-            return {"elements": 0, "fired": 0}
+        from lowwater.spark.keyed import _B_COLUMNS
+
         fast_list = fast.to_pylist()
         # the stored sessions of the fast keys, (key index, start, end, acc, fires)
         mine = to_visit.filter(pc.is_in(to_visit["_kb"], value_set=fast))
         s_idx = pc.index_in(mine["_kb"], value_set=fast).to_numpy()
-        payloads = []
-        counts = []
-        for kb, blob in zip(mine["_kb"].to_pylist(), mine["state"].to_pylist(), strict=True):
-            p = _unseal_rows(blob, key, f"the keyed state of {kb}")
-            payloads.append(p)
-            counts.append(len(p) // 32)
-        stored = np.frombuffer(b"".join(payloads), dtype="<i8").reshape(-1, 4) if payloads else \
-            np.empty((0, 4), dtype=np.int64)
+        payloads = [_payload(blob, f"the keyed state of {kb}")
+                    for kb, blob in zip(mine["_kb"].to_pylist(), mine["state"].to_pylist(), strict=True)]
+        counts = [len(p) // 32 for p in payloads]
+        stored = np.frombuffer(b"".join(payloads), dtype="<i8").reshape(-1, 4)
         s_k = np.repeat(s_idx.astype(np.int64), counts)
         e_k = pc.index_in(elements["_kb"], value_set=fast).to_numpy().astype(np.int64)
         e_s = elements["_ts"].to_numpy().astype(np.int64)
@@ -280,34 +277,52 @@ class ColumnarSessions:
             if w > (eff[-1] if eff else w_prev):
                 eff.append(w)
         w_last = eff[-1] if eff else w_prev
-        steps_arr = np.array(eff, dtype=np.int64)
         fire_ts = c_e - 1
-        fire_at = np.searchsorted(steps_arr, fire_ts, side="left")
+        fire_at = np.searchsorted(np.array(eff, dtype=np.int64), fire_ts, side="left")
         fires_now = (fire_ts > w_prev) & (fire_at < len(eff))
         cleanup = np.minimum(fire_ts, MAX_TIMESTAMP - self.lateness) + self.lateness
         removed = (cleanup != MAX_TIMESTAMP) & (cleanup <= w_last)
+        # the results, by step, then time, then key
         fired = np.flatnonzero(fires_now)
-        if len(fired):
-            by = np.lexsort((c_k[fired], fire_ts[fired], fire_at[fired]))
-            for i in fired[by].tolist():
-                kk, a, b, v, f = int(c_k[i]), int(c_s[i]), int(c_e[i]), int(c_acc[i]), int(c_f[i])
-                out.append(encode(WindowResult(key_of(fast_list[kk]), a, b, v, f), eff[int(fire_at[i])]))
+        fired = fired[np.lexsort((c_k[fired], fire_ts[fired], fire_at[fired]))]
+        args = [(key_of(fast_list[kk]), a, b, v, f) for kk, a, b, v, f in zip(
+            c_k[fired].tolist(), c_s[fired].tolist(), c_e[fired].tolist(), c_acc[fired].tolist(),
+            c_f[fired].tolist(), strict=True)]
+        n_res = len(args)
+        # the sessions left, per key: one state row each (a tombstone if none is left)
         c_f = c_f + fires_now
         keep = ~removed
         rows = np.stack([c_s, c_e, c_acc, c_f], axis=1)[keep]
         r_k = c_k[keep]
-        fire_live = rows[:, 1] - 1 > w_last
         r_clean = cleanup[keep]
-        next_event = np.minimum(np.where(fire_live, rows[:, 1] - 1, MAX_TIMESTAMP),
-                                np.where(r_clean != MAX_TIMESTAMP, r_clean, MAX_TIMESTAMP))
-        bounds = np.searchsorted(r_k, np.arange(nk + 1))
+        next_event = np.minimum(np.where(rows[:, 1] - 1 > w_last, rows[:, 1] - 1, MAX_TIMESTAMP), r_clean)
+        bounds = np.searchsorted(r_k, np.arange(len(fast_list) + 1))
         data = rows.astype("<i8").tobytes()
-        nexts = next_event.tolist()
-        for j, kb in enumerate(fast_list):
-            a, b = int(bounds[j]), int(bounds[j + 1])
-            if a == b:  # visited, no session left: a tombstone
-                out.append(("state", kb, batch_id, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False, None))
-            else:
-                out.append(("state", kb, batch_id, 0, 0, 0, 0, _seal_rows(data[a * 32:b * 32], key),
-                            min(nexts[a:b]), MAX_TIMESTAMP, True, None))
-        return {"elements": n_el, "fired": len(fired)}
+        lo, hi = bounds[:-1], bounds[1:]
+        live = hi > lo
+        blobs = [MAGIC + data[a * 32:b * 32] if b > a else None for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+        key_next = np.full(len(fast_list), MAX_TIMESTAMP, dtype=np.int64)
+        if len(r_k):
+            np.minimum.at(key_next, r_k, next_event)
+        n_st = len(fast_list)
+        n = n_res + n_st
+        zeros = np.zeros(n, dtype=np.int64)
+        columns = {
+            "kind": pa.array(["result"] * n_res + ["state"] * n_st, pa.string()),
+            "_kb": pa.array([None] * n_res + fast_list, pa.string()),
+            "o1": np.concatenate([np.ones(n_res, dtype=np.int64), np.full(n_st, batch_id, dtype=np.int64)]),
+            "o2": np.concatenate([np.array(eff, dtype=np.int64)[fire_at[fired]], np.zeros(n_st, dtype=np.int64)]),
+            "o3": zeros, "o4": zeros,
+            "o5": np.concatenate([np.arange(n_res, dtype=np.int64) + (1 << 40), np.zeros(n_st, dtype=np.int64)]),
+            "blob": pa.array(([RESULT + pickle.dumps(a, protocol=5) for a in args] if pickled else [None] * n_res)
+                             + blobs, pa.binary()),
+            "next_event": pa.array(np.concatenate([zeros[:n_res], key_next]), mask=np.arange(n) < n_res),
+            "next_proc": pa.array(np.full(n, MAX_TIMESTAMP, dtype=np.int64), mask=np.arange(n) < n_res),
+            "live": pa.array(np.concatenate([np.zeros(n_res, dtype=bool), live]), mask=np.arange(n) < n_res),
+            "json": pa.array(([as_json(WindowResult(*a)) for a in args] if as_json is not None else [None] * n_res)
+                             + [None] * n_st, pa.string()),
+        }
+        schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in _B_COLUMNS])
+        table = pa.table({name: pa.array(col, type=schema.field(name).type) if not isinstance(col, pa.Array) else col
+                          for name, col in columns.items()}, schema=schema)
+        return table, {"elements": n_el, "fired": n_res}
