@@ -225,6 +225,34 @@ def test_a_batch_that_visits_every_live_key_leaves_one_state_directory(spark: An
     assert len(kept) <= 2 and kept[0] >= 4, f"the replaced directories are deleted: {kept}"
 
 
+def test_a_batch_that_read_many_old_versions_makes_the_next_one_compact(spark: Any, tmp_path: Path) -> None:
+    """Key ``a`` opens a long session in batch 0 and is not seen again; ``b`` and ``c`` come in
+    every batch, so every directory holds a new version of them and none holds the whole state.
+    Once a batch reads more than twice as many stored rows as there are live keys, the next one
+    compacts (``snapshot_every`` is 20): the directories stay few. Results equal the general path's."""
+    batches = [[{"key": k, "ts": 1_000 * b + i, "value": b, "partition": 0} for i, k in enumerate("bc")]
+               for b in range(10)]
+    batches[0].append({"key": "a", "ts": 0, "value": 7, "partition": 0})
+    BatchFilesSource.write(tmp_path / "in", batches)
+
+    def run(path: str) -> tuple[Any, list[Any]]:
+        src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0])
+        env = StreamExecutionEnvironment()
+        sink = CollectSink()
+        (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+         .key_by("key").window(EventTimeSessionWindows.with_gap(100_000)).sum("value").add_sink(sink))
+        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path, clock=lambda b: 1000 * b,
+                           end_of_input=True).execute(env)
+        assert job.path == path, job.reason
+        return job, sorted((r.key, r.window_start, r.window_end, r.value) for r in sink.results)
+
+    job, got = run("keyed")
+    assert got == run("general")[1]
+    assert ("a", 0, 100_000, 7) in got and ("b", 0, 109_000, sum(range(10))) in got
+    # batch 3 reads 7 rows (a, and b and c from 3 directories) for 3 live keys: batch 4 compacts
+    assert [b["metrics"]["state_batches"] for b in job.batches()][:10] == [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]
+
+
 def test_stage_a_in_sql_dead_letters_and_watermarks_as_stage_a_in_python(spark: Any, tmp_path: Path) -> None:
     """Integer keys, and every kind of row stage A rejects: no key (whose timestamp still moves its
     partition's watermark, as the generator sees it before the key selector), no timestamp, Flink's

@@ -148,6 +148,7 @@ def _run(plan: KeyedPlan, batches: list[Any], columnar: Any) -> list[dict[str, A
     return seen
 
 
+@pytest.mark.filterwarnings("error::FutureWarning")  # pyarrow's deprecations: the bucket function uses none
 @pytest.mark.parametrize("aggregate", ["sum", "count", "min", "max"])
 @pytest.mark.parametrize("lateness", [0, 2_500])
 @pytest.mark.parametrize("int_keys", [False, True])

@@ -105,6 +105,9 @@ __all__ = ["KeyedOutput", "KeyedPlan", "KeyedProcessor", "KeyedState", "keyed_pl
 FORMAT = 2
 """2: lanes are (source, partition), several sources and two inputs (1: one source)."""
 COMPACT_EVERY = 20
+COMPACT_READ = 2
+"""A batch that read more than this many stored rows per live key (the versions of keys that
+later batches wrote again) makes the next batch compact, whatever ``compact_every`` says."""
 
 _A_SCHEMA = ("_source INT, _partition INT, _offset BIGINT, _seq BIGINT, _sub INT, _ts BIGINT, _kb STRING, "
              "_el BINARY, _dead STRING, _ctl STRING")
@@ -247,6 +250,9 @@ class KeyedState:
     state_dirs: list[int] = field(default_factory=list)
     """The batches whose ``keyed/batch=<k>`` directories hold the keyed state (newest row per key wins)."""
     pending_delete: list[int] = field(default_factory=list)
+    compact_next: bool = False
+    """The last batch read more than :data:`COMPACT_READ` times the rows the state holds: the
+    next one compacts."""
     totals: dict[str, int] = field(default_factory=dict)
     late_by_partition: dict[int, int] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -298,7 +304,8 @@ def state_to_json(st: KeyedState) -> dict[str, Any]:
                          "partials": [[p.watermark, p.idle] for p in st.partials]},
             "executor": [[src, p, c.now_ms(), to_data(pw)] for (src, p), (c, pw) in st.partitions.items()],
             "state_dirs": list(st.state_dirs), "pending_delete": list(st.pending_delete),
-            "totals": dict(st.totals), "late_by_partition": {str(p): n for p, n in st.late_by_partition.items()},
+            "compact_next": st.compact_next, "totals": dict(st.totals),
+            "late_by_partition": {str(p): n for p, n in st.late_by_partition.items()},
             "metrics": st.metrics}
 
 
@@ -326,6 +333,7 @@ def state_from_json(data: dict[str, Any], plan: KeyedPlan) -> KeyedState:
         st.partitions[(int(src), int(p))] = (clock, pw)
     st.state_dirs = [int(b) for b in data["state_dirs"]]
     st.pending_delete = [int(b) for b in data["pending_delete"]]
+    st.compact_next = bool(data.get("compact_next", False))
     st.totals = {k: int(v) for k, v in data["totals"].items()}
     st.late_by_partition = {int(p): int(n) for p, n in data["late_by_partition"].items()}
     st.metrics = dict(data.get("metrics") or {})
@@ -747,6 +755,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         node.emit_side = emit_side  # type: ignore[method-assign]
         visited: set[str] = set()
         to_visit, others = _visits(states_table, elements_table["_kb"], due, clock_ms)
+        live_keys = to_visit.num_rows + others.num_rows
         fast = fast_elements = fast_visit = None
         if columnar_ is not None:  # the keys that run in columns (keyed_sessions); the others below
             fast, fast_mask = columnar_.fast_keys(elements_table, to_visit, w_prev)
@@ -762,10 +771,13 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
                 else unseal(blob, key, what)
             op.put_key_slice(data["key"], data)
             visited.add(kb)
-        # arrival order, as the general path orders them (no sequence number or offset first; stable)
+        # arrival order, as the general path orders them (no sequence number or offset first; stable:
+        # a missing one sorts as its type's smallest number, which no source numbers a record with)
+        order_by = ("_seq", "_source", "_partition", "_offset", "_sub")
         arrival = elements_table.take(pc.sort_indices(
-            elements_table, sort_keys=[(c, "ascending") for c in ("_seq", "_source", "_partition", "_offset", "_sub")],
-            null_placement="at_start"))
+            pa.table({c: pc.fill_null(elements_table[c], -(2 ** (elements_table[c].type.bit_width - 1)))
+                      for c in order_by}),
+            sort_keys=[(c, "ascending") for c in order_by]))
         el = arrival.select(["_kb", "_source", "_partition", "_offset", "_seq", "_ts"]).to_pydict()
         values: Iterable[Any]
         if value_fields is None:
@@ -821,7 +833,8 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
                 if c:
                     kinds[kind] = kinds.get(kind, 0) + c
         stats = {"kinds": kinds, "op_rows_in": node.rows_in + counted["elements"], "op_dead": node.rows_dead_lettered,
-                 "unvisited": others.num_rows, "columnar_keys": 0 if fast is None else len(fast)}
+                 "unvisited": others.num_rows, "columnar_keys": 0 if fast is None else len(fast),
+                 "stored_rows": states_table.num_rows, "live_keys": live_keys}
         if isinstance(node, WindowNode):
             stats.update(windowed=node.operator.windowed_count + counted["elements"], late=node.operator.late_count,
                          unassigned=node.operator.unassigned_count, fired=node.operator.fired_count + counted["fired"],
@@ -1011,7 +1024,7 @@ class KeyedProcessor:
             stored = self._stored(spark, st.state_dirs)
             # every stored row goes to its key's bucket in one exchange; stage B keeps the newest
             # row per key, and of those the keys it visits (_visits); a compacting batch writes all
-            compact = batch_id % self.compact_every == 0 and len(st.state_dirs) > 1
+            compact = (batch_id % self.compact_every == 0 or st.compact_next) and len(st.state_dirs) > 1
             rows = stored if stored is not None else empty_frame(spark, _STATE_SCHEMA)
             n = self._buckets(spark)
             bucket = bucket_column(n)
@@ -1035,6 +1048,9 @@ class KeyedProcessor:
             # the batch's directory holds the whole state when it compacts (stage B wrote the keys
             # it did not visit as stored) or when stage B visited every live key (no key written more)
             whole = compact or (stored is not None and sum(int(s_["unvisited"]) for s_ in stats) == 0)
+            # reading every version since the last compaction costs more than compacting once
+            st.compact_next = not whole and sum(int(s_["stored_rows"]) for s_ in stats) > COMPACT_READ * max(
+                1, sum(int(s_["live_keys"]) for s_ in stats))
             new_state = stage_b.filter("kind = 'state'").selectExpr(
                 "_kb", "o1 AS _v", "blob AS state", "next_event", "next_proc", "live")  # o1: the batch id
             if whole:  # tombstones are only needed over older directories
