@@ -23,12 +23,14 @@ from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import EventTimeSessionWindows
-from lowwater.spark.keyed import KeyedPlan, _per_bucket, keyed_plan
+from lowwater.core.windows.events import WindowResult
+from lowwater.spark.keyed import KeyedPlan, _json, _per_bucket, keyed_plan
 from lowwater.spark.keyed_sessions import (
     MAGIC,
     ColumnarSessions,
     from_slice,
     result_value,
+    results_json,
     rows_blob,
     rows_of,
     to_slice,
@@ -235,3 +237,9 @@ def test_sessions_that_touch_and_elements_on_the_edge_of_late(tmp_path: Path, la
     else:
         assert reference[1]["late"] == Counter({("e", w1 - GAP + 1, 10): 1})
     assert columns[1]["columnar_keys"] == 2  # c and d; e goes through the reference operator
+
+
+def test_results_as_json_are_what_the_reference_encoding_writes() -> None:
+    args = [("k", 1, 2, 3, 0), ('q"uo\\te', -5, 10, -(2**63), 2), ("ünï\tcode ☃", 0, 0, 2**63 - 1, 1),
+            (-17, 1_700_000_000_000, 1_700_000_003_000, 0, 0), (2**70, 1, 2, 3, 4), ("", 0, 1, 1, 0)]
+    assert results_json(args) == [_json(WindowResult(*a)) for a in args]

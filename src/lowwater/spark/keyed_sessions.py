@@ -54,8 +54,8 @@ from lowwater.spark.sealed import CheckpointIntegrityError
 if TYPE_CHECKING:
     from lowwater.graph.transformations import WindowTransformation
 
-__all__ = ["MAGIC", "RESULT", "ColumnarSessions", "from_slice", "is_sessions", "key_of", "result_value", "rows_blob",
-           "rows_of", "to_slice"]
+__all__ = ["MAGIC", "RESULT", "ColumnarSessions", "from_slice", "is_sessions", "key_of", "result_value", "results_json",
+           "rows_blob", "rows_of", "to_slice"]
 
 MAGIC = b"LWSESS1\n"
 RESULT = b"LWRES1\n"
@@ -82,6 +82,16 @@ def result_value(blob: bytes) -> Any:
     if blob[:len(RESULT)] == RESULT:
         return WindowResult(*pickle.loads(blob[len(RESULT):]))
     return pickle.loads(blob)
+
+
+def results_json(args: list[tuple[Any, int, int, int, int]]) -> list[str]:
+    """Window results' fields as the JSON objects a DataFrame sink reads, exactly as
+    :func:`~lowwater.spark.keyed._json` writes a :class:`WindowResult` (integer fields)."""
+    import json
+
+    dumps = json.dumps
+    return [f'{{"key": {dumps(k)}, "window_start": {a}, "window_end": {b}, "value": {v}, "fire_index": {f}}}'
+            for k, a, b, v, f in args]
 
 
 def key_of(kb: str) -> Any:
@@ -319,7 +329,7 @@ class ColumnarSessions:
             "next_event": pa.array(np.concatenate([zeros[:n_res], key_next]), mask=np.arange(n) < n_res),
             "next_proc": pa.array(np.full(n, MAX_TIMESTAMP, dtype=np.int64), mask=np.arange(n) < n_res),
             "live": pa.array(np.concatenate([np.zeros(n_res, dtype=bool), live]), mask=np.arange(n) < n_res),
-            "json": pa.array(([as_json(WindowResult(*a)) for a in args] if as_json is not None else [None] * n_res)
+            "json": pa.array((results_json(args) if as_json is not None else [None] * n_res)
                              + [None] * n_st, pa.string()),
         }
         schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in _B_COLUMNS])
