@@ -340,6 +340,37 @@ def test_a_raising_key_selector_is_named_with_its_record_and_a_bad_one_is_dead_l
     assert str(job.accounting()) == "4 rows in = 2 windowed + 0 late + 2 dead-lettered (at the window operator)"
 
 
+def test_sessions_in_columns_reach_dataframe_sinks_as_the_reference_results(spark: Any, log: Path,
+                                                                          tmp_path: Path) -> None:
+    """Sessions keyed by a field with a sum of a field run in columns (``keyed_sessions``); their
+    results reach a DataFrame sink (JSON written from the fields) and a row-list sink (the fields
+    pickled) as the reference runtime's, and the late output as its."""
+    from lowwater.spark.sinks import DirectorySink
+
+    env = StreamExecutionEnvironment()
+    expected = _sessions_by_field(env, PartitionedLogSource(log, FIELDS, segments_per_batch=1))
+    ReferenceRuntime().execute(env)
+
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    out = (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1), _strategy()).key_by("key")
+           .window(EventTimeSessionWindows.with_gap(400)).allowed_lateness(1000).side_output_late_data(late)
+           .sum("value"))
+    out.add_sink(DirectorySink(tmp_path / "results", "parquet"))
+    rows = out.collect()
+    late_rows = out.get_side_output(late).collect()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1000 * b, end_of_input=True).execute(env)
+    assert job.path == "keyed", job.reason
+    assert sum(b["metrics"].get("keys_in_columns", 0) for b in job.batches()) > 0
+    want = sorted((r.key, r.window_start, r.window_end, r.value, r.fire_index) for r in expected[0].results)
+    assert sorted((r.key, r.window_start, r.window_end, r.value, r.fire_index) for r in rows.results) == want
+    results = spark.read.parquet(str(tmp_path / "results" / "batch=*"))
+    assert sorted(tuple(r) for r in results.select("key", "window_start", "window_end", "value", "fire_index")
+                  .collect()) == want
+    assert results.where("unix_millis(window.start) != window_start").count() == 0
+    assert _rows(late_rows) == _rows(expected[1]) and expected[1].results
+
+
 def test_a_checkpoint_of_the_general_path_says_how_to_resume_it(spark: Any, tmp_path: Path) -> None:
     """Sessions took the general path before the keyed path existed: such a checkpoint is not
     silently read by another path, and the error says how to resume it where it was written."""

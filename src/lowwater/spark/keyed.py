@@ -819,7 +819,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         if fast is not None and len(fast):
             in_columns, counted = columnar_.run(  # type: ignore[union-attr]
                 fast, fast_elements, fast_visit, w_prev, steps, batch_id, pickled is None or "result" in pickled,
-                _json if as_json is None or "result" in as_json else None)
+                as_json is None or "result" in as_json, _B_COLUMNS)
         if compact:  # the batch's directory gets the whole state: the keys not visited, as stored
             kept = others.select(["_kb", "state", "next_event", "next_proc"]).to_pydict()
             for kb, blob, next_event, next_proc in zip(kept["_kb"], kept["state"], kept["next_event"],

@@ -226,16 +226,14 @@ class ColumnarSessions:
         return fast, pc.fill_null(pc.is_in(kb, value_set=fast), False)
 
     def run(self, fast: Any, elements: Any, to_visit: Any, w_prev: int, steps: list[int], batch_id: int,
-            pickled: bool, as_json: Any) -> tuple[Any, dict[str, int]]:
+            pickled: bool, as_json: bool, row_columns: tuple[tuple[str, str], ...]) -> tuple[Any, dict[str, int]]:
         """The keys ``fast`` of one bucket, with their elements and newest stored rows: their
-        results (each value pickled if ``pickled``, as JSON by ``as_json`` if given) and state
-        rows, as stage B's table, and the counters."""
+        results (each value's fields pickled if ``pickled``, as JSON if ``as_json``) and state rows,
+        as a table of stage B's ``row_columns`` (name, Arrow type name), and the counters."""
         import numpy as np
         import pandas as pd
         import pyarrow as pa
         import pyarrow.compute as pc
-
-        from lowwater.spark.keyed import _B_COLUMNS
 
         fast_list = fast.to_pylist()
         # the stored sessions of the fast keys, (key index, start, end, acc, fires)
@@ -329,10 +327,10 @@ class ColumnarSessions:
             "next_event": pa.array(np.concatenate([zeros[:n_res], key_next]), mask=np.arange(n) < n_res),
             "next_proc": pa.array(np.full(n, MAX_TIMESTAMP, dtype=np.int64), mask=np.arange(n) < n_res),
             "live": pa.array(np.concatenate([np.zeros(n_res, dtype=bool), live]), mask=np.arange(n) < n_res),
-            "json": pa.array((results_json(args) if as_json is not None else [None] * n_res)
+            "json": pa.array((results_json(args) if as_json else [None] * n_res)
                              + [None] * n_st, pa.string()),
         }
-        schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in _B_COLUMNS])
+        schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in row_columns])
         table = pa.table({name: pa.array(col, type=schema.field(name).type) if not isinstance(col, pa.Array) else col
                           for name, col in columns.items()}, schema=schema)
         return table, {"elements": n_el, "fired": n_res}
