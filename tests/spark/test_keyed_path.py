@@ -194,6 +194,23 @@ def test_a_compaction_keeps_the_state_of_keys_it_does_not_visit(spark: Any, tmp_
     assert kept[0] >= 4, f"compactions should have replaced the first directories: {kept}"
 
 
+def _session_sums(spark: Any, tmp_path: Path, batches: list[list[dict[str, Any]]], gap: int,
+                  path: str) -> tuple[Any, list[Any]]:
+    """Sums over sessions of ``gap`` ms by ``key``, of ``batches`` (one partition), on ``path``:
+    the job and its results ``(key, start, end, sum)``, sorted."""
+    if not (tmp_path / "in").exists():
+        BatchFilesSource.write(tmp_path / "in", batches)
+    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0])
+    env = StreamExecutionEnvironment()
+    sink = CollectSink()
+    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(EventTimeSessionWindows.with_gap(gap)).sum("value").add_sink(sink))
+    job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path, clock=lambda b: 1000 * b,
+                       end_of_input=True).execute(env)
+    assert job.path == path, job.reason
+    return job, sorted((r.key, r.window_start, r.window_end, r.value) for r in sink.results)
+
+
 def test_a_batch_that_visits_every_live_key_leaves_one_state_directory(spark: Any, tmp_path: Path) -> None:
     """Keys ``a`` and ``b`` come in every batch; ``c`` once, and its session fires and leaves no
     state. A batch that visits every live key writes the whole state to its directory: the next
@@ -202,21 +219,8 @@ def test_a_batch_that_visits_every_live_key_leaves_one_state_directory(spark: An
     batches = [[{"key": k, "ts": 1_000 * b + i, "value": b, "partition": 0} for i, k in enumerate("ab")]
                for b in range(6)]
     batches[0].append({"key": "c", "ts": 0, "value": 100, "partition": 0})
-    BatchFilesSource.write(tmp_path / "in", batches)
-
-    def run(path: str) -> tuple[Any, list[Any]]:
-        src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0])
-        env = StreamExecutionEnvironment()
-        sink = CollectSink()
-        (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-         .key_by("key").window(EventTimeSessionWindows.with_gap(1_500)).sum("value").add_sink(sink))
-        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path, clock=lambda b: 1000 * b,
-                           end_of_input=True).execute(env)
-        assert job.path == path, job.reason
-        return job, sorted((r.key, r.window_start, r.window_end, r.value) for r in sink.results)
-
-    job, got = run("keyed")
-    assert got == run("general")[1]
+    job, got = _session_sums(spark, tmp_path, batches, 1_500, "keyed")
+    assert got == _session_sums(spark, tmp_path, batches, 1_500, "general")[1]
     assert ("c", 0, 1_500, 100) in got and ("a", 0, 6_500, sum(range(6))) in got
     # batch 1 does not visit c (its session's timer is not due yet), so batch 0's directory stays;
     # batch 2 fires c's session, and from then on each batch's directory replaces those before it
@@ -233,21 +237,8 @@ def test_a_batch_that_read_many_old_versions_makes_the_next_one_compact(spark: A
     batches = [[{"key": k, "ts": 1_000 * b + i, "value": b, "partition": 0} for i, k in enumerate("bc")]
                for b in range(10)]
     batches[0].append({"key": "a", "ts": 0, "value": 7, "partition": 0})
-    BatchFilesSource.write(tmp_path / "in", batches)
-
-    def run(path: str) -> tuple[Any, list[Any]]:
-        src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0])
-        env = StreamExecutionEnvironment()
-        sink = CollectSink()
-        (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-         .key_by("key").window(EventTimeSessionWindows.with_gap(100_000)).sum("value").add_sink(sink))
-        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path, clock=lambda b: 1000 * b,
-                           end_of_input=True).execute(env)
-        assert job.path == path, job.reason
-        return job, sorted((r.key, r.window_start, r.window_end, r.value) for r in sink.results)
-
-    job, got = run("keyed")
-    assert got == run("general")[1]
+    job, got = _session_sums(spark, tmp_path, batches, 100_000, "keyed")
+    assert got == _session_sums(spark, tmp_path, batches, 100_000, "general")[1]
     assert ("a", 0, 100_000, 7) in got and ("b", 0, 109_000, sum(range(10))) in got
     # batch 3 reads 7 rows (a, and b and c from 3 directories) for 3 live keys: batch 4 compacts
     assert [b["metrics"]["state_batches"] for b in job.batches()][:10] == [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]
