@@ -364,12 +364,33 @@ def _deliver_pending_events(spark: Any, timeout_ms: int = 10_000) -> None:
         log.debug("Spark's listener bus not empty after %d ms: %s", timeout_ms, e)
 
 
+def _quiet_closed_accumulator_connection(spark: Any) -> None:
+    """PySpark's accumulator server prints a traceback when the JVM closes its connection before
+    the server is told to shut down (an ``EOFError``: ``SparkContext.stop`` stops the JVM first,
+    and a Ctrl-C run stops it while the server thread polls). Nothing was lost: there was no
+    update left to read. Such a closed connection is logged at debug level; any other error in
+    the server is printed as before."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None:
+        return
+    default = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], EOFError):
+            log.debug("the JVM closed its accumulator connection from %s", client_address)
+            return
+        default(request, client_address)
+
+    server.handle_error = handle_error
+
+
 def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str) -> int:
     from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, dead_letter_summary, print_progress
     from lowwater.spark.engine import SparkRuntime, query_name
     from lowwater.spark.listener import LowwaterProgressListener
 
+    _quiet_closed_accumulator_connection(spark)
     runtime = SparkRuntime(checkpoint, spark=spark, **options)
     listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
     spark.streams.addListener(listener)

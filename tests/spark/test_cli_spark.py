@@ -142,6 +142,27 @@ def test_lowwater_run_puts_the_sessions_log_level_back(spark: Any, tmp_path: Pat
         py4j.setLevel(py4j_was)
 
 
+def test_a_connection_the_jvm_closed_leaves_no_traceback_and_other_errors_still_print(
+        spark: Any, capfd: pytest.CaptureFixture[str]) -> None:
+    """What a Ctrl-C run hit once in CI: the JVM closed the accumulator connection while PySpark's
+    server thread polled it, and the server printed an ``EOFError`` traceback."""
+    from lowwater.cli import _quiet_closed_accumulator_connection
+
+    server = spark.sparkContext._accumulatorServer
+    before = server.handle_error
+    _quiet_closed_accumulator_connection(spark)
+    try:
+        for error in (EOFError(), ValueError("a wrong token")):
+            try:
+                raise error
+            except Exception:
+                server.handle_error(None, ("127.0.0.1", 1))
+            err = capfd.readouterr().err
+            assert ("Traceback" in err) == isinstance(error, ValueError), err
+    finally:
+        server.handle_error = before
+
+
 @pytest.mark.parametrize("trigger", ["500 ms", "available_now"])
 def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger: str) -> None:
     import os

@@ -166,13 +166,14 @@ def _write_log(root: Path) -> None:
     stream.write_to(writer, batches=6, rows_per_batch=600)
 
 
-def _run_job(log: Path, ckpt: Path, out: Path, fault: str | None, path: str = "native") -> int:
+def _run_job(log: Path, ckpt: Path, out: Path, fault: str | None, path: str = "native", sessions: bool = False) -> int:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS}  # as the crash series
     env.pop("LOWWATER_FAULT", None)
     if fault:
         env["LOWWATER_FAULT"] = fault
     job = Path(__file__).with_name("crash_job.py")
-    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out), path], env=env,
+    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out), path,
+                           *(["--sessions"] if sessions else [])], env=env,
                           capture_output=True, text=True, timeout=300)
     return proc.returncode
 
@@ -185,16 +186,21 @@ def _contents(out: Path) -> tuple[list[Any], list[Any]]:
 
 
 # The native path is killed at seeded random points, PostgreSQL sink included, in test_faults.py.
-# CI kills the keyed path (what single-source pipelines that are not native take); the general path
-# is killed with LOWWATER_CRASH_PATHS=keyed,general (and LOWWATER_SEVERAL_CRASH_PATHS=keyed,general).
-@pytest.mark.parametrize("path", os.environ.get("LOWWATER_CRASH_PATHS", "keyed").split(","))
-def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(spark: Any, tmp_path: Path, path: str) -> None:
+# CI kills the keyed path (what single-source pipelines that are not native take), with tumbling
+# windows (the reference window operator per key) and with sessions (in columns); the general path
+# is killed with LOWWATER_CRASH_PATHS=keyed,keyed-sessions,general (and
+# LOWWATER_SEVERAL_CRASH_PATHS=keyed,general).
+@pytest.mark.parametrize("case", os.environ.get("LOWWATER_CRASH_PATHS", "keyed,keyed-sessions").split(","))
+def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(spark: Any, tmp_path: Path, case: str) -> None:
+    path, sessions = case.removesuffix("-sessions"), case.endswith("-sessions")
     log = tmp_path / "log"
     _write_log(log)
     env = StreamExecutionEnvironment()  # the uninterrupted run in-process, as crash_job.main runs it
-    build_crash_job(env, str(log), str(tmp_path / "out-clean"))
-    SparkRuntime(str(tmp_path / "ck-clean"), spark=spark, path=path, clock=lambda b: 1_000 * b,  # type: ignore[arg-type]
-                 end_of_input=True).execute(env, "crash test")
+    build_crash_job(env, str(log), str(tmp_path / "out-clean"), sessions=sessions)
+    job = SparkRuntime(str(tmp_path / "ck-clean"), spark=spark, path=path,  # type: ignore[arg-type]
+                       clock=lambda b: 1_000 * b, end_of_input=True).execute(env, "crash test")
+    in_columns = sum(b["metrics"].get("keys_in_columns", 0) for b in job.batches())
+    assert (in_columns > 0) == (sessions and path == "keyed"), in_columns
     # the killed runs and the restart are each a fresh python crash_job.py (driver and JVM)
     clean = _contents(tmp_path / "out-clean")
     assert clean[0] and clean[1], "the job should produce results and late rows"
@@ -202,9 +208,9 @@ def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(spark: Any, tm
     # SIGKILL between batches, after a state commit, between two sinks, and in the final step
     faults = ["2:start", "3:after_state", "4:after_first_sink", f"{_last_batch(tmp_path / 'ck-clean')}:after_state"]
     for fault in faults:
-        code = _run_job(log, tmp_path / "ck", tmp_path / "out", fault, path)
+        code = _run_job(log, tmp_path / "ck", tmp_path / "out", fault, path, sessions)
         assert code == -9, f"the driver should have been killed at {fault} (exit {code})"
-    assert _run_job(log, tmp_path / "ck", tmp_path / "out", None, path) == 0
+    assert _run_job(log, tmp_path / "ck", tmp_path / "out", None, path, sessions) == 0
     assert _contents(tmp_path / "out") == clean
 
 
