@@ -110,7 +110,7 @@ def test_window_state_is_parquet_and_the_control_plane_is_json_without_pickle(sp
     assert states and all(p.suffix == ".json" for p in states), states
     for p in states:
         doc = json.loads(p.read_text())  # plain JSON, no pickle
-        assert doc["format"] == 1 and "generators" in doc
+        assert doc["format"] == 2 and "generators" in doc and "late_written" in doc
         assert p.stat().st_mode & 0o077 == 0, f"{p} should be owner-only"
     latest = json.loads(states[-1].read_text())
     assert latest["open_starts"] == {"0": [0], "20000": [1]}, "both windows are open within their lateness"
@@ -247,3 +247,12 @@ def test_postgres_sink_without_the_jdbc_jar_fails_up_front_with_the_fix(tmp_path
                          cwd=tmp_path)
     assert "ERROR:" in run.stdout, run.stderr[-2000:]
     assert "not on the session's class path" in run.stdout and "postgres_jdbc_jar()" in run.stdout
+
+
+def test_a_native_state_of_the_first_format_is_refused_with_a_clear_error() -> None:
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.spark.native_state import NativeState, from_json, to_json
+
+    doc = {**to_json(NativeState()), "format": 1}  # its late-allowed elements were a column of the window store
+    with pytest.raises(ConfigurationError, match=r"native state of format 1; this version reads format 2"):
+        from_json(doc, WatermarkStrategy.for_monotonous_timestamps())

@@ -3,19 +3,20 @@
 Per micro-batch ``k``, with ``W`` the combined watermark from the end of batch ``k-1``:
 
 1. Spark assigns windows (``start = ts - ((ts - offset) mod slide)``, and for sliding
-   windows every earlier start ``> ts - size``) and classifies each (element, window):
+   windows every earlier start ``> ts - size``), with no reference to ``W``.
+2. ONE aggregation (grouping sets) computes per partition and last window start of its
+   elements ``max(ts)`` and counts (for the watermark generators) and per (key, window
+   start) the partial aggregate, and ONE Spark job writes the partials from the executors
+   to the window store (:mod:`lowwater.spark.window_store`) under ``batch=<k>``. Only the
+   per-partition rows and the window starts written come to the driver, as ``observe()``
+   metrics of that write: O(partitions x window starts). The driver classifies each start
+   written (:class:`_Classes`; every element of a window shares its class):
 
    * on time:        ``max_ts > W``
    * late, allowed:  ``max_ts <= W < max_ts + allowed_lateness``  (fires at once)
-   * too late:       ``max_ts + allowed_lateness <= W``  (the element goes to the late
-     output when *all* its windows are too late)
+   * too late:       ``max_ts + allowed_lateness <= W``  (its files are deleted; an element
+     goes to the late output when *all* its windows are too late, i.e. its last one)
 
-2. ONE aggregation (grouping sets) computes per partition ``max(ts)`` and counts (for the
-   watermark generators) and per (key, window start) the partial aggregate, and ONE Spark
-   job writes the partials from the executors to the window store
-   (:mod:`lowwater.spark.window_store`) under ``batch=<k>``. Only the per-partition rows
-   and the window starts written (and those with late-but-allowed elements) come to the
-   driver, as ``observe()`` metrics of that write: O(partitions + window starts).
 3. On the driver: the per-partition generators and idleness run with the batch's clock,
    the multiplexer combines once (the new watermark ``W'``). The driver decides which
    window starts fire (``W < start + size - 1 <= W'``) and which are cleaned up
@@ -160,35 +161,49 @@ class NativeProcessor:
                 df = with_executor_timestamps(df, plan.source.fields(), plan.strategy,
                                               encode_states(st.executor_states), clock_ms)
             schema = self._schema(df)
-            exploded, base_of = self._classify(df, w_prev)
-            parts, written, late_starts = self._write_partials(self._aggregate(exploded, schema), schema, batch_id)
-            rows_in = sum(int(r["n"]) + int(r["n_bad"]) for r in parts)
-            late_n = sum(int(r["n_late"]) for r in parts)
-            dead_n = sum(int(r["n_bad"]) + int(r["n_edge"]) for r in parts)
-            windowed_n = sum(int(r["n_win"]) for r in parts)
+            session = df.sparkSession
+            view = f"_lowwater_batch_{id(self):x}"
+            df.createOrReplaceTempView(view)
+            try:
+                parts, starts = self._write_partials(session, view, schema, batch_id)
+                classes = _Classes(w_prev, plan.size_ms, plan.allowed_lateness_ms)
+                written = [ws for ws in starts if not classes.too_late(ws)]
+                late_starts = [ws for ws in written if classes.late_allowed(ws)]
+                late_fires = self._late_fires(spark, session.sql(self._exploded_sql(view)), late_starts, st, w_prev,
+                                              schema) if late_starts else None
+            finally:
+                session.catalog.dropTempView(view)
             emitted: set[int] = set()
             for r in parts:
                 p = int(r["_partition"])
                 pw = self._partition(st, p)
+                n = int(r["n"])
+                rows_in += n + int(r["n_bad"])
+                dead_n += int(r["n_bad"]) + int(r["n_edge"])
+                if r["_last"] is not None:  # elements in windows; all of them too late, or not
+                    if classes.too_late(int(r["_last"])):
+                        late_n += n
+                        st.late_by_partition[p] = st.late_by_partition.get(p, 0) + n
+                    else:
+                        windowed_n += n
                 if isinstance(r["ctl"], str):  # the partition's state and events, from its executor
                     st.executor_states[p], events = decode(r["ctl"])
                     events.replay(st.exchange.mux.get_deferred_output(p))
                     emitted.add(p)
-                elif r["n"] and not plan.executor_watermarks:
+                elif n and not plan.executor_watermarks:
                     pw.generator.on_event(None, int(r["max_ts"]), st.exchange.mux.get_deferred_output(p))
-                if r["n_late"]:
-                    st.late_by_partition[p] = st.late_by_partition.get(p, 0) + int(r["n_late"])
-            if not written:  # the write left an empty batch=<k>: no start refers to it, nothing would delete it
+            if not written:  # batch=<k> holds no window kept (or nothing): no start refers to it
                 store.discard(batch_id)
-            if late_starts:
-                before = {ws: st.open_starts.get(ws, []) for ws in late_starts}
-                late_fires = self._late_fires(spark, exploded, before, schema)
+            elif len(written) < len(starts):
+                store.discard_starts(batch_id, [ws for ws in starts if classes.too_late(ws)])
             if late_n:
-                late = base_of().filter("_elate")
+                late = self._base(df, w_prev).filter("_elate")
             if dead_n:
-                dead = base_of().filter("_bad OR _edge")
+                dead = self._base(df, None).filter("_bad OR _edge")
             for ws in written:
                 st.open_starts.setdefault(ws, []).append(batch_id)
+            for ws in late_starts:
+                st.late_written.setdefault(ws, []).append(batch_id)
             self._periodic_emit(st, clock_ms, skip=emitted)
         elif end_of_input:
             for p in [*st.partitions, *st.executor_states]:
@@ -205,6 +220,7 @@ class NativeProcessor:
         horizon = size - 1 + plan.allowed_lateness_ms
         for ws in [ws for ws in st.open_starts if ws + horizon <= w_new]:
             st.pending_delete[ws] = st.open_starts.pop(ws)
+            st.late_written.pop(ws, None)
         results = fires if late_fires is None else late_fires if fires is None else late_fires.unionByName(fires)
         st.rows_in += rows_in
         st.rows_windowed += windowed_n
@@ -267,111 +283,105 @@ class NativeProcessor:
         return result_ddl(self._sql(schema), schema)
 
     # -- classification and the one aggregation --------------------------------------------
-    def _classify(self, df: DataFrame, w: int) -> tuple[DataFrame, Callable[[], DataFrame]]:
-        """``exploded`` (one row per element and window), and how to build ``base`` (one row per
-        element; only late and dead-lettered rows need it).
-
-        Built from SQL expression text in as few DataFrame calls as possible: in PySpark 4
-        every ``Column`` operation is a JVM round trip that also records its Python call
-        site (about 1.5 ms each here), and every DataFrame call analyses the whole plan
-        again; a chain of ``withColumn`` and ``Column`` arithmetic cost more driver time per
-        micro-batch than the aggregation of 100k rows. No expression can overflow: edge
-        timestamps are caught first (``_edge``) and CASE evaluates its branches lazily."""
-        from pyspark.sql import functions as F
-
+    def _element_sql(self) -> dict[str, str]:
+        """Each element's columns, as SQL over the batch's own, none of them depending on the
+        watermark: which windows an element is in, whether it is bad (dead-lettered: no
+        timestamp, key or value) or at the edge of the 64-bit range, its value ``_v`` (null
+        unless it is in a window) and ``_last``, the start of the last of its windows (null
+        unless it is in one). No expression can overflow: edge timestamps are caught first
+        (``_edge``) and CASE evaluates its branches lazily."""
         p = self.plan
-        new: dict[str, str] = {}
         if p.executor_watermarks:
             ts_col, data = "_ts", "(_ctl IS NULL)"
         else:
             ts_col = quote(p.timestamp_field) if p.timestamp_field else "_source_ts"
-            new["_ctl"] = "CAST(NULL AS STRING)"
-            data = "true"  # _ctl is null
+            data = "true"
         ts = f"TRY_CAST({ts_col} AS BIGINT)"  # NaN, infinite or out of range: null, so dead-lettered
         key = quote(p.key_field)
         value = quote(p.value_field) if p.value_field else "1"
         bad = f"({data} AND ({ts} IS NULL OR {ts} = {MIN_TIMESTAMP} OR {key} IS NULL OR {value} IS NULL))"
         edge = f"({data} AND NOT {bad} AND ({ts} > {MAX_TIMESTAMP - self.margin_ms} OR " \
                f"{ts} < {MIN_TIMESTAMP + self.margin_ms}))"
-        last = f"CASE WHEN NOT {bad} AND NOT {edge} THEN {ts} - pmod({ts} - {p.offset_ms}, {p.slide_ms}) END"
-        never = w == MIN_TIMESTAMP
-        wv = "_lw_prev_watermark"  # a column, so that the generated code is the same each batch (spark/literals.py)
-        if not never:
-            df = with_batch_values(df, {wv: w})
-        elate = "false" if never else f"coalesce(({last}) + {p.size_ms - 1 + p.allowed_lateness_ms} <= {wv}, false)"
-        new.update({"_ts": ts, "_k": key, "_v": value, "_bad": bad, "_edge": edge, "_last": last, "_elate": elate})
+        windowed = f"({data} AND NOT {bad} AND NOT {edge})"
+        return {"_ts": ts, "_k": key, "_v": f"CASE WHEN {windowed} THEN {value} END", "_bad": bad, "_edge": edge,
+                "_last": f"CASE WHEN {windowed} THEN {ts} - pmod({ts} - {p.offset_ms}, {p.slide_ms}) END",
+                "_data": data}
+
+    def _exploded_sql(self, view: str) -> str:
+        """One row per element and window it is in (``_ws``, the window's start; ``_i`` its place
+        from the last), and one row (``_i`` 0, ``_ws`` null) per element in none: bad, edge and
+        control rows. ``_first`` marks each element's first row (for the per-partition counts)."""
+        p = self.plan
+        cols = self._element_sql()
+        data = cols.pop("_data")
+        ctl = ", _ctl" if p.executor_watermarks else ""
+        select = ", ".join(f"{text} AS {name}" for name, text in cols.items())
         n = math.ceil(p.size_ms / p.slide_ms)
+        if n == 1:  # one window per element: one projection
+            return f"SELECT _partition, _seq, _offset, {select}, _last AS _ws, 0 AS _i, {data} AS _first{ctl} " \
+                   f"FROM {view}"
+        ws = f"_last - _i * {p.slide_ms}"
+        return (f"SELECT *, {ws} AS _ws, (_i = 0 AND {data}) AS _first FROM ("
+                f"SELECT _partition, _seq, _offset, {select}, explode(sequence(0, {n - 1})) AS _i{ctl} FROM {view}) "
+                f"WHERE _i = 0 OR {ws} > _ts - {p.size_ms}")
 
-        def base_of() -> DataFrame:
-            return df.withColumns({name: F.expr(text) for name, text in new.items()})
-
-        cols: dict[str, str] = {}
-        if n == 1:  # one window per element: a single projection, the element's columns inlined
-            ex, skip, ws = df, f"({bad} OR {edge})", f"({last})"
-            cols.update({**new, "_i": "0", "_ws": last})
-        else:
-            ex = base_of().withColumn("_i", F.expr(f"explode(sequence(0, {n - 1}))"))
-            ex = ex.withColumn("_ws", F.expr(f"_last - _i * {p.slide_ms}"))
-            ex = ex.filter(f"_bad OR _edge OR _i = 0 OR _ws > _ts - {p.size_ms}")
-            skip, ws = "(_bad OR _edge)", "_ws"
-        wmax = f"({ws} + {p.size_ms - 1})"
-        if never:
-            ontime, lallow = f"NOT {skip}", "false"
-        else:
-            ontime = f"(NOT {skip} AND {wmax} > {wv})"
-            lallow = f"(NOT {skip} AND {wmax} <= {wv} AND {wmax} + {p.allowed_lateness_ms} > {wv})"
-        first = data if n == 1 else f"(_i = 0 AND {data})"
-        cols.update({"_ontime": f"({ontime} AND {data})", "_lallow": f"({lallow} AND {data})", "_first": first})
-        return ex.withColumns({name: F.expr(text) for name, text in cols.items()}), base_of
-
-    def _aggregate(self, ex: DataFrame, schema: dict[str, Any]) -> DataFrame:
-        """ONE aggregation: per partition (``gid`` 3) the generators' inputs and counts, per (key,
-        window start) (``gid`` 4) the partial aggregate. (Which starts the batch wrote is
-        observed on the ``gid`` 4 rows as they are written, :meth:`_write_partials`: a third
-        grouping set per start would make every element one more row to aggregate.)"""
-        from pyspark.sql import functions as F
-
+    def _aggregate_sql(self, view: str, schema: dict[str, Any]) -> str:
+        """ONE aggregation, as SQL text (planned in one call, not one per column): per partition
+        and last window start of its elements (``g`` 1) the generators' inputs and counts, whose
+        class the driver decides from the start (:class:`_Classes`); per (key, window start)
+        (``g`` 0) the partial aggregate. For tumbling windows the two grouping sets share the one
+        window column, and every element is one row in each."""
         # max() over a string forces a SortAggregate (no hash map for variable-width buffers):
         # three times slower, so the control column is aggregated only when executors send one
         ctl = "max(_ctl)" if self.plan.executor_watermarks else "CAST(NULL AS STRING)"
+        ws = "_last" if math.ceil(self.plan.size_ms / self.plan.slide_ms) == 1 else "_ws"
         aggregates = [
-            "CAST(grouping_id(_partition, _k, _ws) AS INT) AS gid",
             "max(CASE WHEN _first AND NOT _bad THEN _ts END) AS max_ts",
             "count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n",
             "count(CASE WHEN _first AND _bad THEN 1 END) AS n_bad",
             "count(CASE WHEN _first AND _edge THEN 1 END) AS n_edge",
-            "count(CASE WHEN _first AND _elate THEN 1 END) AS n_late",
-            "count(CASE WHEN _first AND (_ontime OR _lallow) THEN 1 END) AS n_win",
-            "count(CASE WHEN _lallow THEN 1 END) AS n_lallow",
             *partial_aggregates(self._sql(schema)),
             f"{ctl} AS ctl",
         ]
-        agg = ex.groupingSets([["_partition"], ["_k", "_ws"]], "_partition", "_k", "_ws").agg(
-            *[F.expr(a) for a in aggregates])
-        return agg.filter("gid = 3 OR cnt > 0")
+        return (f"SELECT CAST(grouping(_k) AS INT) AS g, _partition, _last, _k, {ws} AS _ws, {', '.join(aggregates)} "
+                f"FROM ({self._exploded_sql(view)}) GROUP BY GROUPING SETS ((_partition, _last), (_k, {ws}))")
 
-    def _write_partials(self, agg: DataFrame, schema: dict[str, Any], batch_id: int
-                        ) -> tuple[list[Any], list[int], list[int]]:
-        """Write the partials (``gid`` 4) to the window store, in ONE Spark job, and return what
-        the driver needs of the batch, O(partitions + window starts): the per-partition rows
-        (``gid`` 3), the window starts written, and those with late-but-allowed elements. These
-        ride along the write as ``observe()`` metrics (``collect_list`` and ``collect_set`` skip
-        the nulls of the other rows), so the aggregation is neither cached nor computed twice.
-        A replay rewrites the same files and observes the same values."""
+    def _write_partials(self, session: SparkSession, view: str, schema: dict[str, Any], batch_id: int
+                        ) -> tuple[list[Any], list[int]]:
+        """Aggregate the batch and write its partials (``g`` 0) to the window store, in ONE Spark
+        job, and return what the driver needs of the batch, O(partitions + window starts): the
+        per-partition rows (``g`` 1) and the window starts written. These ride along the write as
+        ``observe()`` metrics (``collect_list`` and ``collect_set`` skip the nulls of the other
+        rows), so the aggregation is neither cached nor computed twice. A replay rewrites the same
+        files and observes the same values. Starts the driver finds too late are deleted after."""
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         assert self.store is not None
         seen = Observation()
-        fields = ("_partition", "max_ts", "n", "n_bad", "n_edge", "n_late", "n_win", "ctl")
-        observed = agg.observe(
-            seen, F.expr(f"collect_list(CASE WHEN gid = 3 THEN struct({', '.join(fields)}) END)").alias("parts"),
-            F.expr("collect_set(CASE WHEN gid = 4 THEN _ws END)").alias("starts"),
-            F.expr("collect_set(CASE WHEN gid = 4 AND nl > 0 THEN _ws END)").alias("late_starts"))
-        self.store.append(observed.filter("gid = 4").selectExpr(
+        fields = ("_partition", "_last", "max_ts", "n", "n_bad", "n_edge", "ctl")
+        observed = session.sql(self._aggregate_sql(view, schema)).observe(
+            seen, F.expr(f"collect_list(CASE WHEN g = 1 THEN struct({', '.join(fields)}) END)").alias("parts"),
+            F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"))
+        self.store.append(observed.filter("g = 0 AND _ws IS NOT NULL").selectExpr(
             "_ws AS start", "_k AS key", *partial_columns(self._sql(schema))), batch_id)
         got = seen.get
-        return list(got["parts"]), sorted(int(ws) for ws in got["starts"]), sorted(int(ws) for ws in got["late_starts"])
+        return list(got["parts"]), sorted(int(ws) for ws in got["starts"])
+
+    def _base(self, df: DataFrame, w: int | None) -> DataFrame:
+        """The batch, one row per element, with its columns (:meth:`_element_sql`) and, given the
+        watermark ``w`` (a column: spark/literals.py), ``_elate``: all its windows too late. Only
+        the late output and the dead letters need it, on the batches that have them."""
+        from pyspark.sql import functions as F
+
+        p = self.plan
+        cols = self._element_sql()
+        del cols["_data"]
+        if w is not None:
+            wv = "_lw_prev_watermark"
+            df = with_batch_values(df, {wv: w})
+            cols["_elate"] = f"coalesce(_last + {p.size_ms - 1 + p.allowed_lateness_ms} <= {wv}, false)"
+        return df.withColumns({name: F.expr(text) for name, text in cols.items()})
 
     # -- outputs ------------------------------------------------------------------------------
     def _with_window(self, df: DataFrame) -> DataFrame:
@@ -397,21 +407,26 @@ class NativeProcessor:
             "1 AS _o1", "start AS _o2", "CAST(NULL AS BIGINT) AS _o3", "CAST(NULL AS BIGINT) AS _o4")
         return self._with_window(out).select(*RESULT_COLUMNS)
 
-    def _late_fires(self, spark: SparkSession, exploded: DataFrame, before: dict[int, list[int]],
+    def _late_fires(self, spark: SparkSession, exploded: DataFrame, starts: list[int], st: NativeState, w: int,
                     schema: dict[str, Any]) -> DataFrame:
-        """Each late-but-allowed element re-fires its window with full contents, in arrival order:
-        the stored contents (batches before this one) plus a running aggregate of this batch's
-        late-allowed elements of the same (key, window)."""
+        """Each late-but-allowed element (of a window in ``starts``) re-fires its window with full
+        contents, in arrival order: the stored contents (batches before this one) plus a running
+        aggregate of this batch's late-allowed elements of the same (key, window)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         assert self.store is not None
         agg = self._sql(schema)
-        late = exploded.filter("_lallow").selectExpr("_k AS key", "_ws AS start", "_v AS v", "_seq", "_partition",
-                                                     "_offset")
-        stored = self.store.read(spark, partial_ddl(agg, schema), before)
+        p = self.plan
+        wv, end = "_lw_prev_watermark", f"_ws + {p.size_ms - 1}"
+        late = with_batch_values(exploded, {wv: w}).filter(
+            f"{end} <= {wv} AND {end} + {p.allowed_lateness_ms} > {wv}").selectExpr(
+            "_k AS key", "_ws AS start", "_v AS v", "_seq", "_partition", "_offset")
+        before = {ws: st.open_starts.get(ws, []) for ws in starts}
+        stored = self.store.read(spark, partial_ddl(agg, schema), before,
+                                 late={ws: st.late_written.get(ws, []) for ws in starts})
         if stored is not None:
-            base = stored.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg, "b_")])
+            base = stored.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg, "b_", late=True)])
             late = late.join(base, ["key", "start"], "left")
         else:
             late = late.selectExpr("*", *[f"CAST(NULL AS {t}) AS {c}" for c, t in base_types(agg)])
@@ -520,3 +535,19 @@ class NativeProcessor:
             "open_windows": None,
             "open_window_starts": len(st.open_starts),
         }
+
+
+class _Classes:
+    """What the previous watermark ``w`` makes of a window start ``ws`` (its end ``ws + size - 1``):
+    on time (after ``w``), late but allowed (fires at once: ``end <= w < end + lateness``) or too
+    late (``end + lateness <= w``). An element's class is its windows': it is late (the late
+    output) when its last window is too late. ``w`` at ``MIN_TIMESTAMP``: nothing is late."""
+
+    def __init__(self, w: int, size_ms: int, lateness_ms: int) -> None:
+        self.w, self.size, self.lateness, self.never = w, size_ms, lateness_ms, w == MIN_TIMESTAMP
+
+    def too_late(self, ws: int) -> bool:
+        return not self.never and ws + self.size - 1 + self.lateness <= self.w
+
+    def late_allowed(self, ws: int) -> bool:
+        return not self.never and ws + self.size - 1 <= self.w < ws + self.size - 1 + self.lateness

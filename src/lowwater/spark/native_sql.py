@@ -65,7 +65,8 @@ class Accumulator:
     type: str
     """Its SQL type."""
     partial: str
-    """The batch's partial per (key, window start), over the elements where ``{inw}`` holds."""
+    """The batch's partial per (key, window start): an aggregate over ``_v``, the element's value,
+    null unless the element is in a window (so the aggregate needs no condition of its own)."""
     merge: Literal["sum", "min", "max"]
     """How partials (and a running aggregate over late elements) combine."""
     element: str | None
@@ -86,9 +87,9 @@ class AggregateSql:
 def _sum(value: str) -> AggregateSql:
     if value in INTEGRAL:  # wraps like Java's long
         return AggregateSql((
-            Accumulator("acc_hi", "BIGINT", "sum(CASE WHEN {inw} THEN shiftright(CAST(_v AS BIGINT), 32) END)", "sum",
+            Accumulator("acc_hi", "BIGINT", "sum(shiftright(CAST(_v AS BIGINT), 32))", "sum",
                         "shiftright(CAST(v AS BIGINT), 32)"),
-            Accumulator("acc_lo", "BIGINT", "sum(CASE WHEN {inw} THEN CAST(_v AS BIGINT) & 4294967295 END)", "sum",
+            Accumulator("acc_lo", "BIGINT", "sum(CAST(_v AS BIGINT) & 4294967295)", "sum",
                         "CAST(v AS BIGINT) & 4294967295"),
         ), "bigint", WRAP.format(hi="{acc}_hi", lo="{acc}_lo"))
     value_type = "double" if value in ("float", "double") else value
@@ -96,7 +97,7 @@ def _sum(value: str) -> AggregateSql:
 
 
 def _double_acc() -> Accumulator:
-    return Accumulator("acc", "DOUBLE", "sum(CASE WHEN {inw} THEN CAST(_v AS DOUBLE) END)", "sum", "CAST(v AS DOUBLE)")
+    return Accumulator("acc", "DOUBLE", "sum(CAST(_v AS DOUBLE))", "sum", "CAST(v AS DOUBLE)")
 
 
 def _count(_: str) -> AggregateSql:
@@ -110,7 +111,7 @@ def _avg(_: str) -> AggregateSql:
 
 def _extremum(kind: Literal["min", "max"]) -> Callable[[str], AggregateSql]:
     def of(value: str) -> AggregateSql:
-        acc = Accumulator("acc", value, f"{kind}(CASE WHEN {{inw}} THEN _v END)", kind, "v")
+        acc = Accumulator("acc", value, f"{kind}(_v)", kind, "v")
         return AggregateSql((acc,), value, f"CAST({{acc}} AS {value})")
 
     return of
@@ -135,27 +136,29 @@ def sql_of(aggregate: str) -> Callable[[str], AggregateSql]:
 
 
 def partial_aggregates(agg: AggregateSql) -> list[str]:
-    """The per-(key, window) partial: over on-time and late-allowed elements."""
-    inw = "(_ontime OR _lallow)"
-    accs = [f"{a.partial.format(inw=inw)} AS {a.name}" for a in agg.accumulators]
-    return [*accs, f"count(CASE WHEN {inw} THEN 1 END) AS cnt", "count(CASE WHEN _lallow THEN 1 END) AS nl"]
+    """The per-(key, window) partial, over the rows of one (key, window start): every one is an
+    element in that window (``cnt``), whatever its class, which is the window start's and
+    which the driver decides (no literal of the watermark in the plan: spark/literals.py)."""
+    return [*(f"{a.partial} AS {a.name}" for a in agg.accumulators), "count(1) AS cnt"]
 
 
 def partial_columns(agg: AggregateSql) -> list[str]:
     """The columns of a partial as written to the window store."""
-    return [*(a.name for a in agg.accumulators), "cnt AS n", "nl"]
+    return [*(a.name for a in agg.accumulators), "cnt AS n"]
 
 
 def partial_ddl(agg: AggregateSql, schema: dict[str, Any]) -> str:
     """The window store's partials."""
     accs = ", ".join(f"{a.name} {a.type}" for a in agg.accumulators)
-    return f"key {schema['key']}, {accs}, n BIGINT, nl BIGINT"
+    return f"key {schema['key']}, {accs}, n BIGINT"
 
 
-def merge_exprs(agg: AggregateSql, prefix: str = "") -> list[str]:
-    """The partials of a (key, window start) merged, the columns named with ``prefix``."""
+def merge_exprs(agg: AggregateSql, prefix: str = "", late: bool = False) -> list[str]:
+    """The partials of a (key, window start) merged, the columns named with ``prefix``; with
+    ``late``, also ``nl``, the elements that came late but allowed (a column the window store's
+    read adds, :meth:`lowwater.spark.window_store.WindowStore.read`)."""
     accs = [f"{a.merge}({a.name}) AS {prefix}{a.name}" for a in agg.accumulators]
-    return [*accs, f"sum(n) AS {prefix}n", f"sum(nl) AS {prefix}nl"]
+    return [*accs, f"sum(n) AS {prefix}n", *([f"sum(nl) AS {prefix}nl"] if late else [])]
 
 
 def base_types(agg: AggregateSql) -> list[tuple[str, str]]:

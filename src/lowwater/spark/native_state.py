@@ -8,12 +8,12 @@ Window contents are not here: they are Parquet files under the checkpoint.
 
 The JSON document (``state/<batch_id>.json``)::
 
-    {"format": 1, "clock_ms": 7000, "started": true,
+    {"format": 2, "clock_ms": 7000, "started": true,
      "watermarks": {"lanes": [[0, 4999, false], [1, 2999, true]], "combined": 2999, "status_idle": false,
                     "underlying_idle": false, "stream_idle": false, "advanced_once": true},
      "generators": {"0": <data of PartitionWatermarking>, ...},       # driver-side generators
      "executor": {"0": {"clock_ms": 7000, "state": <data>}, ...},    # generators run on executors
-     "open_starts": {"10000": [6, 7]}, "pending_delete": {"0": [3, 4]},
+     "open_starts": {"10000": [6, 7]}, "late_written": {"10000": [7]}, "pending_delete": {"0": [3, 4]},
      "totals": {"rows_in": ..., "rows_windowed": ..., "rows_late": ..., "rows_dead": ..., "windows_fired": ...},
      "late_by_partition": {"1": 3},
      "metrics": {... this batch's counters, committed with the state ...}}
@@ -33,7 +33,9 @@ from lowwater.spark.snapshot import restore, to_data
 
 __all__ = ["FORMAT", "NativeState", "from_json", "to_json"]
 
-FORMAT = 1
+FORMAT = 2
+"""2: which batches wrote a start late but allowed is here (``late_written``), no longer a column
+``nl`` of the window store's files; a format-1 checkpoint is refused with a clear error."""
 
 
 @dataclass
@@ -45,6 +47,9 @@ class NativeState:
     """With watermarks on the executors: each partition's clock, assigner and generator."""
     open_starts: dict[int, list[int]] = field(default_factory=dict)
     """Open window start -> the batch ids whose partials hold it."""
+    late_written: dict[int, list[int]] = field(default_factory=dict)
+    """Open window start -> the batch ids of ``open_starts`` that wrote it late but allowed (after it
+    fired): their every element re-fires the window, and counts in its later firings' index."""
     pending_delete: dict[int, list[int]] = field(default_factory=dict)
     """Starts cleaned up by the last batch: their files are deleted by the next one."""
     rows_in: int = 0
@@ -96,6 +101,7 @@ def to_json(st: NativeState) -> dict[str, Any]:
         "executor": {str(p): {"clock_ms": c.now_ms(), "state": to_data(pw)} for p, (c, pw) in
                      st.executor_states.items()},
         "open_starts": {str(ws): list(bs) for ws, bs in st.open_starts.items()},
+        "late_written": {str(ws): list(bs) for ws, bs in st.late_written.items()},
         "pending_delete": {str(ws): list(bs) for ws, bs in st.pending_delete.items()},
         "totals": {"rows_in": st.rows_in, "rows_windowed": st.rows_windowed, "rows_late": st.rows_late,
                    "rows_dead": st.rows_dead,                   "windows_fired": st.windows_fired},
@@ -126,6 +132,7 @@ def from_json(data: dict[str, Any], strategy: WatermarkStrategy[Any]) -> NativeS
         clock.set(int(item["clock_ms"]))
         st.executor_states[p] = (clock, pw)
     st.open_starts = {int(ws): [int(b) for b in bs] for ws, bs in data["open_starts"].items()}
+    st.late_written = {int(ws): [int(b) for b in bs] for ws, bs in data["late_written"].items()}
     st.pending_delete = {int(ws): [int(b) for b in bs] for ws, bs in data["pending_delete"].items()}
     t = data["totals"]
     st.rows_in, st.rows_late, st.rows_dead, st.windows_fired = (

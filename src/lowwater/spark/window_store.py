@@ -3,7 +3,7 @@
 Layout under ``<checkpoint>/lowwater/windows/``::
 
     batch=<k>/start=<ws>/part-*.parquet     batch k's partials of the windows starting at ws:
-                                            key, acc (or acc_hi/acc_lo), n (elements), nl (late-allowed)
+                                            key, acc (or acc_hi/acc_lo), n (elements)
 
 Each micro-batch ``k`` appends one directory, written by the executors (``partitionBy
 ("start")``) with ``mode("overwrite")``: a replayed batch rewrites ``batch=<k>`` with the
@@ -51,12 +51,32 @@ class WindowStore:
         """Delete ``batch=<batch_id>`` when the batch wrote no partials (an empty directory)."""
         self.fs.delete(self.batch_dir(batch_id))
 
-    def read(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]]) -> DataFrame | None:
+    def discard_starts(self, batch_id: int, starts: Iterable[int]) -> None:
+        """Delete what batch ``batch_id`` wrote for ``starts`` (windows it found too late to keep)."""
+        for ws in starts:
+            self.fs.delete(self.start_dir(batch_id, ws))
+
+    def read(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]],
+             late: Mapping[int, Iterable[int]] | None = None) -> DataFrame | None:
         """The partials of ``starts`` (start -> the batches holding it), with a ``start`` column; None if none.
 
         One scan of every ``batch=<k>/start=<ws>`` directory asked for, ``start`` (and ``batch``)
         from the directory names (Spark's partition discovery under ``basePath``): no literal per
-        start in the plan, so the generated code is the same whichever starts fire (spark/literals.py)."""
+        start in the plan, so the generated code is the same whichever starts fire (spark/literals.py).
+
+        With ``late`` (start -> the batches that wrote it late but allowed), an ``nl`` column: the
+        partial's element count ``n`` in those files, whose every element came late, 0 in the others
+        (two scans)."""
+        if late is None:
+            return self._scan(spark, schema, starts)
+        late_of = {ws: set(late.get(ws, ())) for ws in starts}
+        on_time = self._scan(spark, schema, {ws: [b for b in bs if b not in late_of[ws]] for ws, bs in starts.items()})
+        in_late = self._scan(spark, schema, {ws: [b for b in bs if b in late_of[ws]] for ws, bs in starts.items()})
+        frames = [f for f in (None if on_time is None else on_time.selectExpr("*", "CAST(0 AS BIGINT) AS nl"),
+                              None if in_late is None else in_late.selectExpr("*", "n AS nl")) if f is not None]
+        return None if not frames else frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+
+    def _scan(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]]) -> DataFrame | None:
         paths = [self.start_dir(b, ws) for ws, batches in sorted(starts.items()) for b in sorted(set(batches))]
         if not paths:
             return None
