@@ -94,6 +94,7 @@ from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.outputs import Output, empty_frame
 from lowwater.spark.sealed import StateKey
+from lowwater.spark.session import settings_for
 from lowwater.spark.snapshot import restore, to_data
 from lowwater.spark.sources import SparkSource
 
@@ -909,19 +910,9 @@ class KeyedProcessor:
         before the sinks run."""
         if df is None:  # the end-of-input step: no batch, the user's session as it is
             return self._run(st, df, batch_id, clock_ms, spark, end_of_input)
-        session = df.sparkSession
         settings = {**_PLANNED, "spark.sql.shuffle.partitions": str(self._buckets(spark))}
-        before = {k: session.conf.get(k, None) for k in settings}
-        for k, v in settings.items():
-            session.conf.set(k, v)
-        try:
+        with settings_for(df.sparkSession, settings) as session:
             return self._run(st, df, batch_id, clock_ms, session, end_of_input)
-        finally:
-            for k, was in before.items():
-                if was is None:
-                    session.conf.unset(k)
-                else:
-                    session.conf.set(k, was)
 
     def _run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
              end_of_input: bool = False) -> KeyedOutput:

@@ -10,17 +10,18 @@ coordinates (``spark.jars.packages``) are not used: they need a download at star
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_SHUFFLE_PARTITIONS", "get_or_create_session", "postgres_jdbc_jar"]
+__all__ = ["DEFAULT_SHUFFLE_PARTITIONS", "get_or_create_session", "postgres_jdbc_jar", "settings_for"]
 
 LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
@@ -45,6 +46,23 @@ def postgres_jdbc_jar() -> str | None:
             if os.path.isfile(path):
                 return path
     return None
+
+
+@contextlib.contextmanager
+def settings_for(session: SparkSession, settings: Mapping[str, str]) -> Iterator[SparkSession]:
+    """``session`` with ``settings`` for the duration of the block, put back as found after it
+    (a setting the session did not have is unset again)."""
+    before = {k: session.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        session.conf.set(k, v)
+    try:
+        yield session
+    finally:
+        for k, was in before.items():
+            if was is None:
+                session.conf.unset(k)
+            else:
+                session.conf.set(k, was)
 
 
 def get_or_create_session(
