@@ -233,16 +233,15 @@ class NativeProcessor:
             st.metrics = {**metrics, "_schema": schema}
         else:
             st.metrics = dict(metrics)
-        def empty(ddl: Callable[[dict[str, Any]], str], hidden: str) -> Callable[[], DataFrame | None]:
-            return lambda: None if schema is None else empty_frame(spark, f"{ddl(schema)}, {hidden}")
+        def empty(ddl: Callable[[dict[str, Any]], str]) -> Callable[[], DataFrame | None]:
+            return lambda: None if schema is None else empty_frame(spark, ddl(schema))
 
         out = BatchOutput(
-            Output(results, self._result_rows, ("_o1", "_o2", "_o3", "_o4"),
-                   empty(self._result_ddl, "_o1 INT, _o2 BIGINT, _o3 BIGINT, _o4 BIGINT")),
+            Output(results, self._result_rows, ("_o1", "_o2", "_o3", "_o4"), empty(self._result_ddl)),
             Output(None if late is None else self._late_frame(late), self._late_rows, ("_seq", "_partition", "_offset"),
-                   empty(late_ddl, "_seq BIGINT, _partition INT, _offset BIGINT")),
+                   empty(late_ddl)),
             Output(None if dead is None else self._dead_frame(dead),
-                   lambda _: self._dead_rows(dead) if dead is not None else [], ("_x",), empty(dead_ddl, "_x INT")),
+                   lambda _: self._dead_rows(dead) if dead is not None else [], (), empty(dead_ddl)),
             metrics,
         )
         out.per_sink = [out.results if kind == "result" else out.late for kind in self.plan.sink_outputs]
