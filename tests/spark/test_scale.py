@@ -249,6 +249,25 @@ def test_postgres_sink_without_the_jdbc_jar_fails_up_front_with_the_fix(tmp_path
     assert "not on the session's class path" in run.stdout and "postgres_jdbc_jar()" in run.stdout
 
 
+def test_partials_of_a_window_already_too_late_are_not_kept(spark: Any, tmp_path: Path) -> None:
+    """The aggregation writes every (key, window start) of the batch; the driver, which alone
+    knows the watermark, deletes the starts that are too late, and counts their elements late."""
+    batches = [[{"key": "a", "ts": 1000, "value": 1}],
+               [{"key": "a", "ts": 25_000, "value": 2}],  # watermark 24,999: [0, 10 s) fired, cleaned up
+               [{"key": "a", "ts": 2000, "value": 4}, {"key": "b", "ts": 26_000, "value": 8}]]  # 2000: too late
+    env = StreamExecutionEnvironment()
+    (env.from_source(_source(tmp_path, batches), WatermarkStrategy.for_monotonous_timestamps()
+                     .with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value")
+     .add_sink(DirectorySink(tmp_path / "out", "json")))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=False).execute(env)
+    root = tmp_path / "ck" / "lowwater" / "windows"
+    assert sorted(str(p.relative_to(root)) for p in root.glob("batch=2/start=*")) == ["batch=2/start=20000"]
+    assert str(job.accounting()) == "4 rows in = 3 windowed + 1 late + 0 dead-lettered"
+    latest = json.loads(sorted((tmp_path / "ck" / "lowwater" / "state").iterdir())[-1].read_text())
+    assert latest["open_starts"] == {"20000": [1, 2]}
+
+
 def test_a_native_state_of_the_first_format_is_refused_with_a_clear_error() -> None:
     from lowwater.core.errors import ConfigurationError
     from lowwater.spark.native_state import NativeState, from_json, to_json
