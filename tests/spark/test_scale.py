@@ -268,10 +268,22 @@ def test_partials_of_a_window_already_too_late_are_not_kept(spark: Any, tmp_path
     assert latest["open_starts"] == {"20000": [1, 2]}
 
 
-def test_a_native_state_of_the_first_format_is_refused_with_a_clear_error() -> None:
+def test_a_native_state_of_the_first_format_is_refused_before_the_query_starts(spark: Any, tmp_path: Path) -> None:
     from lowwater.core.errors import ConfigurationError
-    from lowwater.spark.native_state import NativeState, from_json, to_json
 
-    doc = {**to_json(NativeState()), "format": 1}  # its late-allowed elements were a column of the window store
+    def run() -> Any:
+        env = StreamExecutionEnvironment()
+        (env.from_source(_source(tmp_path, [[{"key": "a", "ts": 1000, "value": 1}]]),
+                         WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts"))
+         .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value")
+         .add_sink(DirectorySink(tmp_path / "out", "json")))
+        return SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=False).execute(env)
+
+    run()
+    state = sorted((tmp_path / "ck" / "lowwater" / "state").iterdir())[-1]
+    doc = json.loads(state.read_text())
+    state.write_text(json.dumps({**doc, "format": 1}))  # its late-allowed elements were a column of the window store
+    spark_commits = sorted(os.listdir(tmp_path / "ck" / "spark" / "commits"))
     with pytest.raises(ConfigurationError, match=r"native state of format 1; this version reads format 2"):
-        from_json(doc, WatermarkStrategy.for_monotonous_timestamps())
+        run()
+    assert sorted(os.listdir(tmp_path / "ck" / "spark" / "commits")) == spark_commits

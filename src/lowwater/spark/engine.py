@@ -245,6 +245,9 @@ class SparkRuntime:
         job = SparkJob(None, store, path, reason)
         driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
+        latest = store.latest_version()
+        if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
+            processor.state_from_json(store.load_json(latest))  # read (another format) is refused before a batch
         driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
         stream = read_sources(spark, sources)
