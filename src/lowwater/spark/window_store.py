@@ -72,9 +72,13 @@ class WindowStore:
         late_of = {ws: set(late.get(ws, ())) for ws in starts}
         on_time = self._scan(spark, schema, {ws: [b for b in bs if b not in late_of[ws]] for ws, bs in starts.items()})
         in_late = self._scan(spark, schema, {ws: [b for b in bs if b in late_of[ws]] for ws, bs in starts.items()})
-        frames = [f for f in (None if on_time is None else on_time.selectExpr("*", "CAST(0 AS BIGINT) AS nl"),
-                              None if in_late is None else in_late.selectExpr("*", "n AS nl")) if f is not None]
-        return None if not frames else frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+        if on_time is not None:
+            on_time = on_time.selectExpr("*", "CAST(0 AS BIGINT) AS nl")
+        if in_late is not None:
+            in_late = in_late.selectExpr("*", "n AS nl")
+        if on_time is None or in_late is None:
+            return on_time if in_late is None else in_late
+        return on_time.unionByName(in_late)
 
     def _scan(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]]) -> DataFrame | None:
         paths = [self.start_dir(b, ws) for ws, batches in sorted(starts.items()) for b in sorted(set(batches))]
