@@ -193,6 +193,19 @@ def test_spark_reads_segments_in_offset_order_whatever_their_modification_times(
     assert [m["rows_in"] for m in job.metrics() if m["rows_in"]] == [1] * 6
 
 
+def test_a_second_session_of_the_application_reads_the_log_too(spark: Any, tmp_path: Path) -> None:
+    """Spark refused to register the log's data source in a second session once the first had
+    (DATA_SOURCE_ALREADY_EXISTS): a pipeline on ``spark.newSession()`` failed before it started."""
+    log = tmp_path / "log"
+    _segments(log, STAMPS)
+    source = PartitionedLogSource(log, FIELDS, records_per_batch=1)
+    _spark(spark, source, tmp_path / "ck-first")  # registers it in the first session
+    ref_results, ref_late, _ = _reference(source)
+    job, results, late, _ = _spark(spark.newSession(), source, tmp_path / "ck-second")
+    assert _windows(results) == _windows(ref_results) and _late(late) == _late(ref_late)
+    assert [m["rows_in"] for m in job.metrics() if m["rows_in"]] == [1] * 6 and job.accounting().balanced
+
+
 def test_a_timestamp_field_is_event_time_in_milliseconds(spark: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     PartitionedLogWriter(log).append(0, [

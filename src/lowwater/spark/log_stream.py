@@ -54,11 +54,34 @@ def _schema_ddl(fields: Sequence[tuple[str, str]]) -> str:
 
 def log_stream(spark: SparkSession, root: str, fields: Sequence[tuple[str, str]], batching: LogBatching) -> DataFrame:
     """The log at ``root`` as a streaming DataFrame with the standard columns and ``_corrupt``."""
-    spark.dataSource.register(LogDataSource)
+    _register(spark)
     options = {"root": root, "fields": json.dumps([list(f) for f in fields]),
                "records_per_batch": json.dumps(batching.records_per_batch),
                "segments_per_batch": json.dumps(batching.segments_per_batch)}
     return spark.readStream.format(FORMAT_NAME).schema(_schema_ddl(fields)).options(**options).load()
+
+
+def _register(spark: SparkSession) -> None:
+    """Register :class:`LogDataSource` with ``spark``, made the active session while it is.
+
+    Spark checks that the name is new by looking it up in the *active* session: in a second
+    session of the application (``spark.newSession()``, or one made active elsewhere), after
+    the first registered it, that lookup found the first session's and refused the name
+    (DATA_SOURCE_ALREADY_EXISTS), while the second session itself could not find the source."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:  # Spark Connect: no sessions of the JVM's to juggle
+        spark.dataSource.register(LogDataSource)
+        return
+    sessions = jvm.SparkSession
+    active = sessions.getActiveSession()
+    sessions.setActiveSession(spark._jsparkSession)
+    try:
+        spark.dataSource.register(LogDataSource)
+    finally:
+        if active.isDefined():
+            sessions.setActiveSession(active.get())
+        else:
+            sessions.clearActiveSession()
 
 
 class LogDataSource(DataSource):
