@@ -25,11 +25,18 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from lowwater.spark.fs import CheckpointFS, join
+from lowwater.spark.session import settings_for
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["WindowStore"]
+__all__ = ["CONCURRENT_WRITERS", "WindowStore"]
+
+CONCURRENT_WRITERS = 16
+"""Open Parquet writers per task when a batch's partials are written, one per window start:
+Spark then writes them as they come instead of sorting the task's rows by ``start`` first
+(``spark.sql.maxConcurrentOutputFileWriters``; past this many starts in one task, Spark
+sorts the rest, as it would have without)."""
 
 
 class WindowStore:
@@ -44,8 +51,10 @@ class WindowStore:
         return join(self.batch_dir(batch_id), f"start={start}")
 
     def append(self, partials: DataFrame, batch_id: int) -> None:
-        """Write batch ``batch_id``'s partials (a ``start`` column, then the rest), replacing a replay's."""
-        partials.write.mode("overwrite").partitionBy("start").parquet(self.batch_dir(batch_id))
+        """Write batch ``batch_id``'s partials (a ``start`` column, then the rest), replacing a replay's:
+        one file per task and start, unsorted (:data:`CONCURRENT_WRITERS`)."""
+        with settings_for(partials.sparkSession, {"spark.sql.maxConcurrentOutputFileWriters": str(CONCURRENT_WRITERS)}):
+            partials.write.mode("overwrite").partitionBy("start").parquet(self.batch_dir(batch_id))
 
     def discard(self, batch_id: int) -> None:
         """Delete ``batch=<batch_id>`` when the batch wrote no partials (an empty directory)."""
