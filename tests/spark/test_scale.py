@@ -216,6 +216,21 @@ def test_an_integer_sum_wraps_around_like_a_java_long_on_time_and_when_refired(s
     assert java_long(2 * big) == MIN
 
 
+def test_the_wrapped_sum_of_high_and_low_halves_is_the_java_long_sum(spark: Any) -> None:
+    """WRAP against Python's arithmetic on sums of values from all over the 64-bit range."""
+    from lowwater.spark.native_sql import WRAP
+
+    values = [[2**63 - 1, 2**63 - 1], [-(2**63), -(2**63)], [-(2**63), 2**63 - 1, 5], [-1, -1, -1],
+              [2**62, 2**62, 2**62], [4294967295, 4294967295], [-4294967296, 1], [0], [123456789012345, -42]]
+    values += [[(i * 0x9E3779B97F4A7C15) % 2**64 - 2**63 for i in range(j, j + 7)] for j in range(40)]
+    rows = [(sum(v >> 32 for v in vs), sum(v & 0xFFFFFFFF for v in vs), (sum(vs) + 2**63) % 2**64 - 2**63)
+            for vs in values]
+    got = spark.createDataFrame(rows, "hi BIGINT, lo BIGINT, want BIGINT").selectExpr(
+        f"{WRAP.format(hi='hi', lo='lo')} AS v", "want").collect()
+    assert [r.v for r in got] == [r.want for r in got]
+    assert len(got) == len(values)
+
+
 # -- PostgreSQL: no JDBC jar, masked credentials -----------------------------------------------
 def test_postgres_sink_masks_credentials_in_its_repr_and_errors(spark: Any, tmp_path: Path) -> None:
     url = "jdbc:postgresql://127.0.0.1:1/db?user=ann&password=hunter2"
