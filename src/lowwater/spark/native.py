@@ -282,46 +282,58 @@ class NativeProcessor:
         return result_ddl(self._sql(schema), schema)
 
     # -- classification and the one aggregation --------------------------------------------
-    def _element_sql(self) -> dict[str, str]:
+    def _element_layers(self) -> list[dict[str, str]]:
         """Each element's columns, as SQL over the batch's own, none of them depending on the
         watermark: which windows an element is in, whether it is bad (dead-lettered: no
         timestamp, key or value) or at the edge of the 64-bit range, its value ``_v`` (null
         unless it is in a window) and ``_last``, the start of the last of its windows (null
         unless it is in one). No expression can overflow: edge timestamps are caught first
-        (``_edge``) and CASE evaluates its branches lazily."""
+        (``_edge``) and CASE evaluates its branches lazily.
+
+        In layers, each over the columns of those before it (``_lw_value`` and ``_lw_data``, whether
+        the row is an element and not a control row, are only for the layers after): each condition
+        is written once, where inlining them repeated the bad-record test six times, and Spark's
+        analyzer, optimizer and planner walk a tree a fraction of the size, every batch."""
         p = self.plan
         if p.executor_watermarks:
             ts_col, data = "_ts", "(_ctl IS NULL)"
         else:
             ts_col = quote(p.timestamp_field) if p.timestamp_field else "_source_ts"
             data = "true"
-        ts = f"TRY_CAST({ts_col} AS BIGINT)"  # NaN, infinite or out of range: null, so dead-lettered
-        key = quote(p.key_field)
-        value = quote(p.value_field) if p.value_field else "1"
-        bad = f"({data} AND ({ts} IS NULL OR {ts} = {MIN_TIMESTAMP} OR {key} IS NULL OR {value} IS NULL))"
-        edge = f"({data} AND NOT {bad} AND ({ts} > {MAX_TIMESTAMP - self.margin_ms} OR " \
-               f"{ts} < {MIN_TIMESTAMP + self.margin_ms}))"
-        windowed = f"({data} AND NOT {bad} AND NOT {edge})"
-        return {"_ts": ts, "_k": key, "_v": f"CASE WHEN {windowed} THEN {value} END", "_bad": bad, "_edge": edge,
-                "_last": f"CASE WHEN {windowed} THEN {ts} - pmod({ts} - {p.offset_ms}, {p.slide_ms}) END",
-                "_data": data}
+        windowed = "(_lw_data AND NOT _bad AND NOT _edge)"
+        return [
+            # NaN, infinite or out of range: null, so dead-lettered
+            {"_ts": f"TRY_CAST({ts_col} AS BIGINT)", "_k": quote(p.key_field),
+             "_lw_value": quote(p.value_field) if p.value_field else "1", "_lw_data": data},
+            {"_bad": f"(_lw_data AND (_ts IS NULL OR _ts = {MIN_TIMESTAMP} OR _k IS NULL OR _lw_value IS NULL))"},
+            {"_edge": f"(_lw_data AND NOT _bad AND (_ts > {MAX_TIMESTAMP - self.margin_ms} OR "
+                      f"_ts < {MIN_TIMESTAMP + self.margin_ms}))"},
+            {"_v": f"CASE WHEN {windowed} THEN _lw_value END",
+             "_last": f"CASE WHEN {windowed} THEN _ts - pmod(_ts - {p.offset_ms}, {p.slide_ms}) END"},
+        ]
+
+    def _element_sql(self, view: str) -> str:
+        """The batch's elements with the columns of :meth:`_element_layers`, one SELECT per layer."""
+        ctl = ", _ctl" if self.plan.executor_watermarks else ""
+        first, *rest = self._element_layers()
+        sql = f"SELECT _partition, _seq, _offset{ctl}, {_select(first)} FROM {view}"
+        for layer in rest:
+            sql = f"SELECT *, {_select(layer)} FROM ({sql})"
+        return sql
 
     def _exploded_sql(self, view: str) -> str:
         """One row per element and window it is in (``_ws``, the window's start; ``_i`` its place
         from the last), and one row (``_i`` 0, ``_ws`` null) per element in none: bad, edge and
         control rows. ``_first`` marks each element's first row (for the per-partition counts)."""
         p = self.plan
-        cols = self._element_sql()
-        data = cols.pop("_data")
-        ctl = ", _ctl" if p.executor_watermarks else ""
-        select = ", ".join(f"{text} AS {name}" for name, text in cols.items())
+        cols = "_partition, _seq, _offset, _ts, _k, _v, _bad, _edge, _last" + (", _ctl" if p.executor_watermarks else "")
+        elements = self._element_sql(view)
         n = math.ceil(p.size_ms / p.slide_ms)
         if n == 1:  # one window per element: one projection
-            return f"SELECT _partition, _seq, _offset, {select}, _last AS _ws, 0 AS _i, {data} AS _first{ctl} " \
-                   f"FROM {view}"
+            return f"SELECT {cols}, _last AS _ws, 0 AS _i, _lw_data AS _first FROM ({elements})"
         ws = f"_last - _i * {p.slide_ms}"
-        return (f"SELECT *, {ws} AS _ws, (_i = 0 AND {data}) AS _first FROM ("
-                f"SELECT _partition, _seq, _offset, {select}, explode(sequence(0, {n - 1})) AS _i{ctl} FROM {view}) "
+        return (f"SELECT {cols}, _i, {ws} AS _ws, (_i = 0 AND _lw_data) AS _first FROM ("
+                f"SELECT *, explode(sequence(0, {n - 1})) AS _i FROM ({elements})) "
                 f"WHERE _i = 0 OR {ws} > _ts - {p.size_ms}")
 
     def _aggregate_sql(self, view: str, schema: dict[str, Any]) -> str:
@@ -368,19 +380,20 @@ class NativeProcessor:
         return list(got["parts"]), sorted(int(ws) for ws in got["starts"])
 
     def _base(self, df: DataFrame, w: int | None) -> DataFrame:
-        """The batch, one row per element, with its columns (:meth:`_element_sql`) and, given the
+        """The batch, one row per element, with its columns (:meth:`_element_layers`) and, given the
         watermark ``w`` (a column: spark/literals.py), ``_elate``: all its windows too late. Only
         the late output and the dead letters need it, on the batches that have them."""
         from pyspark.sql import functions as F
 
         p = self.plan
-        cols = self._element_sql()
-        del cols["_data"]
+        for layer in self._element_layers():
+            df = df.withColumns({name: F.expr(text) for name, text in layer.items()})
+        df = df.drop("_lw_value", "_lw_data")
         if w is not None:
             wv = "_lw_prev_watermark"
             df = with_batch_values(df, {wv: w})
-            cols["_elate"] = f"coalesce(_last + {p.size_ms - 1 + p.allowed_lateness_ms} <= {wv}, false)"
-        return df.withColumns({name: F.expr(text) for name, text in cols.items()})
+            df = df.withColumn("_elate", F.expr(f"coalesce(_last + {p.size_ms - 1 + p.allowed_lateness_ms} <= {wv}, false)"))
+        return df
 
     # -- outputs ------------------------------------------------------------------------------
     def _with_window(self, df: DataFrame) -> DataFrame:
@@ -550,3 +563,7 @@ class _Classes:
 
     def late_allowed(self, ws: int) -> bool:
         return not self.never and ws + self.size - 1 <= self.w < ws + self.size - 1 + self.lateness
+
+
+def _select(columns: dict[str, str]) -> str:
+    return ", ".join(f"{text} AS {name}" for name, text in columns.items())
