@@ -56,3 +56,14 @@ def test_the_late_output_renames_its_source_position_when_the_element_has_those_
     schema = {"key": "string", "value": "bigint", "fields": [["offset", "bigint"], ["v`x", "int"]]}
     assert sql.late_ddl(schema) == ("`offset` bigint, `v``x` int, partition INT, source_offset BIGINT, "
                                     "rejected_windows ARRAY<STRUCT<start: BIGINT, end: BIGINT>>")
+
+
+def test_a_batch_writes_its_partials_with_one_task_per_ten_thousand_within_the_shuffle_partitions() -> None:
+    from lowwater.spark.window_store import ROWS_PER_WRITE_TASK, write_tasks
+
+    assert write_tasks(None, 4) is None  # no batch before it in this run: adaptive execution decides
+    assert write_tasks(0, 4) == 1
+    assert write_tasks(ROWS_PER_WRITE_TASK, 4) == 1
+    assert write_tasks(ROWS_PER_WRITE_TASK + 1, 4) == 2
+    assert write_tasks(10**9, 4) == 4
+    assert write_tasks(10**9, 200) == 200

@@ -99,3 +99,34 @@ def test_a_steady_keyed_batch_runs_its_few_jobs_and_leaves_the_batch_session_as_
     assert len(steady) >= BATCHES - WARM - 1
     assert max(steady) <= 6, f"Spark jobs per steady keyed batch: {steady} (newest job ids: {last})"
     assert adaptive == {"true"}, "the sinks should see the session's own adaptive-execution setting"
+
+
+def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_path: Path) -> None:
+    """Once a batch has written partials, the next batch's write is planned without adaptive
+    execution (``window_store.write_tasks``): one job with two stages, where adaptive execution
+    ran the shuffle's map side as a job of its own. Counted from one sink call to the next (the
+    firing and the sink's DataFrame included), a steady batch here ran 6 jobs with it and runs 5.
+    The batch's session has the user's setting back when the sinks run."""
+    batches = _batches()
+    BatchFilesSource.write(tmp_path / "in", batches)
+    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1])
+    sc = spark.sparkContext
+    jobs: dict[int, int] = {}
+    adaptive: set[str] = set()
+
+    def record(df: Any, batch_id: int) -> None:  # the query's jobs so far, at its sink
+        jobs[batch_id] = len(sc.statusTracker().getJobIdsForGroup(sc.getLocalProperty("spark.jobGroup.id")))
+        adaptive.add(df.sparkSession.conf.get("spark.sql.adaptive.enabled"))
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(1_000)).sum("value")
+     .add_sink(ForeachDataFrameSink(record)))
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="native", clock=lambda b: 1_000 * b).execute(env, "jobs")
+    assert job.path == "native"
+    counts = [jobs[b] for b in sorted(jobs)]
+    steady = [after - before for before, after in zip(counts[WARM - 1:], counts[WARM:], strict=False)]
+    assert len(steady) >= BATCHES - WARM - 1
+    assert max(steady) <= 5, f"Spark jobs per steady native batch: {steady} (all: {counts})"
+    assert adaptive == {"true"}, "the sinks should see the session's own adaptive-execution setting"

@@ -76,7 +76,7 @@ from lowwater.spark.native_sql import (
 from lowwater.spark.native_state import NativeState, from_json, to_json
 from lowwater.spark.outputs import BatchOutput, Output, empty_frame
 from lowwater.spark.plan import NativePlan
-from lowwater.spark.window_store import WindowStore
+from lowwater.spark.window_store import WindowStore, write_tasks
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -101,6 +101,10 @@ class NativeProcessor:
         self.store: WindowStore | None = None
         self.sql_for = sql_of(plan.aggregate)
         """The aggregate's SQL, given the value's SQL type (raises here for an aggregate without SQL)."""
+        self.partial_rows: int | None = None
+        """How many partials the last batch this process ran wrote: the next write's task count
+        (:func:`~lowwater.spark.window_store.write_tasks`). Not state: a restart leaves the
+        first batch's to adaptive execution, and a write's task count changes its files, not its rows."""
 
     def bind(self, store: WindowStore) -> None:
         self.store = store
@@ -326,7 +330,8 @@ class NativeProcessor:
         from the last), and one row (``_i`` 0, ``_ws`` null) per element in none: bad, edge and
         control rows. ``_first`` marks each element's first row (for the per-partition counts)."""
         p = self.plan
-        cols = "_partition, _seq, _offset, _ts, _k, _v, _bad, _edge, _last" + (", _ctl" if p.executor_watermarks else "")
+        ctl = ", _ctl" if p.executor_watermarks else ""
+        cols = f"_partition, _seq, _offset, _ts, _k, _v, _bad, _edge, _last{ctl}"
         elements = self._element_sql(view)
         n = math.ceil(p.size_ms / p.slide_ms)
         if n == 1:  # one window per element: one projection
@@ -371,12 +376,16 @@ class NativeProcessor:
         assert self.store is not None
         seen = Observation()
         fields = ("_partition", "_last", "max_ts", "n", "n_bad", "n_edge", "ctl")
+        kept = "g = 0 AND _ws IS NOT NULL"
         observed = session.sql(self._aggregate_sql(view, schema)).observe(
             seen, F.expr(f"collect_list(CASE WHEN g = 1 THEN struct({', '.join(fields)}) END)").alias("parts"),
-            F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"))
-        self.store.append(observed.filter("g = 0 AND _ws IS NOT NULL").selectExpr(
-            "_ws AS start", "_k AS key", *partial_columns(self._sql(schema))), batch_id)
+            F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"),
+            F.expr(f"count_if({kept})").alias("rows"))
+        tasks = write_tasks(self.partial_rows, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
+        self.store.append(observed.filter(kept).selectExpr(
+            "_ws AS start", "_k AS key", *partial_columns(self._sql(schema))), batch_id, tasks)
         got = seen.get
+        self.partial_rows = int(got["rows"])
         return list(got["parts"]), sorted(int(ws) for ws in got["starts"])
 
     def _base(self, df: DataFrame, w: int | None) -> DataFrame:
@@ -392,7 +401,8 @@ class NativeProcessor:
         if w is not None:
             wv = "_lw_prev_watermark"
             df = with_batch_values(df, {wv: w})
-            df = df.withColumn("_elate", F.expr(f"coalesce(_last + {p.size_ms - 1 + p.allowed_lateness_ms} <= {wv}, false)"))
+            elate = f"coalesce(_last + {p.size_ms - 1 + p.allowed_lateness_ms} <= {wv}, false)"
+            df = df.withColumn("_elate", F.expr(elate))
         return df
 
     # -- outputs ------------------------------------------------------------------------------
