@@ -55,7 +55,6 @@ from lowwater.core.windows import WindowResult
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
 from lowwater.spark.literals import with_batch_values
 from lowwater.spark.native_sql import (
-    RESULT_COLUMNS,
     AggregateSql,
     base_types,
     dead_ddl,
@@ -71,7 +70,7 @@ from lowwater.spark.native_sql import (
     schema_json,
     sql_of,
     value_expr,
-    window_struct,
+    window_sql,
 )
 from lowwater.spark.native_state import NativeState, from_json, to_json
 from lowwater.spark.outputs import BatchOutput, Output, empty_frame
@@ -406,9 +405,6 @@ class NativeProcessor:
         return df
 
     # -- outputs ------------------------------------------------------------------------------
-    def _with_window(self, df: DataFrame) -> DataFrame:
-        return df.withColumn("window", window_struct())
-
     def _fires(self, spark: SparkSession, starts: dict[int, list[int]], schema: dict[str, Any] | None
                ) -> DataFrame | None:
         """The windows starting at ``starts`` (start -> batches), every key with contents: fire 0."""
@@ -423,11 +419,11 @@ class NativeProcessor:
             return None
         merged = parts.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg)])
         size = self.plan.size_ms
-        out = merged.selectExpr(
+        return merged.selectExpr(  # RESULT_COLUMNS, in one projection
             "key", "start AS window_start", f"start + {size} AS window_end",
             f"{value_expr(agg, 'acc', 'n')} AS value", "0 AS fire_index",
+            f"{window_sql('start', f'start + {size}')} AS window",
             "1 AS _o1", "start AS _o2", "CAST(NULL AS BIGINT) AS _o3", "CAST(NULL AS BIGINT) AS _o4")
-        return self._with_window(out).select(*RESULT_COLUMNS)
 
     def _late_fires(self, spark: SparkSession, exploded: DataFrame, starts: list[int], st: NativeState, w: int,
                     schema: dict[str, Any]) -> DataFrame:
@@ -460,12 +456,11 @@ class NativeProcessor:
         size = self.plan.size_ms
         n = "(coalesce(b_n, 0) + _rank + 1)"
         fire = "(CASE WHEN coalesce(b_n, 0) - coalesce(b_nl, 0) > 0 THEN 1 ELSE 0 END + coalesce(b_nl, 0) + _rank)"
-        out = late.selectExpr(
+        return late.selectExpr(  # RESULT_COLUMNS, in one projection
             "key", "start AS window_start", f"start + {size} AS window_end",
-            f"{value_expr(agg, 'acc', n)} AS value",
-            f"CAST({fire} AS INT) AS fire_index", "0 AS _o1", "_seq AS _o2", "CAST(_partition AS BIGINT) AS _o3",
-            "_offset AS _o4")
-        return self._with_window(out).select(*RESULT_COLUMNS)
+            f"{value_expr(agg, 'acc', n)} AS value", f"CAST({fire} AS INT) AS fire_index",
+            f"{window_sql('start', f'start + {size}')} AS window",
+            "0 AS _o1", "_seq AS _o2", "CAST(_partition AS BIGINT) AS _o3", "_offset AS _o4")
 
     def _result_rows(self, df: DataFrame) -> list[Any]:
         rows = df.orderBy("_o1", "_o2", "_o3", "_o4").select(

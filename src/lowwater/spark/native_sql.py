@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AGGREGATE_SQL", "RESULT_COLUMNS", "WRAP", "Accumulator", "AggregateSql", "base_types", "dead_ddl", "late_ddl",
     "late_names", "literal", "merge_exprs", "partial_aggregates", "partial_columns", "partial_ddl", "quote",
-    "result_ddl", "running_accumulators", "schema_json", "sql_of", "value_expr", "window_struct",
+    "result_ddl", "running_accumulators", "schema_json", "sql_of", "value_expr", "window_sql",
 ]
 
 INTEGRAL = ("bigint", "int", "smallint", "tinyint")
@@ -217,11 +217,9 @@ def dead_ddl(_: dict[str, Any]) -> str:
     return "reason STRING, partition INT, offset BIGINT, file STRING, record STRING"
 
 
-def window_struct() -> Column:
-    """The ``window`` column (Spark's ``window()`` struct) of ``window_start`` and ``window_end``."""
-    from pyspark.sql import functions as F
-
-    return F.expr("named_struct('start', timestamp_millis(window_start), 'end', timestamp_millis(window_end))")
+def window_sql(start: str, end: str) -> str:
+    """The ``window`` column (Spark's ``window()`` struct), as SQL over epoch-millisecond ``start`` and ``end``."""
+    return f"named_struct('start', timestamp_millis({start}), 'end', timestamp_millis({end}))"
 
 
 def schema_json(df: DataFrame) -> str:
