@@ -6,7 +6,7 @@ each batch: it doubled the native path's steady batch time at 100k rows. These t
 Spark's code compilations (``CodegenMetrics``, one per class Janino compiles, whatever the
 executor) from each batch's sink call to the next, once every kind of batch has run once.
 
-The last test counts Spark jobs per steady batch the same way: each job is a round of planning
+The last two tests count Spark jobs per steady batch the same way: each job is a round of planning
 and scheduling that a batch pays for whatever its size.
 """
 
@@ -72,41 +72,9 @@ def test_a_steady_batch_compiles_no_new_code(spark: Any, tmp_path: Path, path: s
     assert sum(steady) < len(steady), f"Spark compiled new code in steady batches: {steady} (all: {counts})"
 
 
-def test_a_steady_keyed_batch_runs_its_few_jobs_and_leaves_the_batch_session_as_found(spark: Any,
-                                                                                      tmp_path: Path) -> None:
-    """The keyed path plans its queries without adaptive execution (``keyed._PLANNED``), which runs
-    each shuffle's map side as a job of its own: a steady session-window batch ran 10 jobs with
-    it and 5 without. The batch's session has the user's setting back when the sinks run."""
-    batches = _batches()
-    BatchFilesSource.write(tmp_path / "in", batches)
-    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1])
-    sc = spark.sparkContext
-    last_job: dict[int, int] = {}
-    adaptive: set[str] = set()
-
-    def record(df: Any, batch_id: int) -> None:  # the newest job id of the query's job group, at its sink
-        last_job[batch_id] = max(sc.statusTracker().getJobIdsForGroup(sc.getLocalProperty("spark.jobGroup.id")))
-        adaptive.add(df.sparkSession.conf.get("spark.sql.adaptive.enabled"))
-
-    env = StreamExecutionEnvironment()
-    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-     .key_by("key").window(EventTimeSessionWindows.with_gap(500)).sum("value").add_sink(ForeachDataFrameSink(record)))
-    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", clock=lambda b: 1_000 * b).execute(env, "jobs")
-    assert job.path == "keyed"
-    last = [last_job[b] for b in sorted(last_job)]
-    steady = [after - before for before, after in zip(last[WARM - 1:], last[WARM:], strict=False)]
-    assert len(steady) >= BATCHES - WARM - 1
-    assert max(steady) <= 6, f"Spark jobs per steady keyed batch: {steady} (newest job ids: {last})"
-    assert adaptive == {"true"}, "the sinks should see the session's own adaptive-execution setting"
-
-
-def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_path: Path) -> None:
-    """Once a batch has written partials, the next batch's write is planned without adaptive
-    execution (``window_store.write_tasks``): one job with two stages, where adaptive execution
-    ran the shuffle's map side as a job of its own. Counted from one sink call to the next (the
-    firing and the sink's DataFrame included), a steady batch here ran 6 jobs with it and runs 5.
-    The batch's session has the user's setting back when the sinks run."""
+def _jobs_per_steady_batch(spark: Any, tmp_path: Path, path: str, windows: Any) -> list[int]:
+    """Spark jobs of the query from one sink call to the next, per steady batch, of a sum over
+    ``windows`` on ``path``; checks that the sinks see the session's own adaptive-execution setting."""
     batches = _batches()
     BatchFilesSource.write(tmp_path / "in", batches)
     src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1])
@@ -120,13 +88,31 @@ def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_pa
 
     env = StreamExecutionEnvironment()
     (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-     .key_by("key").window(TumblingEventTimeWindows.of(1_000)).sum("value")
-     .add_sink(ForeachDataFrameSink(record)))
+     .key_by("key").window(windows).sum("value").add_sink(ForeachDataFrameSink(record)))
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="native", clock=lambda b: 1_000 * b).execute(env, "jobs")
-    assert job.path == "native"
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, clock=lambda b: 1_000 * b).execute(env, "jobs")
+    assert job.path == path
+    assert adaptive == {"true"}, "the sinks should see the session's own adaptive-execution setting"
     counts = [jobs[b] for b in sorted(jobs)]
     steady = [after - before for before, after in zip(counts[WARM - 1:], counts[WARM:], strict=False)]
-    assert len(steady) >= BATCHES - WARM - 1
-    assert max(steady) <= 5, f"Spark jobs per steady native batch: {steady} (all: {counts})"
-    assert adaptive == {"true"}, "the sinks should see the session's own adaptive-execution setting"
+    assert len(steady) >= BATCHES - WARM - 1, f"jobs so far at each sink call: {counts}"
+    return steady
+
+
+def test_a_steady_keyed_batch_runs_its_few_jobs_and_leaves_the_batch_session_as_found(spark: Any,
+                                                                                      tmp_path: Path) -> None:
+    """The keyed path plans its queries without adaptive execution (``keyed._PLANNED``), which runs
+    each shuffle's map side as a job of its own: a steady session-window batch ran 10 jobs with
+    it and 5 without. The batch's session has the user's setting back when the sinks run."""
+    steady = _jobs_per_steady_batch(spark, tmp_path, "keyed", EventTimeSessionWindows.with_gap(500))
+    assert max(steady) <= 6, f"Spark jobs per steady keyed batch: {steady}"
+
+
+def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_path: Path) -> None:
+    """Once a batch has written partials, the next batch's write is planned without adaptive
+    execution (``window_store.write_tasks``): one job with two stages, where adaptive execution
+    ran the shuffle's map side as a job of its own. Counted from one sink call to the next (the
+    firing and the sink's DataFrame included), a steady batch here ran 6 jobs with it and runs 5.
+    The batch's session has the user's setting back when the sinks run."""
+    steady = _jobs_per_steady_batch(spark, tmp_path, "native", TumblingEventTimeWindows.of(1_000))
+    assert max(steady) <= 5, f"Spark jobs per steady native batch: {steady}"
