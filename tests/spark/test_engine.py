@@ -404,3 +404,32 @@ def test_old_batch_records_are_forgotten_and_the_metrics_log_keeps_every_batch(
     assert [m["batch_id"] for m in job.metrics()] == [0, 1, 2, 3, 4, 5]
     assert str(job.accounting()) == "15 rows in = 15 windowed + 0 late + 0 dead-lettered"
     assert sorted(r.value for r in sink.results) == [3, 3, 3, 3, 3]
+
+
+def test_the_tick_source_runs_batches_without_a_row_or_a_column_in_them(spark: Any, tmp_path: Path) -> None:
+    """The tick source is one of the query's sources (Spark counts its row per batch), but the
+    batch handed to ``foreachBatch`` is the data alone: its own columns, its own rows, and no
+    tick filter left for each batch's plan. An empty data source still makes a batch."""
+    from lowwater.spark.engine import _with_ticks
+
+    data = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load().selectExpr("value AS v")
+    seen: list[tuple[int, list[str], list[int]]] = []
+
+    def batch(df: Any, batch_id: int) -> None:
+        seen.append((batch_id, df.columns, sorted(r.v for r in df.collect())))
+
+    united = _with_ticks(spark, data)
+    assert united.columns == ["v"]
+    q = (united.writeStream.foreachBatch(batch).option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert seen == [(0, ["v"], [0, 1, 2, 3, 4])]
+    assert [s["numInputRows"] for s in q.lastProgress["sources"]] == [5, 1], "the tick source's row is read"
+
+    empty = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load() \
+        .selectExpr("value AS v").where("v < 0")
+    seen.clear()
+    q = (_with_ticks(spark, empty).writeStream.foreachBatch(batch)
+         .option("checkpointLocation", str(tmp_path / "ck2")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert seen == [(0, ["v"], [])]

@@ -279,9 +279,15 @@ class SparkRuntime:
 
 
 def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
-    """Union one tick row per micro-batch, so Spark runs a batch every trigger interval
-    even with no data: periodic emission then lets time-lag watermarks advance and idle
-    partitions be detected. Ticks are dropped before any processing.
+    """Make Spark run a batch every trigger interval even with no data, with a source that
+    has one row per micro-batch: periodic emission then lets time-lag watermarks advance and
+    idle partitions be detected.
+
+    The ticks are a source of the query, united with the data under a filter that is always
+    false: Spark's offsets and batches count the tick source, its one row per batch is
+    dropped where it is read, and the data's rows reach ``foreachBatch`` as the sources give
+    them. Ticks marked by a ``_tick`` column and filtered out of the batch in ``foreachBatch``
+    put that column on every row and two more DataFrame operations in every batch's plan.
 
     The tick source is part of the query on every trigger, so a checkpoint written with an
     interval trigger can be resumed with ``available_now`` (to drain it, or to finish a
@@ -293,8 +299,7 @@ def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
 
     ticks = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
     cols = [F.lit(None).cast(f.dataType).alias(f.name) for f in stream.schema.fields]
-    ticks = ticks.select(*cols, F.lit(True).alias("_tick"))
-    return stream.withColumn("_tick", F.lit(False)).unionByName(ticks)
+    return stream.unionByName(ticks.select(*cols).where(F.lit(False)))
 
 
 def _check_source_count(spark_checkpoint: Path, expected: int) -> None:
@@ -361,8 +366,6 @@ class _BatchDriver:
         return spark_batch_id + 1 if end is not None and spark_batch_id >= int(end["step"]) else spark_batch_id
 
     def on_batch(self, df: DataFrame, batch_id: int) -> None:
-        if "_tick" in df.columns:
-            df = df.filter(~df["_tick"]).drop("_tick")
         self._run(df, self.step_of(batch_id), end_of_input=False, spark_batch_id=batch_id)
 
     def finish(self) -> None:
