@@ -47,16 +47,19 @@ def group(thread: str) -> str:
     return "other"
 
 
-def sample(pid: int) -> dict[str, float]:
-    """CPU milliseconds so far of every live thread of ``pid``, summed by group."""
-    out: collections.Counter[str] = collections.Counter()
+def sample(pid: int, seen: dict[str, tuple[str, float]]) -> dict[str, float]:
+    """CPU milliseconds so far of every thread of ``pid`` seen until now, summed by group: a
+    thread that has ended keeps its last figure (``seen``, thread id -> group and ms)."""
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
-        out[group(stat[stat.index("(") + 1:stat.rindex(")")])] += (int(fields[11]) + int(fields[12])) * _TICK_MS
+        seen[tid] = (group(stat[stat.index("(") + 1:stat.rindex(")")]), (int(fields[11]) + int(fields[12])) * _TICK_MS)
+    out: collections.Counter[str] = collections.Counter()
+    for name, ms in seen.values():
+        out[name] += ms
     return dict(out)
 
 
@@ -82,10 +85,11 @@ def main() -> int:
     pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
     samples: list[tuple[float, dict[str, float]]] = []
     stop = threading.Event()
+    threads: dict[str, tuple[str, float]] = {}
 
     def run() -> None:
         while not stop.wait(0.05):
-            samples.append((time.time(), sample(pid)))
+            samples.append((time.time(), sample(pid, threads)))
 
     sampler = threading.Thread(target=run, daemon=True)
     sampler.start()
