@@ -116,3 +116,29 @@ def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_pa
     The batch's session has the user's setting back when the sinks run."""
     steady = _jobs_per_steady_batch(spark, tmp_path, "native", TumblingEventTimeWindows.of(1_000))
     assert max(steady) <= 5, f"Spark jobs per steady native batch: {steady}"
+
+
+def test_a_native_batch_s_aggregation_is_parsed_and_analysed_once_per_run(spark: Any, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each later batch puts its own data into the first batch's analysed plan
+    (``lowwater.spark.analyzed``): the aggregation's SQL is written (and parsed) once, and every
+    batch's windows still have that batch's sums."""
+    from lowwater.spark.native import NativeProcessor
+
+    texts: list[str] = []
+    original = NativeProcessor._aggregate_sql
+    monkeypatch.setattr(NativeProcessor, "_aggregate_sql",
+                        lambda self, view, schema: texts.append(original(self, view, schema)) or texts[-1])
+    batches = _batches()
+    BatchFilesSource.write(tmp_path / "in", batches)
+    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1])
+    env = StreamExecutionEnvironment()
+    sink = CollectSink()
+    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(1_000)).sum("value").add_sink(sink))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="native", clock=lambda b: 1_000 * b).execute(env, "once")
+    assert job.path == "native"
+    got = sorted((r.key, r.window_start, r.value) for r in sink.results)
+    # the last second's windows wait for a watermark that no batch brings
+    assert got == sorted((f"k{k}", 1_000 * b, 2 * (b + k)) for b in range(BATCHES - 1) for k in range(3))
+    assert len(texts) == 1, f"the aggregation was built {len(texts)} times in {BATCHES} batches"

@@ -52,6 +52,7 @@ from lowwater.core.errors import BadRecordError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import WindowResult
+from lowwater.spark.analyzed import AnalyzedQuery
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
 from lowwater.spark.literals import with_batch_values
 from lowwater.spark.native_sql import (
@@ -100,6 +101,10 @@ class NativeProcessor:
         self.store: WindowStore | None = None
         self.sql_for = sql_of(plan.aggregate)
         """The aggregate's SQL, given the value's SQL type (raises here for an aggregate without SQL)."""
+        self.aggregated = AnalyzedQuery(
+            lambda batch: self._over(batch, lambda view: self._aggregate_sql(view, self._schema(batch))))
+        """The batch's aggregation (:meth:`_aggregate_sql`), parsed and analysed once per run and
+        schema (:mod:`lowwater.spark.analyzed`)."""
         self.partial_rows: int | None = None
         """How many partials the last batch this process ran wrote: the next write's task count
         (:func:`~lowwater.spark.window_store.write_tasks`). Not state: a restart leaves the
@@ -164,18 +169,12 @@ class NativeProcessor:
                 df = with_executor_timestamps(df, plan.source.fields(), plan.strategy,
                                               encode_states(st.executor_states), clock_ms)
             schema = self._schema(df)
-            session = df.sparkSession
-            view = f"_lowwater_batch_{id(self):x}"
-            df.createOrReplaceTempView(view)
-            try:
-                parts, starts = self._write_partials(session, view, schema, batch_id)
-                classes = _Classes(w_prev, plan.size_ms, plan.allowed_lateness_ms)
-                written = [ws for ws in starts if not classes.too_late(ws)]
-                late_starts = [ws for ws in written if classes.late_allowed(ws)]
-                late_fires = self._late_fires(spark, session.sql(self._exploded_sql(view)), late_starts, st, w_prev,
-                                              schema) if late_starts else None
-            finally:
-                session.catalog.dropTempView(view)
+            parts, starts = self._write_partials(df, schema, batch_id)
+            classes = _Classes(w_prev, plan.size_ms, plan.allowed_lateness_ms)
+            written = [ws for ws in starts if not classes.too_late(ws)]
+            late_starts = [ws for ws in written if classes.late_allowed(ws)]
+            late_fires = self._late_fires(spark, self._over(df, self._exploded_sql), late_starts, st, w_prev,
+                                          schema) if late_starts else None
             emitted: set[int] = set()
             for r in parts:
                 p = int(r["_partition"])
@@ -361,7 +360,18 @@ class NativeProcessor:
         return (f"SELECT CAST(grouping(_k) AS INT) AS g, _partition, _last, _k, {ws} AS _ws, {', '.join(aggregates)} "
                 f"FROM ({self._exploded_sql(view)}) GROUP BY GROUPING SETS ((_partition, _last), (_k, {ws}))")
 
-    def _write_partials(self, session: SparkSession, view: str, schema: dict[str, Any], batch_id: int
+    def _over(self, df: DataFrame, sql: Callable[[str], str]) -> DataFrame:
+        """The query ``sql(view)`` over the batch ``df``, ``view`` a temporary view of it while the
+        query is analysed (the analysed plan holds the batch's own plan, not the view's name)."""
+        session = df.sparkSession
+        view = f"_lowwater_batch_{id(self):x}"
+        df.createOrReplaceTempView(view)
+        try:
+            return session.sql(sql(view))
+        finally:
+            session.catalog.dropTempView(view)
+
+    def _write_partials(self, df: DataFrame, schema: dict[str, Any], batch_id: int
                         ) -> tuple[list[Any], list[int]]:
         """Aggregate the batch and write its partials (``g`` 0) to the window store, in ONE Spark
         job, and return what the driver needs of the batch, O(partitions + window starts): the
@@ -376,7 +386,8 @@ class NativeProcessor:
         seen = Observation()
         fields = ("_partition", "_last", "max_ts", "n", "n_bad", "n_edge", "ctl")
         kept = "g = 0 AND _ws IS NOT NULL"
-        observed = session.sql(self._aggregate_sql(view, schema)).observe(
+        session = df.sparkSession
+        observed = self.aggregated.over(df, key=schema["value"]).observe(
             seen, F.expr(f"collect_list(CASE WHEN g = 1 THEN struct({', '.join(fields)}) END)").alias("parts"),
             F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"),
             F.expr(f"count_if({kept})").alias("rows"))
