@@ -52,7 +52,17 @@ def _batches() -> list[list[dict[str, Any]]]:
 # The keyed path is not asserted: alone it compiles no new class per steady batch, but after the
 # whole suite ran in the same session it compiled 26 per batch (cause not found yet, session 7).
 @pytest.mark.parametrize("path", ["native"])
-def test_a_steady_batch_compiles_no_new_code(spark: Any, tmp_path: Path, path: str) -> None:
+def test_a_steady_batch_compiles_no_new_code(spark: Any, tmp_path: Path, path: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """No new class per steady batch; and on the native path, each later batch puts its own data
+    into the first batch's analysed plan (``lowwater.spark.analyzed``): the aggregation's SQL is
+    written (and parsed) once, and every batch's windows still have that batch's sums."""
+    from lowwater.spark.native import NativeProcessor
+
+    texts: list[str] = []
+    original = NativeProcessor._aggregate_sql
+    monkeypatch.setattr(NativeProcessor, "_aggregate_sql",
+                        lambda self, view, schema: texts.append(original(self, view, schema)) or texts[-1])
     batches = _batches()
     BatchFilesSource.write(tmp_path / "in", batches)
     src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1])
@@ -64,7 +74,10 @@ def test_a_steady_batch_compiles_no_new_code(spark: Any, tmp_path: Path, path: s
     keyed.window(windows).sum("value").add_sink(sink)
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, clock=lambda b: 1_000 * b).execute(env, "codegen")
     assert job.path == path
-    assert len(sink.results) >= BATCHES - 2, "every batch should fire the previous second's windows"
+    got = sorted((r.key, r.window_start, r.value) for r in sink.results)
+    # every batch fires the previous second's windows; the last second's wait for a watermark no batch brings
+    assert got == sorted((f"k{k}", 1_000 * b, 2 * (b + k)) for b in range(BATCHES - 1) for k in range(3))
+    assert len(texts) == 1, f"the aggregation was built {len(texts)} times in {BATCHES} batches"
     counts = [sink.compiles[b] for b in sorted(sink.compiles)]
     steady = [after - before for before, after in zip(counts[WARM - 1:], counts[WARM:], strict=False)]
     assert len(steady) >= BATCHES - WARM - 1
@@ -117,28 +130,3 @@ def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_pa
     steady = _jobs_per_steady_batch(spark, tmp_path, "native", TumblingEventTimeWindows.of(1_000))
     assert max(steady) <= 5, f"Spark jobs per steady native batch: {steady}"
 
-
-def test_a_native_batch_s_aggregation_is_parsed_and_analysed_once_per_run(spark: Any, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each later batch puts its own data into the first batch's analysed plan
-    (``lowwater.spark.analyzed``): the aggregation's SQL is written (and parsed) once, and every
-    batch's windows still have that batch's sums."""
-    from lowwater.spark.native import NativeProcessor
-
-    texts: list[str] = []
-    original = NativeProcessor._aggregate_sql
-    monkeypatch.setattr(NativeProcessor, "_aggregate_sql",
-                        lambda self, view, schema: texts.append(original(self, view, schema)) or texts[-1])
-    batches = _batches()
-    BatchFilesSource.write(tmp_path / "in", batches)
-    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1])
-    env = StreamExecutionEnvironment()
-    sink = CollectSink()
-    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-     .key_by("key").window(TumblingEventTimeWindows.of(1_000)).sum("value").add_sink(sink))
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="native", clock=lambda b: 1_000 * b).execute(env, "once")
-    assert job.path == "native"
-    got = sorted((r.key, r.window_start, r.value) for r in sink.results)
-    # the last second's windows wait for a watermark that no batch brings
-    assert got == sorted((f"k{k}", 1_000 * b, 2 * (b + k)) for b in range(BATCHES - 1) for k in range(3))
-    assert len(texts) == 1, f"the aggregation was built {len(texts)} times in {BATCHES} batches"
