@@ -129,4 +129,3 @@ def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_pa
     The batch's session has the user's setting back when the sinks run."""
     steady = _jobs_per_steady_batch(spark, tmp_path, "native", TumblingEventTimeWindows.of(1_000))
     assert max(steady) <= 5, f"Spark jobs per steady native batch: {steady}"
-

@@ -72,44 +72,31 @@ class AnalyzedQuery:
             leaf = batch._jdf.queryExecution().analyzed()
             t = self.template
             if t is not None and t.key == key:
-                if t.output.equals(leaf.output()):
-                    query = self._reuse(batch, leaf, t)
-                    self.reused += 1
-                    return query
-                # a batch DataFrame built anew every batch (fresh expression ids): never reusable
-                self.broken = True
-                self.template = None
-                return self.build(batch)
+                if not t.output.equals(leaf.output()):  # a DataFrame made anew every batch: never reusable
+                    return self._give_up(batch, None)
+                query = self._reuse(batch, leaf, t)
+                self.reused += 1
+                return query
         except Exception as e:  # py4j errors: a Spark without these calls
-            log.warning("lowwater: cannot reuse the analysed plan of the batch query (%s); building it every batch", e)
-            self.broken = True
-            self.template = None
-            return self.build(batch)
-        query = self.build(batch)
+            return self._give_up(batch, e)
+        query = self.build(batch)  # the user's errors raise here, once
         try:
-            self.template = self._template(query._jdf.queryExecution().analyzed(), leaf, key)
-            self.broken = self.template is None  # the batch is not in the query once: nothing to put it in
+            path = _path(query._jdf.queryExecution().analyzed(), leaf)
         except Exception as e:
-            log.warning("lowwater: cannot reuse the analysed plan of the batch query (%s); building it every batch", e)
-            self.broken = True
-            self.template = None
+            return self._give_up(batch, e, query)
+        if path is None:  # the batch is not in the query once: nothing to put it in
+            return self._give_up(batch, None, query)
+        self.template = _Template(key, leaf.output(), path)
         return query
 
-    @staticmethod
-    def _template(plan: Any, leaf: Any, key: Any) -> _Template | None:
-        path: list[tuple[Any, int, list[Any]]] = []
-        node = plan
-        while not node.equals(leaf):
-            children = node.children()
-            kids = [children.apply(i) for i in range(children.size())]
-            below = [i for i, kid in enumerate(kids) if _contains(kid, leaf)]
-            if len(below) != 1:  # not there, or there twice (a self-join): no reuse
-                return None
-            path.append((node, below[0], kids))
-            node = kids[below[0]]
-        if not path:
-            return None
-        return _Template(key, leaf.output(), path)
+    def _give_up(self, batch: DataFrame, error: Exception | None, query: DataFrame | None = None) -> DataFrame:
+        """Build the query anew over every batch from now on (``query``: this batch's, when built already)."""
+        if error is not None:
+            log.warning("lowwater: cannot reuse the analysed plan of the batch query (%s); building it every batch",
+                        error)
+        self.broken = True
+        self.template = None
+        return self.build(batch) if query is None else query
 
     def _reuse(self, batch: DataFrame, leaf: Any, t: _Template) -> DataFrame:
         from pyspark.sql import DataFrame
@@ -130,9 +117,20 @@ class AnalyzedQuery:
         return DataFrame(jdf, batch.sparkSession)
 
 
-def _contains(plan: Any, leaf: Any) -> bool:
-    """Whether ``leaf`` is ``plan`` or a node under it (by Scala's ``==``, a one-time walk)."""
-    if plan.equals(leaf):
-        return True
-    children = plan.children()
-    return any(_contains(children.apply(i), leaf) for i in range(children.size()))
+def _path(plan: Any, leaf: Any) -> list[tuple[Any, int, list[Any]]] | None:
+    """From ``plan`` down to the parent of its one node equal to ``leaf`` (Scala's ``==``): each
+    node, the index of the child on the way and its children. None if ``leaf`` is ``plan`` itself
+    or is not under it exactly once (a self-join). One walk of the plan, once per run."""
+    found: list[list[tuple[Any, int, list[Any]]]] = []
+
+    def walk(node: Any, above: list[tuple[Any, int, list[Any]]]) -> None:
+        if node.equals(leaf):
+            found.append(above)
+            return
+        children = node.children()
+        kids = [children.apply(i) for i in range(children.size())]
+        for i, kid in enumerate(kids):
+            walk(kid, [*above, (node, i, kids)])
+
+    walk(plan, [])
+    return found[0] if len(found) == 1 and found[0] else None
