@@ -129,3 +129,30 @@ def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_pa
     The batch's session has the user's setting back when the sinks run."""
     steady = _jobs_per_steady_batch(spark, tmp_path, "native", TumblingEventTimeWindows.of(1_000))
     assert max(steady) <= 5, f"Spark jobs per steady native batch: {steady}"
+
+
+def test_a_small_window_fires_in_one_task_without_a_shuffle(spark: Any, tmp_path: Path) -> None:
+    """A firing whose stored partials are few (``window_store.fires_in_one_task``) reads and merges
+    them in one partition: its plan has no shuffle, and each window's sum is still every batch's
+    partial added up (here, each window's elements come in two batches)."""
+    batches = [[{"key": f"k{k}", "ts": 500 * b + 100 * k + 10 * p, "value": b + k, "partition": p}
+                for k in range(3) for p in range(2)] for b in range(BATCHES)]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1])
+    plans: list[str] = []
+    got: list[tuple[str, int, int]] = []
+
+    def record(df: Any, batch_id: int) -> None:
+        rows = df.collect()
+        if rows:
+            plans.append(str(df._jdf.queryExecution().executedPlan()))
+            got.extend((r["key"], r["window_start"], r["value"]) for r in rows)
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(1_000)).sum("value").add_sink(ForeachDataFrameSink(record)))
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, path="native", clock=lambda b: 1_000 * b).execute(env, "fire")
+    # window w holds batches 2w and 2w + 1: each key's sum is 2 * (2w + 2w + 1 + 2k); the last window waits
+    assert sorted(got) == sorted((f"k{k}", 1_000 * w, 2 * (4 * w + 1 + 2 * k))
+                                 for w in range(BATCHES // 2) for k in range(3))
+    assert plans and not [p for p in plans if "Exchange" in p], plans[0]

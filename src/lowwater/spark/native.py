@@ -76,7 +76,7 @@ from lowwater.spark.native_sql import (
 from lowwater.spark.native_state import NativeState, from_json, to_json
 from lowwater.spark.outputs import BatchOutput, Output, empty_frame
 from lowwater.spark.plan import NativePlan
-from lowwater.spark.window_store import WindowStore, write_tasks
+from lowwater.spark.window_store import WindowStore, fires_in_one_task, write_tasks
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -109,6 +109,10 @@ class NativeProcessor:
         """How many partials the last batch this process ran wrote: the next write's task count
         (:func:`~lowwater.spark.window_store.write_tasks`). Not state: a restart leaves the
         first batch's to adaptive execution, and a write's task count changes its files, not its rows."""
+        self.rows_written: dict[int, int] = {}
+        """Per batch this process ran whose files a window still holds: how many partials it wrote
+        (all its starts). A firing adds them up to choose its plan (:func:`~lowwater.spark.window_store.
+        fires_in_one_task`); not state either: a batch missing here counts as unknown."""
 
     def bind(self, store: WindowStore) -> None:
         self.store = store
@@ -223,6 +227,8 @@ class NativeProcessor:
         for ws in [ws for ws in st.open_starts if ws + horizon <= w_new]:
             st.pending_delete[ws] = st.open_starts.pop(ws)
             st.late_written.pop(ws, None)
+        live = {b for bs in st.open_starts.values() for b in bs}
+        self.rows_written = {b: n for b, n in self.rows_written.items() if b in live}
         results = fires if late_fires is None else late_fires if fires is None else late_fires.unionByName(fires)
         st.rows_in += rows_in
         st.rows_windowed += windowed_n
@@ -396,6 +402,7 @@ class NativeProcessor:
             "_ws AS start", "_k AS key", *partial_columns(self._sql(schema))), batch_id, tasks)
         got = seen.get
         self.partial_rows = int(got["rows"])
+        self.rows_written[batch_id] = self.partial_rows
         return list(got["parts"]), sorted(int(ws) for ws in got["starts"])
 
     def _base(self, df: DataFrame, w: int | None) -> DataFrame:
@@ -428,6 +435,10 @@ class NativeProcessor:
         parts = self.store.read(spark, partial_ddl(agg, schema), starts)
         if parts is None:
             return None
+        batches = {b for bs in starts.values() for b in bs}
+        known = batches <= self.rows_written.keys()
+        if fires_in_one_task(sum(self.rows_written[b] for b in batches) if known else None):
+            parts = parts.coalesce(1)  # one partition: the merge below needs no shuffle
         merged = parts.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg)])
         size = self.plan.size_ms
         return merged.selectExpr(  # RESULT_COLUMNS, in one projection

@@ -30,7 +30,8 @@ from lowwater.spark.session import settings_for
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["CONCURRENT_WRITERS", "ROWS_PER_WRITE_TASK", "WindowStore", "write_tasks"]
+__all__ = ["CONCURRENT_WRITERS", "ONE_TASK_FIRE_ROWS", "ROWS_PER_WRITE_TASK", "WindowStore", "fires_in_one_task",
+           "write_tasks"]
 
 CONCURRENT_WRITERS = 16
 """Open Parquet writers per task when a batch's partials are written, one per window start:
@@ -42,6 +43,19 @@ ROWS_PER_WRITE_TASK = 10_000
 """Partial rows per task of a batch's write, once the previous batch's count is known
 (:func:`write_tasks`): about 1 MB of shuffled rows, the smallest partition adaptive
 execution makes when it coalesces (``spark.sql.adaptive.coalescePartitions.minPartitionSize``)."""
+
+
+ONE_TASK_FIRE_ROWS = 250_000
+"""At most this many stored partial rows, a firing reads and merges them in one task, without a
+shuffle (:func:`fires_in_one_task`). A shuffle is a stage and, under adaptive execution, a job
+of its own, with its planning in between: on ``local[2]`` a 1k-key window's first firing took
+about 300 ms less without it. Past this many rows, the merge is spread over the shuffle's tasks."""
+
+
+def fires_in_one_task(stored_rows: int | None) -> bool:
+    """Whether a firing that reads ``stored_rows`` partial rows (an upper bound; ``None``: unknown,
+    written before this process started) merges them in one task (:data:`ONE_TASK_FIRE_ROWS`)."""
+    return stored_rows is not None and stored_rows <= ONE_TASK_FIRE_ROWS
 
 
 def write_tasks(previous_rows: int | None, shuffle_partitions: int) -> int | None:
