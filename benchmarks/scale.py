@@ -1,7 +1,7 @@
 """Keys scaling: lowwater's native path against Spark's own windowed aggregation, driver memory included.
 
     .venv/bin/python benchmarks/scale.py [--keys 10000,100000,300000] [--rows 100000] [--batches 8]
-                                         [--partitions 4] [--state-store hdfs|rocksdb]
+                                         [--partitions 4] [--state-store hdfs|rocksdb] [--rounds 1]
 
 Per number of keys, one Parquet partitioned log (``--partitions``, default 4, every micro-batch 10 s
 of event time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in a fresh Python process
@@ -13,6 +13,11 @@ of event time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in
   with ``--state-store rocksdb``, RocksDB;
 * lowwater: tumbling 1-minute windows, bounded out-of-orderness 2 s, sum, native path, results
   handed as a DataFrame to a ``noop`` write (:class:`harness.CountingSink`).
+
+With ``--rounds N`` each engine runs N times per number of keys, the order alternating from
+round to round: a cell's ratios are those of the engines' median runs (by median batch time),
+and each round's ratio is recorded beside them (``ratio_time_rounds``), so that one run's noise
+on a shared 2-core machine does not decide a cell.
 
 Reported per run: median batch time over the batches after the first, CPU time per batch (JVM +
 Python driver, sampled from /proc), the driver's Python peak RSS (``VmHWM`` of the process that
@@ -80,6 +85,13 @@ def child(engine: str, log: str, ckpt: str, partitions: str = "4", state_store: 
     return out
 
 
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of one engine's runs of a cell, the run whose median batch time is the median (the lower
+    middle one of an even number)."""
+    ordered = sorted(runs, key=lambda r: r["median_batch_ms"])
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys", default="10000,100000,300000")
@@ -88,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=PARTITIONS, help="source partitions (default 4)")
     ap.add_argument("--state-store", choices=("hdfs", "rocksdb"), default="hdfs",
                     help="Spark's state store provider for Spark's own query (default: HDFS-backed)")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each engine per number of keys (default 1)")
     ap.add_argument("--child", nargs=5, metavar=("ENGINE", "LOG", "CKPT", "PARTITIONS", "STORE"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -106,14 +119,25 @@ def main(argv: list[str] | None = None) -> int:
             H.write_log(log, stream, args.batches, args.rows)
             cell: dict[str, Any] = {"keys": keys, "rows_per_batch": args.rows, "batches": args.batches,
                                     "load_average_1m": [round(os.getloadavg()[0], 2)]}
-            for engine in (["lowwater", "spark"] if i % 2 == 0 else ["spark", "lowwater"]):
-                argv = [engine, str(log), str(work / f"ck-{engine}-{keys}"), str(args.partitions), args.state_store]
-                cell[engine] = H.run_child(__file__, argv, f"scale {engine}: {keys} keys")
-                cell["load_average_1m"].append(round(os.getloadavg()[0], 2))
+            runs_of: dict[str, list[dict[str, Any]]] = {"lowwater": [], "spark": []}
+            for r in range(args.rounds):
+                for engine in (["lowwater", "spark"] if (i + r) % 2 == 0 else ["spark", "lowwater"]):
+                    ckpt = work / f"ck-{engine}-{keys}-{r}"
+                    argv = [engine, str(log), str(ckpt), str(args.partitions), args.state_store]
+                    runs_of[engine].append(H.run_child(__file__, argv, f"scale {engine}: {keys} keys, round {r + 1}"))
+                    cell["load_average_1m"].append(round(os.getloadavg()[0], 2))
+                    shutil.rmtree(ckpt, ignore_errors=True)
+            for engine, runs_ in runs_of.items():
+                cell[engine] = median_run(runs_)
+                if args.rounds > 1:
+                    cell[f"{engine}_runs"] = runs_
             lw, sp = cell["lowwater"], cell["spark"]
             cell["ratio_time"] = round(sp["median_batch_ms"] / lw["median_batch_ms"], 3)
             if lw.get("median_batch_cpu_ms") and sp.get("median_batch_cpu_ms"):
                 cell["ratio_cpu"] = round(sp["median_batch_cpu_ms"] / lw["median_batch_cpu_ms"], 3)
+            if args.rounds > 1:
+                cell["ratio_time_rounds"] = [round(s["median_batch_ms"] / w["median_batch_ms"], 3)
+                                             for s, w in zip(runs_of["spark"], runs_of["lowwater"], strict=True)]
             print(json.dumps({k: cell[k] for k in ("keys", "ratio_time", "load_average_1m")} |
                              {"ratio_cpu": cell.get("ratio_cpu"),
                               "lowwater_python_rss_mb": lw["python_driver_peak_rss_mb"],
@@ -123,12 +147,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     doc = {"benchmark": "scale", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "config": {"partitions": args.partitions, "spark_state_store": args.state_store, "window_ms": WINDOW_MS,
+           "config": {"partitions": args.partitions, "rounds": args.rounds, "spark_state_store": args.state_store,
+                      "window_ms": WINDOW_MS,
                       "event_time_per_batch_ms": SPAN_MS,
                       "bound_ms": BOUND_MS, "master": "local[2]", "cpus": os.cpu_count(),
                       "spark_conf": json.loads(os.environ.get("LOWWATER_BENCH_CONF", "{}"))},
            "note": "ratio_time = Spark median batch ms / lowwater median batch ms (> 1: lowwater faster); "
-                   "ratio_cpu the same for CPU ms per batch",
+                   "ratio_cpu the same for CPU ms per batch; with rounds > 1, of each engine's median run "
+                   "(ratio_time_rounds: each round's)",
            "runs": runs}
     out = HERE / "results" / f"scale-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     out.write_text(json.dumps(doc, indent=1))
