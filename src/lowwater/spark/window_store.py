@@ -48,11 +48,11 @@ execution makes when it coalesces (``spark.sql.adaptive.coalescePartitions.minPa
 ONE_TASK_FIRE_ROWS = 1_000_000
 """At most this many stored partial rows, a firing reads and merges them in one task, without a
 shuffle (:func:`fires_in_one_task`). A shuffle is a stage and, under adaptive execution, a job
-of its own, with its planning in between. On ``local[2]``, alternating runs, a 1k-key window's
-first firing took about 300 ms less in one task, and a 100k-key window's (about 600,000 rows)
-took 2,190–2,235 ms against 2,570–2,708 for the batch that fired it the second time. Past this
-many rows (a million keys), the merge is spread over the shuffle's tasks: one task would take
-seconds where a cluster's cores share it."""
+of its own, with its planning in between. On ``local[2]``, in alternating runs: a 1k-key
+window's first firing took about 300 ms less in one task; the batch that fired a 100k-key window
+(about 600,000 partials) the second time took 2,190–2,235 ms with one task against 2,570–2,708
+with the shuffle. Past this many rows (a million keys), the merge is spread over the shuffle's
+tasks: one task would take seconds where a cluster's cores share it."""
 
 
 def fires_in_one_task(stored_rows: int | None) -> bool:
