@@ -268,11 +268,12 @@ def stream_for(partitions: int, keys: int, rows: int, span_ms: int, disorder_ms:
                            seed=seed, start_ms=START_MS, **kw)
 
 
-def run_child(script: str, argv: list[str], label: str) -> dict[str, Any]:
-    """``python script --child ARGV...`` in a fresh process: the ``RESULT {json}`` line it prints.
-    Each engine runs in its own process, so one engine's JVM and imports cannot slow the next."""
+def run_child(script: str, argv: list[str], label: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``python script --child ARGV...`` in a fresh process (``env``: its environment, default this
+    one's): the ``RESULT {json}`` line it prints. Each engine runs in its own process, so one
+    engine's JVM and imports cannot slow the next."""
     print(f"[{label} {time.strftime('%H:%M:%S')}]", file=sys.stderr, flush=True)
-    run = subprocess.run([sys.executable, script, "--child", *argv], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, script, "--child", *argv], capture_output=True, text=True, env=env)
     line = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
     if run.returncode != 0 or not line:
         raise RuntimeError(f"{label}: {run.stderr[-3000:]}")
