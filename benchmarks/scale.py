@@ -15,9 +15,9 @@ of event time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in
   handed as a DataFrame to a ``noop`` write (:class:`harness.CountingSink`).
 
 With ``--rounds N`` each engine runs N times per number of keys, the order alternating from
-round to round: a cell's ratios are those of the engines' median runs (by median batch time),
-and each round's ratio is recorded beside them (``ratio_time_rounds``), so that one run's noise
-on a shared 2-core machine does not decide a cell.
+round to round: a cell's ratios are those of the engines' median runs (by median batch time; of
+two runs, the faster), and each round's ratio is recorded beside them (``ratio_time_rounds``),
+so that one run's noise on a shared 2-core machine does not decide a cell.
 
 Reported per run: median batch time over the batches after the first, CPU time per batch (JVM +
 Python driver, sampled from /proc), the driver's Python peak RSS (``VmHWM`` of the process that
