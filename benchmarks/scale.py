@@ -12,7 +12,9 @@ of event time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in
   .agg(sum(value))``, append mode, ``noop`` sink, HDFS-backed state store (Spark's default) or,
   with ``--state-store rocksdb``, RocksDB;
 * lowwater: tumbling 1-minute windows, bounded out-of-orderness 2 s, sum, native path, results
-  handed as a DataFrame to a ``noop`` write (:class:`harness.CountingSink`).
+  handed as a DataFrame to a ``noop`` write (:class:`harness.CountingSink`), which declines the
+  batches with no results (``empty_batches = False``), as Spark's ``noop`` sink runs nothing
+  for them (since session 19; before, every batch ran a ``noop`` write of an empty frame).
 
 With ``--rounds N`` each engine runs N times per number of keys, the order alternating from
 round to round: a cell's ratios are those of the engines' median runs (by median batch time; of

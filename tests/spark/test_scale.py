@@ -155,12 +155,20 @@ def test_outputs_are_dataframes_with_the_window_struct_and_where_late_rows_came_
     result = (env.from_source(_source(tmp_path, batches, partitions=2),
                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
               .key_by("key").window(SlidingEventTimeWindows.of(10_000, 5000)).side_output_late_data(late).max("value"))
+    nonempty: list[tuple[str, int, int]] = []
     result.add_sink(ForeachDataFrameSink(lambda df, b: seen.append((b, df.columns))))
+    result.add_sink(ForeachDataFrameSink(lambda df, b: nonempty.append(("results", b, df.count())),
+                                         empty_batches=False))
     result.add_sink(DirectorySink(tmp_path / "out", "parquet"))
     result.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "json"))
+    result.get_side_output(late).add_sink(ForeachDataFrameSink(lambda df, b: nonempty.append(("late", b, df.count())),
+                                                               empty_batches=False))
     SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
 
     assert [b for b, _ in seen] == [0, 1, 2, 3], "every batch is delivered, also one that fires nothing"
+    # a sink that declines empty batches is called only where there is output: windows fire in
+    # batch 1 (the watermark passes 30 s) and at the end of input; the late element is batch 2's
+    assert sorted(nonempty) == [("late", 2, 1), ("results", 1, 3), ("results", 3, 2)], nonempty
     assert seen[0][1] == ["key", "window_start", "window_end", "value", "fire_index", "window"]
     out = spark.read.parquet(str(tmp_path / "out" / "batch=*"))
     assert dict(out.dtypes)["window"] == "struct<start:timestamp,end:timestamp>"

@@ -553,6 +553,8 @@ def _deliver(sink: Sink, payload: Any, batch_id: int) -> None:
     if not isinstance(payload, Output):  # rows, from the general path
         sink.write_batch(batch_id, payload)
     elif isinstance(sink, DataFrameSink):
+        if payload.frame is None and not sink.empty_batches:  # known empty: no call, no job
+            return
         frame = payload.dataframe()
         if frame is not None:
             sink.write(frame, batch_id)

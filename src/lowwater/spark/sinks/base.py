@@ -10,8 +10,10 @@ the driver. The contract, as for Spark's ``foreachBatch``:
   for that id (write to a path or transaction keyed by ``batch_id``), never append twice.
 * **Every batch is delivered**, also an empty one (``df`` with no rows): a sink that keeps
   one directory per batch writes an empty one, so a reader sees that the batch happened.
-  The exception is the keyed path, whose outputs' schemas Spark infers from their rows: a
-  batch with no rows for an output is not delivered to that output's sinks.
+  The exceptions: a sink whose :attr:`DataFrameSink.empty_batches` is False is not called
+  for a batch whose output the engine knows is empty (no window fired, no element late or
+  dead-lettered), which then runs no Spark job for it; and the keyed path, whose outputs'
+  schemas Spark infers from their rows, delivers no batch without rows for an output.
 * ``df`` may be read more than once (it is not cached for the sink); an expensive sink can
   ``df.persist()`` and ``unpersist()`` itself.
 * ``open()`` is called once before the first ``write``, ``close()`` when the job stops.
@@ -70,6 +72,14 @@ class DataFrameSink(Sink):
     in a job of their own; a write that runs no action (a replay Delta skips) is counted apart.
     Leave it False for a sink that may read part of ``df`` first: the count would be short."""
 
+    empty_batches: bool = True
+    """False: the engine does not call :meth:`write` for a batch whose output it knows is empty
+    (on the native path, a batch where no window fires, for the results; one with no late or
+    dead-lettered element, for those outputs). It knows that on the driver without a Spark job,
+    where a sink would have to run one to find out (``df.isEmpty()``), and an empty write is a
+    job of its own: 40-60 ms a batch on ``local[2]``, and for a table sink an empty commit. Leave
+    it True for a sink that must see every batch id (a directory per batch, a log of batches)."""
+
     def write(self, df: DataFrame, batch_id: int) -> None:
         raise NotImplementedError
 
@@ -88,14 +98,17 @@ class ForeachDataFrameSink(DataFrameSink):
     """Calls ``fn(df, batch_id)`` once per micro-batch, exactly as Spark's ``foreachBatch`` would.
 
     ``fn`` must be idempotent per ``batch_id`` (a replayed batch calls it again with the same rows).
+    With ``empty_batches=False`` it is not called for a batch whose output is known to be empty
+    (:attr:`DataFrameSink.empty_batches`).
     """
 
-    def __init__(self, fn: Callable[[DataFrame, int], Any]) -> None:
+    def __init__(self, fn: Callable[[DataFrame, int], Any], empty_batches: bool = True) -> None:
         if not callable(fn):
             from lowwater.core.errors import ConfigurationError
 
             raise ConfigurationError("fn", f"expected a function (df, batch_id), got {fn!r}")
         self.fn = fn
+        self.empty_batches = bool(empty_batches)
 
     def write(self, df: DataFrame, batch_id: int) -> None:
         self.fn(df, batch_id)
