@@ -77,9 +77,11 @@ def test_invalid_spark_runtime_options_fail_before_spark_starts(case: str, optio
 
 
 def test_invalid_sinks_name_the_parameter() -> None:
-    from lowwater.spark.sinks import DirectorySink, PostgresSink
+    from lowwater.spark.sinks import DirectorySink, ForeachDataFrameSink, PostgresSink
 
     for call, parameter in [(lambda: DirectorySink("/tmp/x", "csv"), "fmt"),  # type: ignore[arg-type]
+                            (lambda: ForeachDataFrameSink(print, empty_batches="no"),  # type: ignore[arg-type]
+                             "empty_batches"),
                             (lambda: PostgresSink("postgres://h/db", "t"), "jdbc_url"),
                             (lambda: PostgresSink("jdbc:postgresql://h/db", "1bad"), "table")]:
         with pytest.raises(ConfigurationError) as e:

@@ -103,12 +103,14 @@ class ForeachDataFrameSink(DataFrameSink):
     """
 
     def __init__(self, fn: Callable[[DataFrame, int], Any], empty_batches: bool = True) -> None:
-        if not callable(fn):
-            from lowwater.core.errors import ConfigurationError
+        from lowwater.core.errors import ConfigurationError
 
+        if not callable(fn):
             raise ConfigurationError("fn", f"expected a function (df, batch_id), got {fn!r}")
+        if not isinstance(empty_batches, bool):  # "no" would be truthy: every batch delivered, silently
+            raise ConfigurationError("empty_batches", f"expected True or False, got {empty_batches!r}")
         self.fn = fn
-        self.empty_batches = bool(empty_batches)
+        self.empty_batches = empty_batches
 
     def write(self, df: DataFrame, batch_id: int) -> None:
         self.fn(df, batch_id)
