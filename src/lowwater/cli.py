@@ -86,6 +86,8 @@ With the default trigger, available_now, a run reads what the source holds and s
 the windows that are still open kept in the checkpoint; the next run resumes there, so a
 series of runs equals one. --end-of-input (or end_of_input=True) declares the input
 complete: a MAX watermark fires every open window, once, and for good.
+On the spark runtime the Spark session is started before build(env) runs, so build() can
+make streaming DataFrames for DataFrameSource with SparkSession.getActiveSession().
 """
 
 
@@ -262,13 +264,14 @@ def _build(module: ModuleType, file: str) -> Any:
 def _run(args: argparse.Namespace) -> int:
     module = load_pipeline(args.file)
     options = _runtime_options(module, args.runtime)
-    env = _build(module, args.file)
     name = Path(args.file).stem
     if args.runtime == "reference":
-        return _run_reference(env, name, options, args.checkpoint)
+        return _run_reference(_build(module, args.file), name, options, args.checkpoint)
     if args.end_of_input:
         options["end_of_input"] = True
-    return _run_spark(env, name, options, args.checkpoint or str(Path("checkpoints") / name), args.verbose)
+    checkpoint = args.checkpoint or str(Path("checkpoints") / name)
+    spark = _spark_session(name, checkpoint)  # before build(): it may read DataFrames (DataFrameSource)
+    return _run_spark(spark, _build(module, args.file), name, options, checkpoint, args.verbose)
 
 
 class _BatchClock:
@@ -317,14 +320,19 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
     return 0
 
 
-def _run_spark(env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
+def _spark_session(name: str, checkpoint: str) -> Any:
+    """The session the run uses, started (or the active one taken) before ``build(env)`` runs, so
+    that a pipeline reads its streaming DataFrames with it: ``SparkSession.getActiveSession()``."""
     from lowwater.metrics.log import MetricsLog
     from lowwater.spark.session import get_or_create_session
 
     done = len(MetricsLog(checkpoint).read()) if MetricsLog(checkpoint).exists() else 0
     if done:
         print(f"resuming from {checkpoint} ({done} batches done); pass --checkpoint NEW_DIR to start over")
-    spark = get_or_create_session(app_name=f"lowwater {name}", conf={"spark.ui.showConsoleProgress": "false"})
+    return get_or_create_session(app_name=f"lowwater {name}", conf={"spark.ui.showConsoleProgress": "false"})
+
+
+def _run_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
     if verbose:
         return _run_on_spark(spark, env, name, options, checkpoint)
     with _spark_logging_off(spark):  # failures are reported in one line

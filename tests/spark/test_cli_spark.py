@@ -197,3 +197,52 @@ def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger
     assert proc.returncode == 130, err[-3000:]
     assert "interrupted: the checkpoint keeps the progress" in out
     assert "Traceback" not in err and "py4j" not in err, err[-3000:]
+
+
+DATAFRAME_PIPELINE = """
+from pyspark.sql import SparkSession, functions as F
+
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.sinks import DirectorySink
+from lowwater.spark.sources import DataFrameSource
+
+def build(env):
+    spark = SparkSession.getActiveSession()  # lowwater run's own session
+    assert spark is not None, "no active session in build(env)"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC", "not lowwater's session"
+    df = (spark.readStream.schema("p INT, o BIGINT, at TIMESTAMP, user STRING, n BIGINT")
+          .json({src!r}))
+    source = DataFrameSource(df, partition="p", offset="o", timestamp="at")
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
+    (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of("10 s")).sum("n")
+        .add_sink(DirectorySink({out!r}, "jsonl")))
+"""
+
+
+def test_a_pipeline_file_builds_its_dataframe_source_with_the_runs_session(tmp_path: Path) -> None:
+    """``lowwater run`` in a process of its own: build(env) makes its streaming DataFrame with the
+    session the run uses (it used to run before any session existed: no DataFrameSource could
+    be built in a pipeline file)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    src.mkdir()
+    rows = [{"p": i % 2, "o": i // 2, "at": f"2026-01-01T00:00:{i:02d}.500Z", "user": "u", "n": 1} for i in range(25)]
+    (src / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    p = tmp_path / "p.py"
+    p.write_text(textwrap.dedent(DATAFRAME_PIPELINE.format(src=str(src), out=str(out))))
+    lowwater = Path(sys.executable).parent / "lowwater"
+    done = subprocess.run([str(lowwater), "run", str(p), "--checkpoint", str(tmp_path / "ck"), "--end-of-input"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS})
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    from lowwater.spark.sinks import read_directory
+
+    start = 1_767_225_600_000  # 2026-01-01T00:00:00Z: a TIMESTAMP column is event time in milliseconds
+    assert sorted((r["window_start"] - start, r["value"]) for r in read_directory(out)) == [
+        (0, 10), (10_000, 10), (20_000, 5)]
