@@ -77,3 +77,28 @@ def test_a_timestamp_of_another_type_is_an_error_when_the_source_is_made(spark: 
         DataFrameSource(df, timestamp="user")
     with pytest.raises(ConfigurationError, match="no column 'time'"):
         DataFrameSource(df, timestamp="time")
+
+
+@pytest.mark.parametrize(("partition", "shown"), [
+    ("p", "null"), (-1, "-1"), (2**31, "2147483648"),
+])
+@pytest.mark.parametrize("path", ["native", "keyed"])
+def test_a_row_whose_partition_is_not_a_partition_number_fails_the_query_naming_it(
+        spark: Any, tmp_path: Path, partition: Any, shown: str, path: str) -> None:
+    """A null, negative or too large partition used to reach the driver's watermark code as
+    ``int(None)`` (a TypeError naming nothing) or to fail Spark's INT cast; now the query
+    fails with what is wrong and where."""
+    from pyspark.sql import functions as F
+
+    from lowwater.core.errors import PipelineError
+
+    df = _stream(spark, tmp_path / "in", [[(0, 0, _at(0), "ann", 1), (None, 7, _at(5), "ann", 2)]])
+    bad = F.col("p") if partition == "p" else F.when(F.col("o") == 7, F.lit(partition)).otherwise(F.col("p"))
+    env = StreamExecutionEnvironment()
+    windowed = (env.from_source(DataFrameSource(df, partition=bad, offset="o"),
+                                WatermarkStrategy.for_bounded_out_of_orderness(0))
+                .key_by("user").window(TumblingEventTimeWindows.of(1000)))
+    (windowed.sum("amount") if path == "native" else windowed.reduce(lambda a, b: a)).collect()
+    with pytest.raises(PipelineError, match=rf"the partition .* of a row is {shown} \(its offset: 7\); "
+                                            r"a partition must be an integer from 0 to 2147483647"):
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)

@@ -20,6 +20,8 @@ ColumnLike = Any  # a column name (str) or a pyspark Column
 
 _TIME_TYPES = ("TimestampType", "DateType")
 _INTEGRAL_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
+PARTITION_MAX = 2**31 - 1
+"""The largest partition number (Spark's INT): lowwater's partitions are 0 to this."""
 
 
 def _event_time_ms(col: Any, type_name: str) -> Any:
@@ -45,7 +47,9 @@ class DataFrameSource(SparkSource):
         like every time in lowwater).
     partition:
         The lowwater partition of a row (a column name or a Column expression, an integer
-        ``>= 0``); ``None``: one partition, 0.
+        from 0 to 2**31 - 1); ``None``: one partition, 0. A row whose partition is null,
+        negative or larger fails the query with a message that names the column, the value
+        and the row's offset (a partition is where a row came from, not data to dead-letter).
     offset:
         The row's position in its partition (name or Column), the arrival order the executor
         and general paths step rows in, and the position a dead letter names; ``None``: no
@@ -98,6 +102,24 @@ class DataFrameSource(SparkSource):
     def partitions(self) -> list[int]:
         return []
 
+    def _checked_partition(self) -> Any:
+        """The partition column as an INT; a row whose value is null, negative or past INT's range
+        fails the query with a message naming the column, the value and the row's offset. A
+        partition is where the row came from, not data: such a value is a mapping to fix (map
+        nulls to a partition with ``F.coalesce``, or filter those rows out), and it cannot be
+        the partition of a watermark, nor counted under one."""
+        from pyspark.sql import functions as F
+
+        raw = self._column(self.partition)
+        offset = F.lit("unknown") if self.offset is None else F.coalesce(
+            self._column(self.offset).cast("string"), F.lit("null"))
+        error = F.raise_error(F.concat(
+            F.lit(f"DataFrameSource: the partition {self.partition!r} of a row is "),
+            F.coalesce(raw.cast("string"), F.lit("null")), F.lit(" (its offset: "), offset,
+            F.lit(f"); a partition must be an integer from 0 to {PARTITION_MAX}: map such rows to a partition "
+                  "(F.coalesce) or filter them out of the DataFrame")))
+        return F.when(raw.isNotNull() & (raw >= 0) & (raw <= PARTITION_MAX), raw.cast("int")).otherwise(error)
+
     def batches(self) -> Iterator[SourceBatch]:
         raise LowwaterError(f"a {type(self).__name__} runs on the spark runtime only")
 
@@ -111,7 +133,7 @@ class DataFrameSource(SparkSource):
         ts = none if self.timestamp is None else _event_time_ms(self._column(self.timestamp),
                                                                  self._type_of(self.timestamp))
         columns = [
-            (F.lit(0) if self.partition is None else self._column(self.partition)).cast("int").alias("_partition"),
+            (F.lit(0) if self.partition is None else self._checked_partition()).alias("_partition"),
             (none if self.offset is None else self._column(self.offset).cast("long")).alias("_offset"),
             ts.alias("_source_ts"), none.alias("_seq"),
         ]
