@@ -82,6 +82,8 @@ def test_invalid_sinks_name_the_parameter() -> None:
     for call, parameter in [(lambda: DirectorySink("/tmp/x", "csv"), "fmt"),  # type: ignore[arg-type]
                             (lambda: ForeachDataFrameSink(print, empty_batches="no"),  # type: ignore[arg-type]
                              "empty_batches"),
+                            (lambda: DirectorySink("out", empty_batches=1),  # type: ignore[arg-type]
+                             "empty_batches"),
                             (lambda: PostgresSink("postgres://h/db", "t"), "jdbc_url"),
                             (lambda: PostgresSink("jdbc:postgresql://h/db", "1bad"), "table")]:
         with pytest.raises(ConfigurationError) as e:

@@ -85,6 +85,7 @@ def test_no_per_key_row_reaches_the_driver_with_dataframe_sinks(
                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).sum("value"))
     result.add_sink(DirectorySink(tmp_path / "out", "parquet"))
+    result.add_sink(DirectorySink(tmp_path / "fired", "json", empty_batches=False))
     result.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "parquet"))
     spy = _DriverRows(monkeypatch, spark)
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
@@ -160,6 +161,7 @@ def test_outputs_are_dataframes_with_the_window_struct_and_where_late_rows_came_
     result.add_sink(ForeachDataFrameSink(lambda df, b: nonempty.append(("results", b, df.count())),
                                          empty_batches=False))
     result.add_sink(DirectorySink(tmp_path / "out", "parquet"))
+    result.add_sink(DirectorySink(tmp_path / "fired", "json", empty_batches=False))
     result.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "json"))
     result.get_side_output(late).add_sink(ForeachDataFrameSink(lambda df, b: nonempty.append(("late", b, df.count())),
                                                                empty_batches=False))
@@ -170,6 +172,10 @@ def test_outputs_are_dataframes_with_the_window_struct_and_where_late_rows_came_
     # batch 1 (the watermark passes 30 s) and at the end of input; the late element is batch 2's
     assert sorted(nonempty) == [("late", 2, 1), ("results", 1, 3), ("results", 3, 2)], nonempty
     assert seen[0][1] == ["key", "window_start", "window_end", "value", "fire_index", "window"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("batch=*")) == [f"batch={b}" for b in range(4)]
+    fired = {p.name: sum(len(f.read_text().splitlines()) for f in p.glob("part-*.json"))
+             for p in (tmp_path / "fired").glob("batch=*")}
+    assert fired == {"batch=1": 3, "batch=3": 2}, "a directory only for the batches where windows fired"
     out = spark.read.parquet(str(tmp_path / "out" / "batch=*"))
     assert dict(out.dtypes)["window"] == "struct<start:timestamp,end:timestamp>"
     assert dict(out.dtypes)["value"] == "bigint", "max of a BIGINT stays BIGINT"

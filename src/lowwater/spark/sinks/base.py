@@ -47,7 +47,7 @@ from lowwater.graph.sinks import Sink
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["DataFrameSink", "ForeachDataFrameSink", "to_dict"]
+__all__ = ["DataFrameSink", "ForeachDataFrameSink", "checked_empty_batches", "to_dict"]
 
 
 def to_dict(row: Any) -> dict[str, Any]:
@@ -107,13 +107,21 @@ class ForeachDataFrameSink(DataFrameSink):
 
         if not callable(fn):
             raise ConfigurationError("fn", f"expected a function (df, batch_id), got {fn!r}")
-        if not isinstance(empty_batches, bool):  # "no" would be truthy: every batch delivered, silently
-            raise ConfigurationError("empty_batches", f"expected True or False, got {empty_batches!r}")
         self.fn = fn
-        self.empty_batches = empty_batches
+        self.empty_batches = checked_empty_batches(empty_batches)
 
     def write(self, df: DataFrame, batch_id: int) -> None:
         self.fn(df, batch_id)
 
     def __repr__(self) -> str:
         return f"ForeachDataFrameSink({getattr(self.fn, '__qualname__', self.fn)!r})"
+
+
+def checked_empty_batches(value: object) -> bool:
+    """A sink's ``empty_batches`` argument, which must be a bool: ``"no"`` would be truthy, and every
+    batch would be delivered, silently."""
+    from lowwater.core.errors import ConfigurationError
+
+    if not isinstance(value, bool):
+        raise ConfigurationError("empty_batches", f"expected True or False, got {value!r}")
+    return value

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from lowwater.core.errors import ConfigurationError
 from lowwater.spark import faults
-from lowwater.spark.sinks.base import DataFrameSink, to_dict
+from lowwater.spark.sinks.base import DataFrameSink, checked_empty_batches, to_dict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -36,15 +36,20 @@ class DirectorySink(DataFrameSink):
     ``<path>/.batch=<id>.tmp`` and renames it to ``batch=<id>`` (Hadoop FileSystem, so
     ``path`` may be ``hdfs://...``); the reference runtime's rows are written as one file
     ``part.jsonl`` or ``part.parquet`` (local paths). A replayed batch id rewrites the same
-    directory, so the sink's contents are exactly-once. An empty batch writes an empty one.
+    directory, so the sink's contents are exactly-once. An empty batch writes an empty one,
+    unless ``empty_batches=False``: then a batch known to have no rows for this output (no
+    window fired; nothing late) writes no directory and runs no Spark job, as Spark's own file
+    sink writes no file for it. Use it with an interval trigger, which would otherwise leave a
+    directory per trigger.
     """
 
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
 
     def __init__(self, path: str | os.PathLike[str],
-                 fmt: Literal["parquet", "jsonl", "json", "orc"] = "parquet") -> None:
+                 fmt: Literal["parquet", "jsonl", "json", "orc"] = "parquet", empty_batches: bool = True) -> None:
         if fmt not in _SPARK_FORMAT:
             raise ConfigurationError("fmt", f"must be one of {sorted(_SPARK_FORMAT)}, got {fmt!r}")
+        self.empty_batches = checked_empty_batches(empty_batches)
         self.location = str(path)
         self.path = Path(path)
         self.fmt = fmt
@@ -69,6 +74,8 @@ class DirectorySink(DataFrameSink):
         fs.replace_dir(tmp, final)
 
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
+        if not rows and not self.empty_batches:  # as on Spark: no directory for a batch without rows
+            return
         self.path.mkdir(parents=True, exist_ok=True)
         final = self.path / f"batch={batch_id}"
         tmp = self.path / f".batch={batch_id}.tmp"
