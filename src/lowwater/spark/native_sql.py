@@ -138,16 +138,19 @@ def sql_of(aggregate: str) -> Callable[[str], AggregateSql]:
     return of
 
 
-def partial_aggregates(agg: AggregateSql) -> list[str]:
+def partial_aggregates(agg: AggregateSql, count: bool = True) -> list[str]:
     """The per-(key, window) partial, over the rows of one (key, window start): every one is an
     element in that window (``cnt``), whatever its class, which is the window start's and
-    which the driver decides (no literal of the watermark in the plan: spark/literals.py)."""
-    return [*(f"{a.partial} AS {a.name}" for a in agg.accumulators), "count(1) AS cnt"]
+    which the driver decides (no literal of the watermark in the plan: spark/literals.py).
+    Without ``count``, no ``cnt``: the aggregation counts the elements otherwise (tumbling
+    windows, where each element is one row: :func:`partial_columns`)."""
+    return [*(f"{a.partial} AS {a.name}" for a in agg.accumulators), *(["count(1) AS cnt"] if count else [])]
 
 
-def partial_columns(agg: AggregateSql) -> list[str]:
-    """The columns of a partial as written to the window store."""
-    return [*(a.name for a in agg.accumulators), "cnt AS n"]
+def partial_columns(agg: AggregateSql, count: str = "cnt") -> list[str]:
+    """The columns of a partial as written to the window store; ``count`` is the column that
+    holds its element count."""
+    return [*(a.name for a in agg.accumulators), f"{count} AS n"]
 
 
 def partial_ddl(agg: AggregateSql, schema: dict[str, Any]) -> str:
