@@ -12,7 +12,7 @@ from lowwater.spark.source_base import SparkSource
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["ColumnLike", "DataFrameSource", "KafkaShapedSource"]
+__all__ = ["ColumnLike", "DataFrameSource", "KafkaShapedSource", "check_topic_numbering", "topic_partition_number"]
 
 
 ColumnLike = Any  # a column name (str) or a pyspark Column
@@ -156,6 +156,12 @@ class KafkaShapedSource(DataFrameSource):
     A value that does not parse yields null fields; such records are counted and sent to
     the dead-letter output by the engine. It is a :class:`DataFrameSource` over the parsed
     value's fields.
+
+    With ``topics``, a record of a topic not listed, or whose partition is
+    ``partitions_per_topic`` or more, fails the query with a message naming its topic, partition
+    and offset: numbered on, it would be another topic's partition, and two partitions'
+    records would share one watermark without a word. Without ``topics`` the DataFrame must
+    read one topic: its partitions are numbered by the Kafka partition alone.
     """
 
     def __init__(self, df: DataFrame, value_fields: Sequence[tuple[str, str]], topics: Sequence[str] | None = None,
@@ -169,13 +175,7 @@ class KafkaShapedSource(DataFrameSource):
         self.value_fields = list(value_fields)
         self.topics = list(topics) if topics else None
         self.partitions_per_topic = partitions_per_topic
-        if self.topics:
-            topic_index = F.lit(0)
-            for i, t in enumerate(self.topics):
-                topic_index = F.when(F.col("topic") == t, F.lit(i)).otherwise(topic_index)
-            part = topic_index * F.lit(self.partitions_per_topic) + F.col("partition")
-        else:
-            part = F.col("partition")
+        part = F.col("partition") if self.topics is None else self._numbered(self.topics, partitions_per_topic)
         schema = ", ".join(f"`{n}` {t}" for n, t in self.value_fields)
         value = F.from_json(F.col("value").cast("string"), schema, {"timeZone": "UTC"})
         parsed = df.select(part.cast("int").alias("_p"), F.col("offset").cast("long").alias("_o"),
@@ -187,5 +187,53 @@ class KafkaShapedSource(DataFrameSource):
         super().__init__(flat.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(names)],
                                      "p_", "o_", "t_"), partition="p_", offset="o_", timestamp="t_")
 
+    @staticmethod
+    def _numbered(topics: list[str], per_topic: int) -> Any:
+        """``(topic, partition)`` as a lowwater partition, ``index * per_topic + partition``; a
+        record of another topic, or whose partition does not fit under ``per_topic``, fails the
+        query naming it (CASE evaluates its branches lazily)."""
+        from pyspark.sql import functions as F
+
+        check_topic_numbering(topics, per_topic)
+        # one flat lookup (a CASE per topic nests as deep as there are topics: 2,048 overflowed the JVM's stack)
+        index = F.array_position(F.array(*[F.lit(t) for t in topics]), F.col("topic")) - 1  # -1: not listed
+        p = F.col("partition").cast("long")
+        where = F.concat(F.lit("topic "), F.coalesce(F.col("topic"), F.lit("null")), F.lit(", partition "),
+                         F.coalesce(p.cast("string"), F.lit("null")), F.lit(", offset "),
+                         F.coalesce(F.col("offset").cast("string"), F.lit("null")))
+        unknown = F.raise_error(F.concat(
+            F.lit("KafkaShapedSource: a record of "), where,
+            F.lit(f", and that topic is not in topics {topics}: list every topic the DataFrame reads")))
+        past = F.raise_error(F.concat(
+            F.lit("KafkaShapedSource: a record of "), where,
+            F.lit(f", and partitions are numbered {per_topic} to a topic (partitions_per_topic): a larger "
+                  "number would be another topic's partition")))
+        return (F.when(index.isNull() | (index < 0), unknown)
+                .when(p.isNotNull() & ((p < 0) | (p >= per_topic)), past)
+                .otherwise(index * F.lit(per_topic) + p))
+
     def fields(self) -> list[str]:
         return list(self._names)
+
+
+def check_topic_numbering(topics: Sequence[str], per_topic: int) -> None:
+    """Refuse ``topics`` whose numbering (``index * per_topic + partition``) cannot be a partition
+    number: duplicates, a ``per_topic`` below 1, or more topics than fit under :data:`PARTITION_MAX`."""
+    if len(set(topics)) != len(topics):
+        raise ConfigurationError("topics", f"names a topic twice: {list(topics)}")
+    if per_topic < 1:
+        raise ConfigurationError("partitions_per_topic", f"must be at least 1, got {per_topic}")
+    most = (PARTITION_MAX + 1) // per_topic
+    if len(topics) > most:
+        raise ConfigurationError("topics", f"{len(topics)} topics of {per_topic} partitions each "
+                                           f"(partitions_per_topic) number past {PARTITION_MAX}: "
+                                           f"at most {most} topics in one source")
+
+
+def topic_partition_number(index: int, topic: str, partition: int, per_topic: int) -> int:
+    """The lowwater partition of ``partition`` of ``topic``, the ``index``-th topic, as the
+    source's rows number it; a partition that does not fit under ``per_topic`` is refused."""
+    if not 0 <= partition < per_topic:
+        raise ConfigurationError("topics", f"topic {topic!r} has partition {partition}, and partitions are numbered "
+                                           f"{per_topic} to a topic: a larger number would be another topic's")
+    return index * per_topic + partition

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.spark.dataframe_source import check_topic_numbering, topic_partition_number
 from lowwater.spark.jvm import jvm_classpath
 from lowwater.spark.sources import KafkaShapedSource
 
@@ -75,6 +76,7 @@ class KafkaSource(KafkaShapedSource):
         self.value_fields = list(value_fields)
         self.topics = list(topics)
         self.partitions_per_topic = PARTITIONS_PER_TOPIC
+        check_topic_numbering(self.topics, self.partitions_per_topic)
 
     def partitions(self) -> list[int]:
         """The topics' partitions at the start, as lowwater partitions: each has a watermark
@@ -89,7 +91,7 @@ class KafkaSource(KafkaShapedSource):
             meta = md.topics.get(t)
             if meta is None or meta.error is not None:
                 raise ConfigurationError("topics", f"topic {t!r} not found on {self.bootstrap_servers}")
-            out += [i * self.partitions_per_topic + p for p in sorted(meta.partitions)]
+            out += [topic_partition_number(i, t, p, self.partitions_per_topic) for p in sorted(meta.partitions)]
         return out
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
