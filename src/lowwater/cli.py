@@ -88,6 +88,12 @@ series of runs equals one. --end-of-input (or end_of_input=True) declares the in
 complete: a MAX watermark fires every open window, once, and for good.
 On the spark runtime the Spark session is started before build(env) runs, so build() can
 make streaming DataFrames for DataFrameSource with SparkSession.getActiveSession().
+
+On a cluster, give this module's file to spark-submit with the same arguments; the master
+and the rest of Spark's configuration come from spark-submit:
+
+    spark-submit --master spark://HOST:7077 {cli} \\
+        run PIPELINE.py --checkpoint hdfs://NAMENODE:8020/checkpoints/JOB
 """
 
 
@@ -100,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a pipeline file that defines build(env), one progress line per batch",
-                         formatter_class=argparse.RawDescriptionHelpFormatter, description=_RUN_HELP)
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description=_RUN_HELP.replace("{cli}", str(Path(__file__).resolve())))
     run.add_argument("file", metavar="PIPELINE.py", help="the pipeline file")
     run.add_argument("--checkpoint", metavar="DIR",
                      help="checkpoint location (default: checkpoints/<file name>); a rerun resumes from it")
@@ -167,11 +174,31 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 # -- status, plot -----------------------------------------------------------------------
-def _status(args: argparse.Namespace) -> int:
+def _checkpoint_lines(location: str) -> list[dict[str, Any]]:
+    """A checkpoint's metrics lines: a local path (or ``file:`` URI) read directly; any other
+    Hadoop URI (``hdfs:``, ``s3a:``...) from its batch records, through the Hadoop file system of
+    a Spark session (the active one, or a local one started for it)."""
+    from urllib.parse import unquote, urlparse
+
     from lowwater.metrics.log import read_checkpoint
+    from lowwater.spark.fs import is_uri
+
+    if not is_uri(location):
+        return read_checkpoint(location)
+    if location.partition(":")[0].lower() == "file":
+        return read_checkpoint(unquote(urlparse(location).path))
+    from lowwater.spark.session import get_or_create_session
+    from lowwater.spark.state import checkpoint_lines
+
+    spark = get_or_create_session(app_name="lowwater status", conf={"spark.ui.showConsoleProgress": "false"})
+    with _spark_logging_off(spark):
+        return checkpoint_lines(location, spark)
+
+
+def _status(args: argparse.Namespace) -> int:
     from lowwater.observe.status import render_status, status_json
 
-    lines = read_checkpoint(args.checkpoint)
+    lines = _checkpoint_lines(args.checkpoint)
     if args.json:
         json.dump(status_json(args.checkpoint, lines, args.batches), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -181,14 +208,13 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from lowwater.metrics.log import read_checkpoint
     from lowwater.observe.plot import FORMATS, plot_watermarks
 
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
         raise CliError(f"cannot draw {out.name}: the output must end in .png, .svg or .html; "
                        "hint: lowwater plot CHECKPOINT -o watermarks.png")
-    lines = read_checkpoint(args.checkpoint)
+    lines = _checkpoint_lines(args.checkpoint)
     if not [x for x in lines if not x.get("end_of_input")]:
         raise CliError(f"{args.checkpoint} has no finished micro-batch to draw yet; "
                        "hint: wait for the job's first batch (lowwater status shows it)")
@@ -323,13 +349,17 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
 def _spark_session(name: str, checkpoint: str) -> Any:
     """The session the run uses, started (or the active one taken) before ``build(env)`` runs, so
     that a pipeline reads its streaming DataFrames with it: ``SparkSession.getActiveSession()``."""
-    from lowwater.metrics.log import MetricsLog
+    from lowwater.metrics.log import CheckpointError
     from lowwater.spark.session import get_or_create_session
 
-    done = len(MetricsLog(checkpoint).read()) if MetricsLog(checkpoint).exists() else 0
+    spark = get_or_create_session(app_name=f"lowwater {name}", conf={"spark.ui.showConsoleProgress": "false"})
+    try:
+        done = len(_checkpoint_lines(checkpoint))
+    except CheckpointError:  # nothing there yet: a new job
+        done = 0
     if done:
         print(f"resuming from {checkpoint} ({done} batches done); pass --checkpoint NEW_DIR to start over")
-    return get_or_create_session(app_name=f"lowwater {name}", conf={"spark.ui.showConsoleProgress": "false"})
+    return spark
 
 
 def _run_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str, verbose: bool) -> int:
@@ -394,12 +424,24 @@ def _quiet_closed_accumulator_connection(spark: Any) -> None:
 
 def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str) -> int:
     from lowwater.metrics.log import MetricsLog
-    from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, dead_letter_summary, print_progress
+    from lowwater.observe.progress import PROGRESS_HEADER, dead_letter_summary, print_progress
     from lowwater.spark.engine import SparkRuntime, query_name
+    from lowwater.spark.fs import is_uri, join
     from lowwater.spark.listener import LowwaterProgressListener
 
     _quiet_closed_accumulator_connection(spark)
-    runtime = SparkRuntime(checkpoint, spark=spark, **options)
+    lines: list[dict[str, Any]] = []
+    theirs = options.get("on_metrics")
+    if theirs is not None and not callable(theirs):
+        raise ConfigurationError("on_metrics", f"expected a function of a metrics line, got {theirs!r}")
+
+    def report(line: dict[str, Any]) -> None:  # on the driver, as each batch commits: any checkpoint's file system
+        lines.append(line)
+        print_progress(line)
+        if theirs is not None:
+            theirs(line)
+
+    runtime = SparkRuntime(checkpoint, spark=spark, **{**options, "on_metrics": report})
     listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
     spark.streams.addListener(listener)
     print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}")
@@ -410,17 +452,16 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     interrupted = runtime.stop_requested
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
-        with MetricsTail(checkpoint, print_progress) as tail:
-            job = runtime.execute(env, name)
-            if job.query is not None and job.query.isActive and not interrupted.is_set():
-                print("running until Ctrl-C", flush=True)
-                while not job.query.awaitTermination(1) and not interrupted.is_set():
-                    pass
-                if job.query.isActive:
-                    job.query.stop()
-                if job.query.exception() is not None:
-                    raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
-                                   "hint: fix the cause and rerun; the job resumes from its checkpoint")
+        job = runtime.execute(env, name)
+        if job.query is not None and job.query.isActive and not interrupted.is_set():
+            print("running until Ctrl-C", flush=True)
+            while not job.query.awaitTermination(1) and not interrupted.is_set():
+                pass
+            if job.query.isActive:
+                job.query.stop()
+            if job.query.exception() is not None:
+                raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
+                               "hint: fix the cause and rerun; the job resumes from its checkpoint")
         if interrupted.is_set():
             print(f"\ninterrupted: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
             return 130
@@ -428,10 +469,11 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
         signal.signal(signal.SIGINT, previous)
         _deliver_pending_events(spark)
         spark.streams.removeListener(listener)
-    summary = dead_letter_summary(MetricsLog(checkpoint).read(), "dead_letter_sink" in options)
+    summary = dead_letter_summary(lines, "dead_letter_sink" in options)
     if summary:
         print(summary, file=sys.stderr)
-    print(f"{tail.seen} batches on the {job.path} path ({job.reason}); metrics: {MetricsLog(checkpoint).path}\n"
+    where = join(checkpoint, "lowwater", "batches") if is_uri(checkpoint) else MetricsLog(checkpoint).path
+    print(f"{len(lines)} batches on the {job.path} path ({job.reason}); metrics: {where}\n"
           f"next: lowwater status {checkpoint}; lowwater plot {checkpoint} -o watermarks.png")
     return 0
 

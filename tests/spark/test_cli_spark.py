@@ -4,6 +4,7 @@ that are shown, not hidden, and failures whose first line names their cause."""
 from __future__ import annotations
 
 import logging
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -246,3 +247,57 @@ def test_a_pipeline_file_builds_its_dataframe_source_with_the_runs_session(tmp_p
     start = 1_767_225_600_000  # 2026-01-01T00:00:00Z: a TIMESTAMP column is event time in milliseconds
     assert sorted((r["window_start"] - start, r["value"]) for r in read_directory(out)) == [
         (0, 10), (10_000, 10), (20_000, 5)]
+
+
+def test_a_run_on_a_uri_checkpoint_prints_its_batches_and_status_and_plot_read_them(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Hadoop URI checkpoint (``file://`` here; ``hdfs://`` in tests/spark/real/test_hdfs.py)
+    has no ``metrics.jsonl`` to tail: ``lowwater run`` used to print no batch line and end with
+    "0 batches", and ``lowwater status`` refused the URI as "no such directory"."""
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, _records(0, 20))
+    ck = (tmp_path / "ck").as_uri()  # file:///...
+    assert main(["run", _pipeline(tmp_path, log), "--checkpoint", ck, "--end-of-input"]) == 0
+    out = capsys.readouterr().out
+    batch_lines = [x for x in out.splitlines() if re.match(r"\s+\d+\*?\s", x)]
+    assert len(batch_lines) >= 2, out  # a data batch and the end-of-input step
+    assert f"{len(batch_lines)} batches on the native path" in out
+    assert "lowwater/metrics.jsonl" not in out and f"metrics: {ck}/lowwater/batches" in out
+    assert not (tmp_path / "ck" / "lowwater" / "metrics.jsonl").exists()
+    assert main(["status", ck]) == 0
+    status = capsys.readouterr().out
+    assert "20 rows in = 20 windowed + 0 late + 0 dead-lettered (balanced)" in status
+    assert main(["plot", ck, "-o", str(tmp_path / "w.svg")]) == 0
+    assert (tmp_path / "w.svg").stat().st_size > 0
+
+
+def test_on_metrics_gets_every_batchs_line_and_its_failure_does_not_fail_the_job(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from lowwater.api import StreamExecutionEnvironment
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.engine import SparkRuntime
+    from lowwater.spark.sources import PartitionedLogSource
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, _records(0, 20))
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(str(log), [("user", "STRING"), ("ts", "BIGINT"), ("n", "BIGINT")]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n").collect())
+    seen: list[dict[str, Any]] = []
+
+    def report(line: dict[str, Any]) -> None:
+        seen.append(line)
+        raise RuntimeError("the dashboard is down")
+
+    with caplog.at_level(logging.WARNING, logger="lowwater"):
+        job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True, on_metrics=report).execute(env)
+    assert seen and seen == job.metrics()
+    assert sum(x["rows_in"] for x in seen) == 20
+    assert "on_metrics raised RuntimeError: the dashboard is down" in caplog.text
+    with pytest.raises(ConfigurationError, match="on_metrics"):
+        SparkRuntime(str(tmp_path / "ck2"), on_metrics="print")  # type: ignore[arg-type]

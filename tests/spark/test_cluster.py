@@ -8,6 +8,7 @@ The master, the worker and the application's JVMs run C1 only with the serial GC
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -107,13 +108,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _stop(master)
 
 
-def _submit(master: str, log: Path, ckpt: Path, out: Path, kinds: str) -> str:
+def _submit(master: str, *args: str | Path) -> str:
     cmd = [str(_spark_home() / "bin" / "spark-submit"), "--master", master, "--conf", "spark.cores.max=1",
            "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=512m", "--conf",
            "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
            "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
-           "--conf", f"spark.executor.extraJavaOptions={JVM_OPTIONS}",
-           str(JOB), str(log), str(ckpt), str(out), kinds]
+           "--conf", f"spark.executor.extraJavaOptions={JVM_OPTIONS}", *map(str, args)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_env(),
                          cwd=Path(__file__).resolve().parents[2])
     assert run.returncode == 0, run.stderr[-4000:]
@@ -134,7 +134,7 @@ def test_pipelines_on_a_standalone_cluster_equal_the_local_run(cluster: str, spa
     stream.write_to(PartitionedLogWriter(log, "jsonl"), batches=4, rows_per_batch=300)
 
     kinds = "native,sessions"
-    on_cluster = _submit(cluster, log, tmp_path / "ck-cluster", tmp_path / "out-cluster", kinds)
+    on_cluster = _submit(cluster, JOB, log, tmp_path / "ck-cluster", tmp_path / "out-cluster", kinds)
     assert f"MASTER {cluster}" in on_cluster
     local = {kind: run(spark, str(log), str(tmp_path / "ck-local" / kind), str(tmp_path / "out-local" / kind), kind)
              for kind in kinds.split(",")}  # the local run in-process, on the test session's local master
@@ -149,3 +149,66 @@ def test_pipelines_on_a_standalone_cluster_equal_the_local_run(cluster: str, spa
         accounting = [line for line in on_cluster.splitlines() if line.startswith(f"{kind} ACCOUNTING")]
         assert accounting == [f"{kind} ACCOUNTING {local[kind][1]}"]
         assert "UNACCOUNTED" not in accounting[0]
+
+
+PIPELINE = """\
+from lowwater.api import OutputTag
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.sinks import DirectorySink
+from lowwater.spark.sources import PartitionedLogSource
+
+RUNTIME_OPTIONS = {{"path": "native"}}
+
+
+def build(env):
+    late = OutputTag("late")
+    result = (
+        env.from_source(PartitionedLogSource({log!r}, [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")],
+                                             max_files_per_trigger=2),
+                        WatermarkStrategy.for_bounded_out_of_orderness(500).with_timestamp_assigner("ts"))
+        .key_by("key").window(TumblingEventTimeWindows.of(2000))
+        .allowed_lateness(1000).side_output_late_data(late).sum("value")
+    )
+    result.add_sink(DirectorySink({out!r} + "/results", "parquet"))
+    result.get_side_output(late).add_sink(DirectorySink({out!r} + "/late", "parquet"))
+"""
+
+
+def test_lowwater_run_given_to_spark_submit_runs_a_pipeline_file_on_the_cluster(
+        cluster: str, spark: Any, tmp_path: Path) -> None:
+    """What ``lowwater run --help`` says to do on a cluster: its module's file, given to
+    ``spark-submit`` with ``run PIPELINE.py`` and a checkpoint, runs the pipeline on the cluster's
+    executors; the outputs equal cluster_job.py's native pipeline (the same pipeline) run locally."""
+    import lowwater.cli
+
+    log = tmp_path / "log"
+    SyntheticStream(partitions=3, keys=20, events_per_second=500, disorder_ms=800, lagging_partition=2, lag_ms=3000,
+                    late_fraction=0.02, late_by_ms=4000, seed=11).write_to(PartitionedLogWriter(log, "jsonl"),
+                                                                          batches=4, rows_per_batch=300)
+    out = tmp_path / "out-cluster"
+    pipeline = tmp_path / "pipeline.py"
+    pipeline.write_text(PIPELINE.format(log=str(log), out=str(out)))
+    assert str(Path(lowwater.cli.__file__).resolve()) in _help("run")
+
+    printed = _submit(cluster, Path(lowwater.cli.__file__).resolve(), "run", pipeline,
+                      "--checkpoint", (tmp_path / "ck-cluster").as_uri(), "--end-of-input")
+    batches = [x for x in printed.splitlines() if re.match(r"\s+\d+\*?\s", x)]  # one line per batch
+    assert batches and f"{len(batches)} batches on the native path" in printed, printed[-3000:]
+    local = run(spark, str(log), str(tmp_path / "ck-local"), str(tmp_path / "out-local"), "native")
+    assert local[0] == "native"
+    for output in ("results", "late"):
+        rows = _rows(spark, out / output)
+        assert rows and rows == _rows(spark, tmp_path / "out-local" / output), output
+
+
+def _help(command: str) -> str:
+    import contextlib
+    import io
+
+    from lowwater.cli import main
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
+        main([command, "--help"])
+    return text.getvalue()

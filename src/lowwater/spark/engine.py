@@ -166,12 +166,18 @@ class SparkRuntime:
         Receives records that cannot be processed (unparseable, or no timestamp, key or value),
         each as ``{"reason", "partition", "offset", "record"}``, on every path; they are always
         counted in the metrics (``rows_dead_lettered``).
+    on_metrics:
+        Called on the driver with each batch's metrics line (the JSON object a line of
+        ``lowwater status`` comes from: watermarks, idle partitions, counts, duration) once the
+        batch is committed and its sinks have run, whatever the checkpoint's file system. A
+        replayed batch reports again. An exception it raises is logged, and the job goes on.
     """
 
     def __init__(
         self, checkpoint_location: str, *, spark: SparkSession | None = None, path: PathChoice = "auto",
         trigger: str = "available_now", clock: Clock | Callable[[int], int] | None = None,
         end_of_input: bool = False, snapshot_every: int = 20, dead_letter_sink: Sink | None = None,
+        on_metrics: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.checkpoint = str(checkpoint_location)
         self.spark = spark
@@ -195,6 +201,9 @@ class SparkRuntime:
             raise ConfigurationError("dead_letter_sink",
                                      f"expected a lowwater Sink, got {type(dead_letter_sink).__name__}")
         self.dead_letter_sink = dead_letter_sink
+        if on_metrics is not None and not callable(on_metrics):
+            raise ConfigurationError("on_metrics", f"expected a function of a metrics line, got {on_metrics!r}")
+        self.on_metrics = on_metrics
         self.stop_requested = threading.Event()
         """Set it (from a signal handler, say) to stop an ``available_now`` run after the batch in
         progress; the checkpoint keeps everything up to there, and a rerun resumes."""
@@ -243,7 +252,8 @@ class SparkRuntime:
             processor = KeyedProcessor(keyed, store.fs, store.location, store.key, compact_every=self.snapshot_every,
                                        sinks=[t.sink for t in p.sinks])
         job = SparkJob(None, store, path, reason)
-        driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark)
+        driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark,
+                              self.on_metrics)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
         latest = store.latest_version()
         if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
@@ -331,8 +341,10 @@ class _BatchDriver:
     """What ``foreachBatch`` calls: clock, state, processor, commit, sinks."""
 
     def __init__(self, processor: Processor, store: StateStore, sinks: list[Sink], dead_letter_sink: Sink | None,
-                 now: Callable[[int], int], job: SparkJob, spark: SparkSession) -> None:
+                 now: Callable[[int], int], job: SparkJob, spark: SparkSession,
+                 on_metrics: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.processor = processor
+        self.on_metrics = on_metrics
         self.store = store
         self.sinks = sinks
         """The pipeline's sinks, in its order: every path's output has one payload per sink (``per_sink``)."""
@@ -486,12 +498,16 @@ class _BatchDriver:
         self.store.forget_batch_record(batch_id - KEEP_BATCH_RECORDS)
         self.last_batch = batch_id
         log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
-        if not self.store.local:
-            return
-        try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)
-            MetricsLog(self.store.root.parent).append(line)
-        except OSError as e:
-            log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
+        if self.store.local:
+            try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)
+                MetricsLog(self.store.root.parent).append(line)
+            except OSError as e:
+                log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
+        if self.on_metrics is not None:
+            try:
+                self.on_metrics(line.to_json())
+            except Exception as e:  # the batch is committed: a reporting function's failure must not replay it
+                log.warning("batch %d: on_metrics raised %s: %s", batch_id, type(e).__name__, e)
 
     def _reported(self, state: Any) -> dict[str, Any]:
         """What the processor reported after the batch that left ``state`` (``{}`` before the first):

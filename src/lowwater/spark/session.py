@@ -77,7 +77,10 @@ def get_or_create_session(
 
     * an active session is returned as it is (a warning names any requested jar it lacks);
     * under ``spark-submit``, its ``--master`` and every ``--conf`` it was given are kept,
-      and lowwater's defaults only fill in the settings it left out;
+      and lowwater's defaults only fill in the settings it left out. Its JVM's class path is
+      already fixed, so lowwater's own jars (``jars/spark``: Kafka connector, Delta) are not
+      added: pass them with ``--jars`` or ``--packages``; Delta's SQL extension is set when
+      Delta's jar is among them;
     * otherwise the master is ``master`` if given, else the env var ``LOWWATER_SPARK_MASTER``,
       else ``local[*]``.
 
@@ -110,7 +113,8 @@ def get_or_create_session(
     jars = [os.path.abspath(j) for j in jars]
     from lowwater.spark.jvm import jars_conf, spark_jars  # Kafka connector, Delta: fetched by ./dev (pom.xml)
 
-    jars += [j for j in spark_jars() if j not in jars]
+    if submitted is None:  # under spark-submit the driver's class path is what it was given (below)
+        jars += [j for j in spark_jars() if j not in jars]
     missing = [j for j in jars if not os.path.isfile(j)]
     if missing:
         raise FileNotFoundError(f"jar(s) not found: {', '.join(missing)}")
@@ -136,7 +140,15 @@ def get_or_create_session(
         settings["spark.jars"] = ",".join(jars)
         settings["spark.driver.extraClassPath"] = os.pathsep.join(jars)
         settings["spark.executor.extraClassPath"] = os.pathsep.join(jars)
-    settings.update(jars_conf(jars))  # Delta's extension and catalog, when its jar is there
+    if submitted is None:
+        settings.update(jars_conf(jars))  # Delta's extension and catalog, when its jar is there
+    else:
+        # spark-submit started the driver's JVM: jars named now would reach the executors but not
+        # the driver, whose class loader then could not load Delta's SQL extension (the session
+        # failed to start). So lowwater's own jars are left to spark-submit's --jars or
+        # --packages, and Delta's settings follow the jars spark-submit was given.
+        given = [j for j in submitted.get("spark.jars", "").split(",") if j]
+        settings.update(jars_conf([*given, *jars]))
     if submitted is not None:  # spark-submit's own settings win; ours fill the gaps
         for key in [k for k in settings if k in submitted]:
             if key in ("spark.jars", "spark.driver.extraClassPath", "spark.executor.extraClassPath"):

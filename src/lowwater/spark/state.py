@@ -32,7 +32,7 @@ from typing import Any
 from lowwater.spark.fs import CheckpointFS, checkpoint_fs, is_uri, join
 from lowwater.spark.sealed import StateKey, seal, state_key, unseal
 
-__all__ = ["KEEP_BATCH_RECORDS", "KEEP_JSON_VERSIONS", "StateStore"]
+__all__ = ["KEEP_BATCH_RECORDS", "KEEP_JSON_VERSIONS", "StateStore", "checkpoint_lines"]
 
 KEEP_JSON_VERSIONS = 10
 """How many versions of the native paths' JSON state are kept before the newest one."""
@@ -225,3 +225,30 @@ class StateStore:
         """The bytes of state, window and keyed-state files under the checkpoint."""
         return sum(self.fs.size_bytes(d) for d in (self.state, join(self.location, "windows"),
                                                     join(self.location, "keyed")))
+
+
+def checkpoint_lines(checkpoint: str, spark: Any) -> list[dict[str, Any]]:
+    """The metrics lines of a checkpoint on any file system (a Hadoop URI: ``hdfs:``, ``s3a:``...),
+    one per batch, from its batch records (the newest :data:`KEEP_BATCH_RECORDS`), read through
+    the session's Hadoop configuration, as the job wrote them: what ``lowwater status`` and
+    ``lowwater plot`` show of a checkpoint that has no ``metrics.jsonl`` (object stores cannot
+    append). Nothing is written."""
+    from lowwater.metrics.log import CheckpointError, lines_from_records
+
+    fs = checkpoint_fs(checkpoint, spark)
+    location = join(checkpoint, "lowwater")
+    if not fs.exists(location):
+        what = "nothing" if not fs.exists(checkpoint) else "no lowwater/ directory"
+        raise CheckpointError(f"{checkpoint} is not a lowwater checkpoint ({what} there); hint: pass the checkpoint "
+                              "location of a lowwater job (`lowwater run --checkpoint URI`, or SparkRuntime(URI))")
+    batches = join(location, "batches")
+    ids = sorted(int(n[:-5]) for n in fs.names(batches) if n.endswith(".json") and n[:-5].isdigit())
+    records = []
+    for i in ids:
+        data = fs.read(join(batches, f"{i}.json"))
+        if data is not None:  # forgotten between the listing and the read
+            records.append(json.loads(data))
+    pipeline = fs.read(join(location, "pipeline.json"))
+    recorded = json.loads(pipeline) if pipeline is not None else {}
+    path = recorded.get("path") if isinstance(recorded, dict) else None
+    return lines_from_records(records, path if isinstance(path, str) else None)
