@@ -430,6 +430,7 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     from lowwater.spark.listener import LowwaterProgressListener
 
     _quiet_closed_accumulator_connection(spark)
+    listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
     lines: list[dict[str, Any]] = []
     theirs = options.get("on_metrics")
     if theirs is not None and not callable(theirs):
@@ -437,12 +438,12 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
 
     def report(line: dict[str, Any]) -> None:  # on the driver, as each batch commits: any checkpoint's file system
         lines.append(line)
+        listener.record(line)
         print_progress(line)
         if theirs is not None:
             theirs(line)
 
     runtime = SparkRuntime(checkpoint, spark=spark, **{**options, "on_metrics": report})
-    listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
     spark.streams.addListener(listener)
     print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}")
     print(PROGRESS_HEADER, flush=True)

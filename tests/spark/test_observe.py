@@ -116,6 +116,33 @@ def test_a_spark_job_logs_one_metrics_line_per_batch_that_status_progress_and_pl
     assert data["late"] == [(10.0, (lines[1]["combined_watermark"] - data["origin_ms"]) / 1000, 1)]
 
 
+
+def test_the_progress_listener_joins_a_uri_checkpoints_batches_through_on_metrics(spark: Any, tmp_path: Path) -> None:
+    """A checkpoint on a URI has no metrics.jsonl for the listener to read: every event came with
+    ``"lowwater": None``. Fed by the engine (``on_metrics=listener.record``) it joins them."""
+    from lowwater.spark.sources import PartitionedLogSource
+
+    _write_log(tmp_path / "log")
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(tmp_path / "log", FIELDS, max_files_per_trigger=2),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
+    ck = (tmp_path / "ck").as_uri()
+    progress: list[dict[str, Any]] = []
+    listener = LowwaterProgressListener(ck, query_name="uri", on_progress=progress.append)
+    spark.streams.addListener(listener)
+    try:
+        job = SparkRuntime(ck, spark=spark, clock=lambda b: T0 + 5_000 * b, on_metrics=listener.record,
+                           end_of_input=True).execute(env, "uri")
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    finally:
+        spark.streams.removeListener(listener)
+    lines = job.metrics()
+    assert [e["batch_id"] for e in progress] == [0, 1, 2]
+    assert [e["lowwater"] for e in progress] == lines[:3]
+    assert not (tmp_path / "ck" / "lowwater" / "metrics.jsonl").exists()
+
+
 class _PeekThenWrite:
     """A function sink that reads one row first (a first action over part of the frame), then
     writes all of it: its count must not come from the first action."""

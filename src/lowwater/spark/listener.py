@@ -12,6 +12,9 @@ them together on the ``lowwater.progress`` logger and hands them to an optional 
     SparkRuntime("/chk/clicks", spark=spark).execute(env, "clicks")
     spark.streams.removeListener(listener)
 
+For a checkpoint on a URI (``hdfs://...``, no metrics log to read), hand the listener the
+lines as the engine reports them: ``SparkRuntime(uri, on_metrics=listener.record)``.
+
 ``SparkJob.progress()`` gives the same join for a query's ``recentProgress``.
 """
 
@@ -48,7 +51,9 @@ class LowwaterProgressListener(StreamingQueryListener):
     Parameters
     ----------
     checkpoint:
-        The job's checkpoint location (the one given to ``SparkRuntime``).
+        The job's checkpoint location (the one given to ``SparkRuntime``). Its metrics log is
+        read for each event; for a checkpoint on a URI, which has none, pass
+        :meth:`record` as the runtime's ``on_metrics``.
     query_name:
         Only events of this query (``None``: every query whose batch has a line).
     on_progress:
@@ -64,11 +69,22 @@ class LowwaterProgressListener(StreamingQueryListener):
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
+    def record(self, line: dict[str, Any]) -> None:
+        """Take a batch's metrics line as the engine reports it: ``SparkRuntime(..., on_metrics=
+        listener.record)``. A checkpoint on a Hadoop URI (``hdfs:``, ``s3a:``, ``file:``) has no
+        ``metrics.jsonl`` to read, so this is how its events get their lines; the engine reports
+        a batch before Spark posts the batch's progress."""
+        with self._lock:
+            self._keep(line)
+
+    def _keep(self, line: dict[str, Any]) -> None:
+        spark_id = line.get("spark_batch_id", line["batch_id"])  # Spark's id, not lowwater's step id
+        if spark_id is not None:
+            self.lines[int(spark_id)] = line
+
     def _line(self, batch_id: int) -> dict[str, Any] | None:
         for line in self.follower.poll():
-            spark_id = line.get("spark_batch_id", line["batch_id"])  # Spark's id, not lowwater's step id
-            if spark_id is not None:
-                self.lines[int(spark_id)] = line
+            self._keep(line)
         return self.lines.get(batch_id)
 
     def onQueryStarted(self, event: Any) -> None:
