@@ -352,6 +352,19 @@ def test_run_on_the_reference_runtime_prints_a_line_per_batch_and_keeps_metrics_
     assert "(reference path)" in capsys.readouterr().out
 
 
+def test_the_reference_runtime_refuses_a_uri_checkpoint_instead_of_making_a_local_directory_of_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It keeps its metrics log with local file calls: given ``hdfs://nn/ck`` it used to create
+    ``./hdfs:/nn/ck/lowwater/metrics.jsonl`` and say nothing."""
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", _pipeline(tmp_path, PIPELINE), "--runtime", "reference", "--checkpoint", "hdfs://nn:8020/ck"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "keeps its metrics log in a local directory, not at hdfs://nn:8020/ck" in err and "hint:" in err
+    assert not (tmp_path / "hdfs:").exists()
+
+
 @pytest.mark.parametrize(("text", "words"), [
     ("x = 1\n", ["defines no build(env)", "hint:"]),
     ("def build(env):\n    raise ValueError('no input configured')\n", ["ValueError: no input configured", "hint:"]),

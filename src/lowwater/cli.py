@@ -50,7 +50,7 @@ __all__ = ["main"]
 
 log = logging.getLogger("lowwater.cli")
 
-SPARK_OPTIONS = ("path", "trigger", "clock", "end_of_input", "snapshot_every", "dead_letter_sink")
+SPARK_OPTIONS = ("path", "trigger", "clock", "end_of_input", "snapshot_every", "dead_letter_sink", "on_metrics")
 REFERENCE_OPTIONS = ("clock", "max_batches", "dead_letter_sink")
 
 
@@ -79,7 +79,8 @@ StreamExecutionEnvironment it is given, and optionally RUNTIME_OPTIONS:
             .window(TumblingEventTimeWindows.of("1 min")).count().print())
 
 RUNTIME_OPTIONS are keyword arguments for the runtime: path, trigger, clock, end_of_input,
-snapshot_every, dead_letter_sink (spark); clock, max_batches, dead_letter_sink (reference).
+snapshot_every, dead_letter_sink, on_metrics (spark); clock, max_batches, dead_letter_sink
+(reference).
 clock is a Clock or a function of the batch id. An interval trigger runs until Ctrl-C;
 rerunning resumes from the checkpoint.
 With the default trigger, available_now, a run reads what the source holds and stops with
@@ -318,7 +319,11 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
     from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER, print_progress
     from lowwater.runtime.reference import ReferenceRuntime
+    from lowwater.spark.fs import is_uri
 
+    if checkpoint is not None and is_uri(checkpoint):  # it would be a local directory named "hdfs:"
+        raise CliError(f"the reference runtime keeps its metrics log in a local directory, not at {checkpoint}; "
+                       "hint: give --checkpoint a local path, or run on Spark (--runtime spark)")
     if checkpoint is not None and (Path(checkpoint) / "spark").exists():
         raise CliError(f"{checkpoint} holds a Spark job's checkpoint; hint: give the reference runtime "
                        "another --checkpoint directory")

@@ -258,10 +258,14 @@ def test_a_run_on_a_uri_checkpoint_prints_its_batches_and_status_and_plot_read_t
     log = tmp_path / "log"
     PartitionedLogWriter(log, "jsonl").append(0, _records(0, 20))
     ck = (tmp_path / "ck").as_uri()  # file:///...
-    assert main(["run", _pipeline(tmp_path, log), "--checkpoint", ck, "--end-of-input"]) == 0
+    # RUNTIME_OPTIONS' on_metrics still gets every line beside the run's own printing
+    reported = tmp_path / "reported.txt"
+    extra = f', "on_metrics": lambda line: open({str(reported)!r}, "a").write(str(line["batch_id"]) + "\\n")'
+    assert main(["run", _pipeline(tmp_path, log, extra=extra), "--checkpoint", ck, "--end-of-input"]) == 0
     out = capsys.readouterr().out
     batch_lines = [x for x in out.splitlines() if re.match(r"\s+\d+\*?\s", x)]
     assert len(batch_lines) >= 2, out  # a data batch and the end-of-input step
+    assert reported.read_text().split() == [str(i) for i in range(len(batch_lines))]
     assert f"{len(batch_lines)} batches on the native path" in out
     assert "lowwater/metrics.jsonl" not in out and f"metrics: {ck}/lowwater/batches" in out
     assert not (tmp_path / "ck" / "lowwater" / "metrics.jsonl").exists()
