@@ -134,8 +134,7 @@ class StateStore:
         self.fs.write_atomic(join(self.location, "end_of_input.json"), json.dumps(marker, sort_keys=True).encode())
 
     def batch_records(self) -> list[dict[str, Any]]:
-        ids = sorted(int(n[:-5]) for n in self.fs.names(self.batches) if n.endswith(".json") and n[:-5].isdigit())
-        return [r for r in (self.batch_record(i) for i in ids) if r is not None]
+        return _batch_records(self.fs, self.batches)
 
     # -- versions (native paths: JSON) ----------------------------------------------------
     def _versions(self, suffix: str) -> list[int]:
@@ -241,14 +240,19 @@ def checkpoint_lines(checkpoint: str, spark: Any) -> list[dict[str, Any]]:
         what = "nothing" if not fs.exists(checkpoint) else "no lowwater/ directory"
         raise CheckpointError(f"{checkpoint} is not a lowwater checkpoint ({what} there); hint: pass the checkpoint "
                               "location of a lowwater job (`lowwater run --checkpoint URI`, or SparkRuntime(URI))")
-    batches = join(location, "batches")
+    pipeline = fs.read(join(location, "pipeline.json"))
+    recorded = json.loads(pipeline) if pipeline is not None else {}
+    path = recorded.get("path") if isinstance(recorded, dict) else None
+    return lines_from_records(_batch_records(fs, join(location, "batches")), path if isinstance(path, str) else None)
+
+
+def _batch_records(fs: CheckpointFS, batches: str) -> list[dict[str, Any]]:
+    """The records in ``batches`` (``<id>.json``), by batch id; one forgotten between the listing
+    and its read is left out."""
     ids = sorted(int(n[:-5]) for n in fs.names(batches) if n.endswith(".json") and n[:-5].isdigit())
     records = []
     for i in ids:
         data = fs.read(join(batches, f"{i}.json"))
-        if data is not None:  # forgotten between the listing and the read
+        if data is not None:
             records.append(json.loads(data))
-    pipeline = fs.read(join(location, "pipeline.json"))
-    recorded = json.loads(pipeline) if pipeline is not None else {}
-    path = recorded.get("path") if isinstance(recorded, dict) else None
-    return lines_from_records(records, path if isinstance(path, str) else None)
+    return records
