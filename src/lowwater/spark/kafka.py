@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,7 @@ from lowwater.spark.sources import KafkaShapedSource
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["KafkaBroker", "KafkaSource", "create_topic", "local_broker"]
+__all__ = ["KafkaBroker", "KafkaSource", "create_topic", "local_broker", "new_cluster_id"]
 
 #: the numbering of (topic, partition) as lowwater partitions: topic_index * this + partition
 PARTITIONS_PER_TOPIC = 1000
@@ -139,6 +139,17 @@ rootLogger.appenderRef.stderr.ref = STDERR
 """
 
 
+def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id: a random UUID, URL-safe base64 without padding, as Kafka's own
+    ``Uuid.randomUuid()`` makes it, and like it never one that starts with ``-``: the storage
+    tool's argument parser would take ``-t -xyz...`` for an option, and one broker start in 64
+    failed with "argument --cluster-id/-t: expected one argument"."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(random_uuid().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 @contextlib.contextmanager
 def local_broker(heap_mb: int = 384, startup_timeout_s: float = 120.0) -> Iterator[KafkaBroker]:
     """Start a single-node Kafka broker (KRaft) on 127.0.0.1 and stop it at the end.
@@ -187,7 +198,7 @@ def local_broker(heap_mb: int = 384, startup_timeout_s: float = 120.0) -> Iterat
         f.write(_LOG4J2)
     jvm = [java, f"-Xmx{heap_mb}m", f"-Xms{min(heap_mb, 128)}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
            f"-Dlog4j2.configurationFile=file:{log4j}", "-cp", cp]
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = new_cluster_id()
     fmt = subprocess.run([*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", props],
                          capture_output=True, text=True, timeout=120)
     if fmt.returncode != 0:
