@@ -80,3 +80,47 @@ def test_a_new_key_or_a_batch_with_other_attributes_builds_the_query_anew(spark:
     assert len(built) == 6
     assert fresh.broken and fresh.template is None, "fresh ids: no plan kept, no search for the batch in it"
     assert not by_key.broken
+
+
+def _observed(query: AnalyzedQuery, batch: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    observed = query.observe(batch.filter("v > 0"), F.count(F.lit(1)).alias("n"), F.sum("v").alias("total"),
+                             F.expr("collect_set(k)").alias("keys"))
+    return observed.groupBy("k").agg(F.sum("v").alias("s"))
+
+
+def test_an_observed_query_reused_over_each_batch_reports_each_batch_s_own_metrics(spark: Any, tmp_path: Path) -> None:
+    """The kept plan's ``observe()`` (its ``CollectMetrics`` made over the first batch) gives each
+    later batch's action that batch's metrics, through an observation registered per batch under
+    the kept node's name and DataFrame id; built anew every batch (fresh attributes), the same."""
+    kept = AnalyzedQuery(lambda batch: _observed(kept, batch))
+    fresh = AnalyzedQuery(lambda batch: _observed(fresh, batch))
+    got: list[tuple[Any, ...]] = []
+
+    def each(df: Any, _: int) -> None:
+        sums = _sums(kept.over(df, key="bigint"))
+        metrics = kept.metrics()
+        fresh_sums = _sums(fresh.over(df.selectExpr("k", "v + 0 AS v")))
+        got.append((sums, metrics["n"], metrics["total"], sorted(metrics["keys"]), fresh_sums, fresh.metrics()["n"]))
+
+    _run(spark, tmp_path, _stream_of_files(spark, tmp_path, BATCHES), each)
+    assert got == [(s, len(b), sum(v for _, v in b), sorted({k for k, _ in b}), s, len(b))
+                   for s, b in zip(SUMS, BATCHES, strict=True)]
+    assert kept.reused == 2 and not kept.broken, "the observed plan was kept and reused"
+    assert fresh.broken and fresh.reused == 0
+
+
+def test_metrics_are_asked_of_a_query_without_an_observation(spark: Any, tmp_path: Path) -> None:
+    query = AnalyzedQuery(lambda batch: batch.groupBy("k").count())
+    errors: list[str] = []
+
+    def each(df: Any, _: int) -> None:
+        query.over(df).collect()
+        try:
+            query.metrics()
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    _run(spark, tmp_path, _stream_of_files(spark, tmp_path, BATCHES[:2]), each)
+    assert errors == ["no observe() in the query, or no query since the last metrics()"] * 2

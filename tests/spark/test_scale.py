@@ -18,6 +18,7 @@ from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
 from lowwater.core.errors import PipelineError
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
+from lowwater.spark.analyzed import AnalyzedQuery
 from lowwater.spark.engine import SparkRuntime
 from lowwater.spark.sinks import DirectorySink, ForeachDataFrameSink, PostgresSink
 from lowwater.spark.sinks.postgres import mask_jdbc_url
@@ -43,7 +44,8 @@ def _many_keys(keys: int) -> list[list[dict[str, Any]]]:
 
 class _DriverRows:
     """Counts the rows each ``collect``/``toPandas`` brings to the driver, and the length of each
-    list an ``observe()`` metric brings (a spy: Spark still runs)."""
+    list an ``observe()`` metric brings, through ``Observation`` or an analysed query's own
+    (:meth:`AnalyzedQuery.metrics`) (a spy: Spark still runs)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, spark: Any) -> None:
         from pyspark.sql import Observation
@@ -69,8 +71,16 @@ class _DriverRows:
             self.sizes.extend(len(v) for v in metrics.values() if isinstance(v, list))
             return metrics
 
+        query_metrics = AnalyzedQuery.metrics
+
+        def counting_metrics(query: AnalyzedQuery) -> dict[str, Any]:
+            metrics = query_metrics(query)
+            self.sizes.extend(len(v) for v in metrics.values() if isinstance(v, list))
+            return metrics
+
         monkeypatch.setattr(DataFrame, "collect", counting_collect)
         monkeypatch.setattr(Observation, "get", property(counting_get))
+        monkeypatch.setattr(AnalyzedQuery, "metrics", counting_metrics)
         monkeypatch.setattr(DataFrame, "toPandas", counting_to_pandas)
 
 

@@ -101,10 +101,9 @@ class NativeProcessor:
         self.store: WindowStore | None = None
         self.sql_for = sql_of(plan.aggregate)
         """The aggregate's SQL, given the value's SQL type (raises here for an aggregate without SQL)."""
-        self.aggregated = AnalyzedQuery(
-            lambda batch: self._over(batch, lambda view: self._aggregate_sql(view, self._schema(batch))))
-        """The batch's aggregation (:meth:`_aggregate_sql`), parsed and analysed once per run and
-        schema (:mod:`lowwater.spark.analyzed`)."""
+        self.partials = AnalyzedQuery(lambda batch: self._partials(batch, self._schema(batch)))
+        """The batch's partials to write, observed (:meth:`_partials`), parsed and analysed once per
+        run and schema (:mod:`lowwater.spark.analyzed`)."""
         self.partial_rows: int | None = None
         """How many partials the last batch this process ran wrote: the next write's task count
         (:func:`~lowwater.spark.window_store.write_tasks`). Not state: a restart leaves the
@@ -394,26 +393,30 @@ class NativeProcessor:
         ``observe()`` metrics (``collect_list`` and ``collect_set`` skip the nulls of the other
         rows), so the aggregation is neither cached nor computed twice. A replay rewrites the same
         files and observes the same values. Starts the driver finds too late are deleted after."""
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
         assert self.store is not None
-        seen = Observation()
-        fields = ("_partition", "_last", "max_ts", "n", "n_bad", "ctl")
-        kept = "g = 0 AND _ws IS NOT NULL"
         session = df.sparkSession
-        observed = self.aggregated.over(df, key=schema["value"]).observe(
-            seen, F.expr(f"collect_list(CASE WHEN g = 1 THEN struct({', '.join(fields)}) END)").alias("parts"),
-            F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"),
-            F.expr(f"count_if({kept})").alias("rows"))
+        partials = self.partials.over(df, key=schema["value"])
         tasks = write_tasks(self.partial_rows, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
-        self.store.append(observed.filter(kept).selectExpr(
-            "_ws AS start", "_k AS key", *partial_columns(self._sql(schema), "n" if self._tumbling() else "cnt")),
-            batch_id, tasks)
-        got = seen.get
+        self.store.append(partials, batch_id, tasks)
+        got = self.partials.metrics()
         self.partial_rows = int(got["rows"])
         self.rows_written[batch_id] = self.partial_rows
         return list(got["parts"]), sorted(int(ws) for ws in got["starts"])
+
+    def _partials(self, df: DataFrame, schema: dict[str, Any]) -> DataFrame:
+        """The batch's aggregation (:meth:`_aggregate_sql`), observed, and of it the partials the
+        window store keeps (``g`` 0, in a window): :meth:`_write_partials`."""
+        from pyspark.sql import functions as F
+
+        fields = ("_partition", "_last", "max_ts", "n", "n_bad", "ctl")
+        kept = "g = 0 AND _ws IS NOT NULL"
+        observed = self.partials.observe(
+            self._over(df, lambda view: self._aggregate_sql(view, schema)),
+            F.expr(f"collect_list(CASE WHEN g = 1 THEN struct({', '.join(fields)}) END)").alias("parts"),
+            F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"),
+            F.expr(f"count_if({kept})").alias("rows"))
+        return observed.filter(kept).selectExpr(
+            "_ws AS start", "_k AS key", *partial_columns(self._sql(schema), "n" if self._tumbling() else "cnt"))
 
     def _base(self, df: DataFrame, w: int | None) -> DataFrame:
         """The batch, one row per element, with its columns (:meth:`_element_layers`) and, given the
