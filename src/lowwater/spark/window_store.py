@@ -6,8 +6,8 @@ Layout under ``<checkpoint>/lowwater/windows/``::
                                             key, acc (or acc_hi/acc_lo), n (elements)
 
 Each micro-batch ``k`` appends one directory, written by the executors (``partitionBy
-("start")``) with ``mode("overwrite")``: a replayed batch rewrites ``batch=<k>`` with the
-same rows, whatever an interrupted attempt left there. A window start's contents are the
+("start")``) after the driver deleted whatever an interrupted attempt left there: a replayed
+batch rewrites ``batch=<k>`` with the same rows. A window start's contents are the
 union of its ``start=<ws>`` directories over the batches that wrote it; the driver keeps,
 per open start, the list of those batch ids (O(open starts), in the control-plane JSON),
 so reading a start lists no other directory.
@@ -24,20 +24,29 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from lowwater.spark.fs import CheckpointFS, join
+from lowwater.spark.fs import CheckpointFS, LocalFS, join
 from lowwater.spark.session import settings_for
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["CONCURRENT_WRITERS", "ONE_TASK_FIRE_ROWS", "ROWS_PER_WRITE_TASK", "WindowStore", "fires_in_one_task",
-           "write_tasks"]
+__all__ = ["COMMITTER_DIRS", "CONCURRENT_WRITERS", "ONE_TASK_FIRE_ROWS", "ROWS_PER_WRITE_TASK", "WindowStore",
+           "fires_in_one_task", "write_tasks"]
 
 CONCURRENT_WRITERS = 16
 """Open Parquet writers per task when a batch's partials are written, one per window start:
 Spark then writes them as they come instead of sorting the task's rows by ``start`` first
 (``spark.sql.maxConcurrentOutputFileWriters``; past this many starts in one task, Spark
 sorts the rest, as it would have without)."""
+
+COMMITTER_DIRS = ("_temporary", "0", "_temporary")
+"""Under a batch's directory, the directories Hadoop's ``FileOutputCommitter`` makes for a write
+(its job attempt's, then its tasks' parent). On a local disk, Hadoop's file system without its
+native library sets each new directory's and file's permissions with a ``chmod`` process: 3.5–9 ms
+each, measured from the driver's JVM on ``local[2]`` (more with both cores busy). Made by
+:meth:`WindowStore.append` with Python's ``mkdir``, which forks nothing, the committer finds them
+made; with no ``_SUCCESS`` file (nothing reads it) the write forks 5 processes fewer (session 22,
+docs/performance.md)."""
 
 ROWS_PER_WRITE_TASK = 10_000
 """Partial rows per task of a batch's write, once the previous batch's count is known
@@ -93,8 +102,13 @@ class WindowStore:
         if tasks is not None:
             settings["spark.sql.adaptive.enabled"] = "false"
             partials = partials.coalesce(tasks)
+        out = self.batch_dir(batch_id)
+        self.fs.delete(out)  # what an interrupted attempt left: a replay writes the batch anew
+        if isinstance(self.fs, LocalFS):  # the committer's directories, made here without a fork each
+            self.fs.mkdirs(join(out, *COMMITTER_DIRS))
         with settings_for(partials.sparkSession, settings):
-            partials.write.mode("overwrite").partitionBy("start").parquet(self.batch_dir(batch_id))
+            (partials.write.mode("append").option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+             .partitionBy("start").parquet(out))
 
     def discard(self, batch_id: int) -> None:
         """Delete ``batch=<batch_id>`` when the batch wrote no partials (an empty directory)."""

@@ -1,0 +1,59 @@
+"""lowwater.spark.window_store: a batch's partials written by Spark under the checkpoint, on a
+plain local path (:class:`LocalFS`) and through a ``file:`` URI (Hadoop's file system)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.spark.fs import HadoopFS, LocalFS, checkpoint_fs
+from lowwater.spark.window_store import WindowStore
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "key STRING, acc BIGINT, n BIGINT"
+
+
+def _store(spark: Any, tmp_path: Path, uri: bool) -> WindowStore:
+    root = tmp_path / "windows"
+    location = root.as_uri() if uri else str(root)
+    store = WindowStore(location, checkpoint_fs(location, spark))
+    assert isinstance(store.fs, HadoopFS if uri else LocalFS)
+    return store
+
+
+def _partials(spark: Any, rows: list[tuple[int, str, int, int]]) -> Any:
+    return spark.createDataFrame(rows, "start BIGINT, key STRING, acc BIGINT, n BIGINT")
+
+
+def _read(spark: Any, store: WindowStore, starts: dict[int, list[int]]) -> list[tuple[Any, ...]]:
+    df = store.read(spark, SCHEMA, starts)
+    assert df is not None
+    return sorted(tuple(r) for r in df.select("start", "key", "acc", "n").collect())
+
+
+@pytest.mark.parametrize("uri", [False, True], ids=["path", "file-uri"])
+def test_a_batch_is_written_by_start_with_no_marker_and_nothing_of_the_committer_left(
+        spark: Any, tmp_path: Path, uri: bool) -> None:
+    store = _store(spark, tmp_path, uri)
+    store.append(_partials(spark, [(0, "a", 5, 1), (0, "b", 7, 2), (60_000, "a", 1, 1)]), 3, tasks=1)
+    batch = tmp_path / "windows" / "batch=3"
+    assert sorted(p.name for p in batch.iterdir()) == ["start=0", "start=60000"], \
+        "no _SUCCESS marker, no _temporary directory"
+    assert _read(spark, store, {0: [3], 60_000: [3]}) == [(0, "a", 5, 1), (0, "b", 7, 2), (60_000, "a", 1, 1)]
+
+
+@pytest.mark.parametrize("uri", [False, True], ids=["path", "file-uri"])
+def test_a_replayed_batch_replaces_what_an_interrupted_attempt_left(spark: Any, tmp_path: Path, uri: bool) -> None:
+    """An attempt that died mid-write left a start's file and the committer's temporary files;
+    the replay's write leaves exactly its own rows (no duplicate, no stale start)."""
+    store = _store(spark, tmp_path, uri)
+    store.append(_partials(spark, [(0, "a", 5, 1), (120_000, "z", 9, 9)]), 4, tasks=1)
+    batch = tmp_path / "windows" / "batch=4"
+    (batch / "_temporary" / "0" / "_temporary" / "attempt_x").mkdir(parents=True)
+    (batch / "_temporary" / "0" / "_temporary" / "attempt_x" / "part-0.parquet").write_bytes(b"half a file")
+    store.append(_partials(spark, [(0, "a", 5, 1), (0, "b", 7, 2)]), 4, tasks=1)
+    assert sorted(p.name for p in batch.iterdir()) == ["start=0"]
+    assert _read(spark, store, {0: [4]}) == [(0, "a", 5, 1), (0, "b", 7, 2)]
