@@ -42,10 +42,11 @@ sorts the rest, as it would have without)."""
 COMMITTER_DIRS = ("_temporary", "0", "_temporary")
 """Under a batch's directory, the directories Hadoop's ``FileOutputCommitter`` makes for a write
 (its job attempt's, then its tasks' parent). On a local disk, Hadoop's file system without its
-native library sets each new directory's and file's permissions with a ``chmod`` process: 3.5–9 ms
-each, measured from the driver's JVM on ``local[2]`` (more with both cores busy). Made by
+native library sets each new directory's and file's permissions with a ``chmod`` process, measured
+from the driver's JVM on ``local[2]`` at 3.5–3.9 ms each, 8.4–9.2 ms with both cores busy. Made by
 :meth:`WindowStore.append` with Python's ``mkdir``, which forks nothing, the committer finds them
-made; with no ``_SUCCESS`` file (nothing reads it) the write forks 5 processes fewer (session 22,
+made: no process for the job set-up's three directories nor the first task's one, and none for a
+``_SUCCESS`` file and its ``.crc``, which the write no longer makes (nothing reads them; session 22,
 docs/performance.md)."""
 
 ROWS_PER_WRITE_TASK = 10_000
