@@ -4,7 +4,7 @@
         '{"before": {"src": "/tmp/old/src"}, "after": {}, "spark": {"engine": "spark"}}'
 
 Each variant is one engine's run in a fresh Python process (``scale.py --child``, the same run
-as a ``scale.py`` cell) on ONE log ``scale.py`` would write (4 partitions, ``--rows`` rows per
+as a ``scale.py`` cell) on ONE log ``scale.py`` would write (``--partitions``, default 4, ``--rows`` rows per
 batch): ``engine`` is ``lowwater`` (default) or ``spark`` (Spark's own query), ``src`` the
 directory put first on the child's ``PYTHONPATH`` (another checkout's ``src``; default this
 one's) and ``conf`` Spark settings for the child's session (``LOWWATER_BENCH_CONF``). The
@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--partitions", type=int, default=None, help="the log's partitions (default scale.py's, 4)")
     args = ap.parse_args(argv)
     variants: dict[str, dict[str, Any]] = json.loads(args.variants)
     unknown = {k for v in variants.values() for k in v} - {"engine", "src", "conf"}
@@ -55,10 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     import harness as H
     import scale
 
+    partitions = args.partitions or scale.PARTITIONS
     work = Path(tempfile.mkdtemp(prefix="lowwater-ab-"))
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     try:
-        H.write_log(work / "log", H.stream_for(scale.PARTITIONS, args.keys, args.rows, scale.SPAN_MS, scale.BOUND_MS),
+        H.write_log(work / "log", H.stream_for(partitions, args.keys, args.rows, scale.SPAN_MS, scale.BOUND_MS),
                     args.batches, args.rows)
         for r in range(args.rounds):
             for name in (list(variants) if r % 2 == 0 else list(reversed(variants))):
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                 if v.get("src"):
                     env["PYTHONPATH"] = os.pathsep.join([str(Path(v["src"]).resolve()), env.get("PYTHONPATH", "")])
                 ckpt = work / f"ck-{name}-{r}"
-                argv_ = [v.get("engine", "lowwater"), str(work / "log"), str(ckpt), str(scale.PARTITIONS), "hdfs"]
+                argv_ = [v.get("engine", "lowwater"), str(work / "log"), str(ckpt), str(partitions), "hdfs"]
                 run = H.run_child(str(HERE / "scale.py"), argv_, f"ab {name}: round {r + 1}", env=env)
                 shutil.rmtree(ckpt, ignore_errors=True)
                 runs[name].append(run)
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
               f"CPU {s['median_of_cpu_medians_ms']:,.0f} ms")
     doc = {"benchmark": "ab", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "config": {"keys": args.keys, "rows_per_batch": args.rows, "batches": args.batches, "rounds": args.rounds,
-                      "partitions": scale.PARTITIONS, "master": "local[2]", "cpus": os.cpu_count()},
+                      "partitions": partitions, "master": "local[2]", "cpus": os.cpu_count()},
            "variants": variants, "summary": summary, "runs": runs}
     out = HERE / "results" / f"ab-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     out.write_text(json.dumps(doc, indent=1))
