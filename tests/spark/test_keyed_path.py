@@ -166,6 +166,8 @@ def test_the_keyed_path_equals_the_reference_runtime(spark: Any, log: Path, name
         assert _rows(got) == _rows(want)
     keyed = tmp_path / "ck" / "lowwater" / "keyed"
     assert any(keyed.glob("batch=*/*.parquet")), "the keyed state is Parquet under the checkpoint"
+    assert not [f for f in keyed.rglob("*") if f.name.startswith(("_", "._"))], \
+        "no _SUCCESS marker (or its .crc), no _temporary directory: nothing but the state's files"
     on_disk = sum(f.stat().st_size for f in keyed.rglob("*") if f.is_file())
     assert job.batches()[-1]["metrics"]["state_bytes"] >= on_disk > 0, "state_bytes counts the keyed state"
     if compact:  # the directories a compaction replaced are gone; a few newer ones remain

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lowwater.spark.fs import HadoopFS, LocalFS, checkpoint_fs
-from lowwater.spark.window_store import WindowStore
+from lowwater.spark.window_store import WindowStore, replace_with_parquet
 
 pytestmark = pytest.mark.spark
 
@@ -57,3 +57,19 @@ def test_a_replayed_batch_replaces_what_an_interrupted_attempt_left(spark: Any, 
     store.append(_partials(spark, [(0, "a", 5, 1), (0, "b", 7, 2)]), 4, tasks=1)
     assert sorted(p.name for p in batch.iterdir()) == ["start=0"]
     assert _read(spark, store, {0: [4]}) == [(0, "a", 5, 1), (0, "b", 7, 2)]
+
+
+@pytest.mark.parametrize("uri", [False, True], ids=["path", "file-uri"])
+def test_replace_with_parquet_leaves_exactly_the_new_rows_and_no_marker(spark: Any, tmp_path: Path, uri: bool) -> None:
+    """The keyed path's state directory (no partitioning): what was there, a finished write's
+    files and a dead attempt's, is replaced by the new rows alone."""
+    out = tmp_path / "keyed" / "batch=7"
+    location = (tmp_path / "keyed").as_uri() + "/batch=7" if uri else str(out)  # as_uri() would quote the "="
+    fs = checkpoint_fs(location, spark)
+    replace_with_parquet(spark.createDataFrame([("old", 1)], "k STRING, v BIGINT"), location, fs)
+    (out / "_temporary" / "0" / "_temporary" / "attempt_x").mkdir(parents=True, exist_ok=True)
+    (out / "_temporary" / "0" / "_temporary" / "attempt_x" / "part-0.parquet").write_bytes(b"half a file")
+    replace_with_parquet(spark.createDataFrame([("a", 1), ("b", 2)], "k STRING, v BIGINT"), location, fs)
+    names = sorted(p.name for p in out.iterdir())
+    assert names and all(n.startswith("part-") or n.startswith(".part-") for n in names), names
+    assert sorted(tuple(r) for r in spark.read.parquet(location).collect()) == [("a", 1), ("b", 2)]

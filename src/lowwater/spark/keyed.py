@@ -97,6 +97,7 @@ from lowwater.spark.sealed import StateKey
 from lowwater.spark.session import settings_for
 from lowwater.spark.snapshot import restore, to_data
 from lowwater.spark.sources import SparkSource
+from lowwater.spark.window_store import replace_with_parquet
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -1110,7 +1111,7 @@ class KeyedProcessor:
         if known_empty:
             self.fs.delete(target)
             return False
-        rows.write.mode("overwrite").parquet(target)
+        replace_with_parquet(rows, target, self.fs)
         return True
 
     def _outputs(self, stage_b: DataFrame, kinds: dict[str, int]) -> list[Output]:

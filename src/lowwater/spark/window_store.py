@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["COMMITTER_DIRS", "CONCURRENT_WRITERS", "ONE_TASK_FIRE_ROWS", "ROWS_PER_WRITE_TASK", "WindowStore",
-           "fires_in_one_task", "write_tasks"]
+           "fires_in_one_task", "replace_with_parquet", "write_tasks"]
 
 CONCURRENT_WRITERS = 16
 """Open Parquet writers per task when a batch's partials are written, one per window start:
@@ -44,10 +44,16 @@ COMMITTER_DIRS = ("_temporary", "0", "_temporary")
 (its job attempt's, then its tasks' parent). On a local disk, Hadoop's file system without its
 native library sets each new directory's and file's permissions with a ``chmod`` process, measured
 from the driver's JVM on ``local[2]`` at 3.5–3.9 ms each, 8.4–9.2 ms with both cores busy. Made by
-:meth:`WindowStore.append` with Python's ``mkdir``, which forks nothing, the committer finds them
+:func:`replace_with_parquet` with Python's ``mkdir``, which forks nothing, the committer finds them
 made: no process for the job set-up's three directories nor the first task's one, and none for a
 ``_SUCCESS`` file and its ``.crc``, which the write no longer makes (nothing reads them; session 22,
 docs/performance.md)."""
+
+RAW_LOCAL_FS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem", "fs.file.impl.disable.cache": "true"}
+"""A write's options (its Hadoop configuration, on the driver and in its tasks) that give its
+``file:`` paths Hadoop's local file system without checksums: no ``.crc`` file beside each file
+written, so one ``chmod`` process fewer per file. A reader of the files (Hadoop's checksummed local
+file system, Spark's default) verifies nothing when a file has no ``.crc``."""
 
 ROWS_PER_WRITE_TASK = 10_000
 """Partial rows per task of a batch's write, once the previous batch's count is known
@@ -63,6 +69,21 @@ window's first firing took about 300 ms less in one task; the batch that fired a
 (about 600,000 partials) the second time took 2,190–2,235 ms with one task against 2,570–2,708
 with the shuffle. Past this many rows (a million keys), the merge is spread over the shuffle's
 tasks: one task would take seconds where a cluster's cores share it."""
+
+
+def replace_with_parquet(df: DataFrame, out: str, fs: CheckpointFS, partition_by: str | None = None) -> None:
+    """Write ``df`` as Parquet files under ``out``, in place of whatever is there: a directory the
+    checkpoint versions by batch, which a replay writes anew (the window store's ``batch=<k>``,
+    the keyed path's state). ``out`` is deleted first; on a local disk the committer's
+    directories are made here (:data:`COMMITTER_DIRS`); the write appends and leaves no
+    ``_SUCCESS`` marker: nothing reads one, a batch's directory counts once the batch's state
+    names it. What Spark's overwrite mode did, without its ``chmod`` processes."""
+    fs.delete(out)
+    writer = df.write.mode("append").option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+    if isinstance(fs, LocalFS):
+        fs.mkdirs(join(out, *COMMITTER_DIRS))
+        writer = writer.options(**RAW_LOCAL_FS)
+    (writer if partition_by is None else writer.partitionBy(partition_by)).parquet(out)
 
 
 def fires_in_one_task(stored_rows: int | None) -> bool:
@@ -103,13 +124,8 @@ class WindowStore:
         if tasks is not None:
             settings["spark.sql.adaptive.enabled"] = "false"
             partials = partials.coalesce(tasks)
-        out = self.batch_dir(batch_id)
-        self.fs.delete(out)  # what an interrupted attempt left: a replay writes the batch anew
-        if isinstance(self.fs, LocalFS):  # the committer's directories, made here without a fork each
-            self.fs.mkdirs(join(out, *COMMITTER_DIRS))
-        with settings_for(partials.sparkSession, settings):
-            (partials.write.mode("append").option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
-             .partitionBy("start").parquet(out))
+        with settings_for(partials.sparkSession, settings):  # in place of an interrupted attempt's files
+            replace_with_parquet(partials, self.batch_dir(batch_id), self.fs, partition_by="start")
 
     def discard(self, batch_id: int) -> None:
         """Delete ``batch=<batch_id>`` when the batch wrote no partials (an empty directory)."""
