@@ -42,8 +42,8 @@ def test_a_batch_is_written_by_start_with_no_marker_and_nothing_of_the_committer
     batch = tmp_path / "windows" / "batch=3"
     assert sorted(p.name for p in batch.iterdir()) == ["start=0", "start=60000"], \
         "no _SUCCESS marker, no _temporary directory"
-    if not uri:  # on a local disk, Hadoop's file system without checksums: no .crc (and no chmod) per file
-        assert not list(batch.rglob("*.crc")), sorted(p.name for p in batch.rglob("*"))
+    # on a local disk, plain path or file: URI, Hadoop's file system without checksums: no .crc (nor chmod) per file
+    assert not list(batch.rglob("*.crc")), sorted(p.name for p in batch.rglob("*"))
     assert _read(spark, store, {0: [3], 60_000: [3]}) == [(0, "a", 5, 1), (0, "b", 7, 2), (60_000, "a", 1, 1)]
 
 

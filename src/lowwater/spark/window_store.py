@@ -51,7 +51,8 @@ docs/performance.md)."""
 
 RAW_LOCAL_FS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem", "fs.file.impl.disable.cache": "true"}
 """A write's options (its Hadoop configuration, on the driver and in its tasks) that give its
-``file:`` paths Hadoop's local file system without checksums: no ``.crc`` file beside each file
+``file:`` paths, and only those (an ``hdfs:`` or ``s3a:`` write is not affected), Hadoop's local
+file system without checksums: no ``.crc`` file beside each file
 written, so one ``chmod`` process fewer per file. A reader of the files (Hadoop's checksummed local
 file system, Spark's default) verifies nothing when a file has no ``.crc``."""
 
@@ -79,10 +80,10 @@ def replace_with_parquet(df: DataFrame, out: str, fs: CheckpointFS, partition_by
     ``_SUCCESS`` marker: nothing reads one, a batch's directory counts once the batch's state
     names it. What Spark's overwrite mode did, without its ``chmod`` processes."""
     fs.delete(out)
-    writer = df.write.mode("append").option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     if isinstance(fs, LocalFS):
         fs.mkdirs(join(out, *COMMITTER_DIRS))
-        writer = writer.options(**RAW_LOCAL_FS)
+    writer = (df.write.mode("append").option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+              .options(**RAW_LOCAL_FS))  # only file: paths (a plain path or a file: URI) are affected
     (writer if partition_by is None else writer.partitionBy(partition_by)).parquet(out)
 
 
