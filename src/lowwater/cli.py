@@ -431,9 +431,10 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER, dead_letter_summary, print_progress
     from lowwater.spark.engine import SparkRuntime, query_name
-    from lowwater.spark.fs import is_uri, join
+    from lowwater.spark.fs import is_uri, join, resolve
     from lowwater.spark.listener import LowwaterProgressListener
 
+    checkpoint = resolve(checkpoint, spark)  # a plain path on a cluster whose fs.defaultFS is HDFS: its hdfs: URI
     _quiet_closed_accumulator_connection(spark)
     listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
     lines: list[dict[str, Any]] = []

@@ -75,3 +75,18 @@ def test_replace_with_parquet_leaves_exactly_the_new_rows_and_no_marker(spark: A
     names = sorted(p.name for p in out.iterdir())
     assert names and all(n.startswith("part-") or n.startswith(".part-") for n in names), names
     assert sorted(tuple(r) for r in spark.read.parquet(location).collect()) == [("a", 1), ("b", 2)]
+
+
+def test_a_plain_path_on_spark_s_local_default_stays_a_local_directory(spark: Any, tmp_path: Path) -> None:
+    from lowwater.spark.fs import resolve
+
+    assert resolve(str(tmp_path / "ck"), spark) == str(tmp_path / "ck")  # LocalFS, as before
+    assert resolve("relative/ck", spark) == "relative/ck"
+    assert resolve(f"file://{tmp_path}/ck", spark) == f"file://{tmp_path}/ck"
+    assert resolve("/ck", None) == "/ck"  # no driver JVM to ask (Spark Connect): a local path
+    spark.conf.set("fs.defaultFS", "hdfs://127.0.0.1:9")
+    try:  # qualified without a connection, as Hadoop does; relative paths under the working directory
+        assert resolve("/jobs/ck", spark) == "hdfs://127.0.0.1:9/jobs/ck"
+        assert resolve("ck", spark).startswith("hdfs://127.0.0.1:9/user/")
+    finally:
+        spark.conf.unset("fs.defaultFS")

@@ -40,7 +40,7 @@ from lowwater.metrics.line import MetricsLine, running_totals
 from lowwater.metrics.log import MetricsLog
 from lowwater.spark import faults
 from lowwater.spark.field_check import check_field_names
-from lowwater.spark.fs import join
+from lowwater.spark.fs import join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
 from lowwater.spark.native import NativeProcessor
@@ -142,7 +142,10 @@ class SparkRuntime:
     Parameters
     ----------
     checkpoint_location:
-        Spark's checkpoint and lowwater's versioned state (``<location>/lowwater``).
+        Spark's checkpoint and lowwater's versioned state (``<location>/lowwater``). A path
+        without a scheme is on the session's default file system, as Spark's own paths are: a
+        local directory under Spark's default, ``hdfs://<namenode>/<path>`` on a cluster whose
+        ``fs.defaultFS`` is HDFS (:func:`lowwater.spark.fs.resolve`).
     spark:
         The session; :func:`lowwater.spark.session.get_or_create_session` by default.
     path:
@@ -243,7 +246,8 @@ class SparkRuntime:
             else:
                 reason = f"not native ({reason}), not keyed ({why})"
             processor, path = GeneralProcessor(p, sources), "keyed" if keyed is not None else "general"
-        store = StateStore(self.checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
+        checkpoint = resolve(self.checkpoint, spark)  # where Spark puts its own checkpoint and the window store
+        store = StateStore(checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
                            spark=spark)
         store.claim({"path": path, **p.fingerprint()})
         if isinstance(processor, NativeProcessor):
@@ -262,10 +266,10 @@ class SparkRuntime:
 
         stream = read_sources(spark, sources)
         if store.local:  # (a URI checkpoint: Spark's own assertion remains)
-            _check_source_count(Path(self.checkpoint) / "spark", len(sources) + 1)
+            _check_source_count(Path(checkpoint) / "spark", len(sources) + 1)
         stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable
         writer = stream.writeStream.foreachBatch(driver.on_batch).option(
-            "checkpointLocation", join(self.checkpoint, "spark")
+            "checkpointLocation", join(checkpoint, "spark")
         ).queryName(query_name(job_name))
         if self.trigger == "available_now":
             writer = writer.trigger(availableNow=True)

@@ -2,7 +2,9 @@
 
 Everything lowwater keeps under a checkpoint goes through one :class:`CheckpointFS`:
 
-* a plain path (``/data/ck``) is a local directory, written with Python's ``os`` calls;
+* a plain path (``/data/ck``) is a local directory, written with Python's ``os`` calls (the
+  engine first qualifies it against Spark's ``fs.defaultFS`` with :func:`resolve`, so on a
+  cluster whose default file system is HDFS it is that file system's URI);
 * a URI with a scheme (``file:///data/ck``, ``hdfs://nn:8020/ck``, ``s3a://bucket/ck``) goes
   through Hadoop's ``FileContext``/``FileSystem`` in Spark's driver JVM, with the session's
   Hadoop configuration: the same classes Spark's own checkpoint uses, so wherever Spark can
@@ -25,13 +27,32 @@ from typing import Any, BinaryIO, Protocol
 from lowwater.spark import faults
 from lowwater.util.files import atomic_write
 
-__all__ = ["CheckpointFS", "HadoopFS", "LocalFS", "checkpoint_fs", "is_uri", "join"]
+__all__ = ["CheckpointFS", "HadoopFS", "LocalFS", "checkpoint_fs", "is_uri", "join", "resolve"]
 
 
 def is_uri(location: str) -> bool:
     """Whether ``location`` names a scheme (``file:``, ``hdfs:``...) rather than a local path."""
     head, sep, _ = location.partition(":")
     return bool(sep) and len(head) > 1 and head.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def resolve(location: str, spark: Any) -> str:
+    """``location`` as Spark resolves it: a plain path against the session's ``fs.defaultFS``.
+
+    Spark reads and writes a path without a scheme on the default file system of its Hadoop
+    configuration (HDFS on most clusters), and so does its streaming checkpoint. lowwater's own
+    files under the same checkpoint must land beside them: a plain path whose default file
+    system is not the local one becomes that file system's URI (``/ck`` ->
+    ``hdfs://nn:8020/ck``), relative paths against its working directory, as Hadoop qualifies
+    them. On the local file system (Spark's default) the plain path is kept, and stays a
+    :class:`LocalFS` directory. A URI, and any path under Spark Connect (no driver JVM to ask),
+    are returned as they are."""
+    jvm = getattr(spark, "_jvm", None)
+    if is_uri(location) or jvm is None:
+        return location
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    qualified = path.getFileSystem(spark._jsparkSession.sessionState().newHadoopConf()).makeQualified(path)
+    return location if qualified.toUri().getScheme() == "file" else str(qualified.toString())
 
 
 def join(base: str, *parts: str) -> str:

@@ -104,3 +104,55 @@ def test_lowwater_run_status_and_plot_on_a_checkpoint_on_hdfs(
     assert (tmp_path / "w.png").stat().st_size > 0
     assert main(["status", f"{hdfs.uri}/jobs/none"]) == 2
     assert "is not a lowwater checkpoint (nothing there)" in capsys.readouterr().err
+
+
+PLAIN_PATHS_PIPELINE = """
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.sinks.files import DirectorySink
+from lowwater.spark.sources import PartitionedLogSource
+
+RUNTIME_OPTIONS = {{"clock": lambda b: 1_000 * b}}
+
+def build(env):
+    source = PartitionedLogSource({log!r}, [("user", "STRING"), ("ts", "BIGINT"), ("n", "BIGINT")],
+                                  max_files_per_trigger=1)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n")
+     .sink_to(DirectorySink({out!r}, "json")))
+"""
+
+
+def test_plain_paths_are_on_the_default_file_system_as_spark_s_own_are(
+        spark: Any, hdfs: HdfsCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a cluster whose ``fs.defaultFS`` is HDFS, ``--checkpoint /jobs/x`` and a sink's
+    ``/out/x`` are HDFS paths, for Spark's checkpoint and window store as for lowwater's own
+    files. lowwater used to keep its control plane, the window store's deletes and the sink's
+    renames on the driver's local disk at that path while Spark wrote beside them on HDFS: the
+    sink failed, and the window store's deletes missed Spark's files."""
+    from lowwater.cli import main
+    from lowwater.io import PartitionedLogWriter
+
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, [{"user": "u", "ts": 1_000 * i, "n": 1} for i in range(25)])
+    writer.append(1, [{"user": "v", "ts": 1_000 * i + 500, "n": 2} for i in range(25)])
+    ck, out = tmp_path / "jobs" / "plain", tmp_path / "out"  # plain paths, as a user on a cluster gives them
+    pipeline = tmp_path / "p.py"
+    pipeline.write_text(textwrap.dedent(PLAIN_PATHS_PIPELINE.format(log=str(log), out=str(out))))
+    spark.conf.set("fs.defaultFS", hdfs.uri)
+    try:
+        assert main(["run", str(pipeline), "--checkpoint", str(ck), "--end-of-input"]) == 0
+        printed = capsys.readouterr().out
+        results = spark.read.json(f"{hdfs.uri}{out}/batch=*").collect()
+    finally:
+        spark.conf.unset("fs.defaultFS")
+    assert f"spark, checkpoint {hdfs.uri}{ck}," in printed
+    assert f"next: lowwater status {hdfs.uri}{ck};" in printed
+    assert not ck.exists() and not out.exists()  # nothing on the driver's disk
+    assert {"lowwater", "spark"} <= set(_hdfs_list(spark, f"{hdfs.uri}{ck}"))
+    assert {"batches", "state", "windows", "pipeline.json"} <= set(_hdfs_list(spark, f"{hdfs.uri}{ck}/lowwater"))
+    assert sorted((r.key, r.value) for r in results) == [("u", 5.0), ("u", 10.0), ("u", 10.0),
+                                                         ("v", 10.0), ("v", 20.0), ("v", 20.0)]
+    assert main(["status", f"{hdfs.uri}{ck}"]) == 0
+    assert "50 rows in = 50 windowed + 0 late + 0 dead-lettered (balanced)" in capsys.readouterr().out

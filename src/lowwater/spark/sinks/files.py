@@ -34,7 +34,8 @@ class DirectorySink(DataFrameSink):
     lines) or ``orc`` (CSV has no struct type for the ``window`` column).
     On Spark, :meth:`write` has the executors write the batch's DataFrame into
     ``<path>/.batch=<id>.tmp`` and renames it to ``batch=<id>`` (Hadoop FileSystem, so
-    ``path`` may be ``hdfs://...``); the reference runtime's rows are written as one file
+    ``path`` may be ``hdfs://...``; a plain path is on Spark's default file system, as in
+    ``df.write``); the reference runtime's rows are written as one file
     ``part.jsonl`` or ``part.parquet`` (local paths). A replayed batch id rewrites the same
     directory, so the sink's contents are exactly-once. An empty batch writes an empty one,
     unless ``empty_batches=False``: then a batch known to have no rows for this output (no
@@ -57,18 +58,13 @@ class DirectorySink(DataFrameSink):
     def __repr__(self) -> str:
         return f"DirectorySink({self.location!r}, {self.fmt!r})"
 
-    def open(self) -> None:
-        from lowwater.spark.fs import is_uri
-
-        if not is_uri(self.location):
-            self.path.mkdir(parents=True, exist_ok=True)
-
     def write(self, df: DataFrame, batch_id: int) -> None:
         """Spark writes ``df`` from the executors; the directory then replaces ``batch=<id>``."""
-        from lowwater.spark.fs import checkpoint_fs, join
+        from lowwater.spark.fs import checkpoint_fs, join, resolve
 
-        fs = checkpoint_fs(self.location, df.sparkSession)
-        tmp, final = join(self.location, f".batch={batch_id}.tmp"), join(self.location, f"batch={batch_id}")
+        location = resolve(self.location, df.sparkSession)  # where Spark writes a plain path: fs.defaultFS
+        fs = checkpoint_fs(location, df.sparkSession)
+        tmp, final = join(location, f".batch={batch_id}.tmp"), join(location, f"batch={batch_id}")
         df.write.mode("overwrite").format(_SPARK_FORMAT[self.fmt]).save(tmp)
         faults.at("dir_sink_write", batch_id)
         fs.replace_dir(tmp, final)
