@@ -231,6 +231,26 @@ def test_a_batch_that_visits_every_live_key_leaves_one_state_directory(spark: An
     assert len(kept) <= 2 and kept[0] >= 4, f"the replaced directories are deleted: {kept}"
 
 
+def test_a_run_leaves_the_caller_s_session_the_active_one(spark: Any, tmp_path: Path) -> None:
+    """Each micro-batch's DataFrames belong to Spark's clone of the query's session. A batch
+    with nothing to output made its empty frames with PySpark's ``createDataFrame`` on that
+    clone, which made it the process's active session: after a run,
+    ``SparkSession.getActiveSession()`` (and so ``get_or_create_session``) returned the last
+    batch's clone instead of the session the caller ran with."""
+    from pyspark.sql import SparkSession
+
+    batches = [[{"key": "a", "ts": 1_000 * b, "value": b, "partition": 0}] for b in range(3)]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    src = BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0])
+    env = StreamExecutionEnvironment()
+    (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(EventTimeSessionWindows.with_gap(1_500)).sum("value").add_sink(CollectSink()))
+    before = SparkSession.getActiveSession()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", clock=lambda b: 1000 * b).execute(env)
+    assert job.path == "keyed" and len(job.batches()) == 3  # the first batch has no state yet: empty frames
+    assert SparkSession.getActiveSession() is before
+
+
 def test_a_batch_that_read_many_old_versions_makes_the_next_one_compact(spark: Any, tmp_path: Path) -> None:
     """Key ``a`` opens a long session in batch 0 and is not seen again; ``b`` and ``c`` come in
     every batch, so every directory holds a new version of them and none holds the whole state.

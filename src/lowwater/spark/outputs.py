@@ -62,8 +62,20 @@ def empty_frame(spark: SparkSession, ddl: str) -> DataFrame:
     A file write of it still leaves its directory (Spark writes one empty file for the schema).
 
     One per session and ``ddl``, made once (it took 25–30 ms of the driver's time, each batch
-    with nothing to output): a DataFrame is immutable, and this one holds no data."""
+    with nothing to output): a DataFrame is immutable, and this one holds no data.
+
+    It is made in the driver's JVM: PySpark's ``createDataFrame`` makes the session it is
+    called on the process's active one, and ``spark`` is a micro-batch's (Spark's clone of the
+    query's session), so a run left ``SparkSession.getActiveSession()`` on the clone of its last
+    batch instead of the caller's session."""
     made = _EMPTY.setdefault(spark, {})
     if ddl not in made:
-        made[ddl] = spark.createDataFrame(spark.sparkContext.emptyRDD(), ddl)
+        jvm = getattr(spark, "_jvm", None)
+        if jvm is None:  # Spark Connect: no driver JVM
+            made[ddl] = spark.createDataFrame([], ddl)
+        else:
+            from pyspark.sql import DataFrame
+
+            schema = jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl)
+            made[ddl] = DataFrame(spark._jsparkSession.createDataFrame(spark._jsc.emptyRDD(), schema), spark)
     return made[ddl]
