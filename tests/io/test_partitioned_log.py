@@ -311,3 +311,18 @@ def test_reading_the_head_of_a_big_segment_decodes_only_the_head(tmp_path: Path,
     # segment's bytes are read once, whole, to count its lines
     size = next((tmp_path / "partition=0").glob(f"segment-{0:020d}.*")).stat().st_size
     assert peak < (1.3 * size if fmt == "jsonl" else 300_000), (peak, size)
+
+
+def test_a_file_uri_is_the_directory_and_another_scheme_is_refused_by_name(tmp_path: Path) -> None:
+    """Spark users write ``file:///shared/log``; ``Path`` took it for a relative directory named
+    ``file:`` and the reader said the log "does not exist"."""
+    w = PartitionedLogWriter(f"file://{tmp_path}/log", format="jsonl")
+    w.append(1, [{"i": 7}])
+    assert (tmp_path / "log" / "partition=1").is_dir() and not Path("file:").exists()
+    for root in (f"file://{tmp_path}/log", f"file:{tmp_path}/log", f"file://localhost{tmp_path}/log"):
+        assert PartitionedLogReader(root).end_offsets() == {1: 1}, root
+    for root, said in (("hdfs://namenode:8020/log", "not a hdfs: URI"), ("s3a://bucket/log", "not a s3a: URI"),
+                       ("file://otherhost/log", "another host (otherhost)")):
+        with pytest.raises(ConfigurationError) as e:
+            PartitionedLogReader(root)
+        assert _param(e) == "root" and said in str(e.value), str(e.value)

@@ -226,3 +226,12 @@ def test_a_timestamp_field_is_event_time_in_milliseconds(spark: Any, tmp_path: P
     assert job.path == "native"
     assert _windows(out) == {("a", ten): 1, ("a", ten + 1000): 2, ("a", ten + 2000): 4}
     assert _positions(dead) == [(0, 3)] and "is not a TIMESTAMP" in dead.results[0]["reason"]
+
+
+def test_a_log_given_as_a_file_uri_is_read_as_its_path(spark: Any, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    _segments(log, STAMPS)
+    source = PartitionedLogSource(f"file://{log}", FIELDS, records_per_batch=1)
+    ref_results, _ref_late, _ = _reference(PartitionedLogSource(log, FIELDS, records_per_batch=1))
+    _job, results, _late, _ = _spark(spark, source, tmp_path / "ck")
+    assert _windows(results) == _windows(ref_results) and results.results

@@ -177,8 +177,9 @@ class PartitionedLogSource(SparkSource):
                  max_files_per_trigger: int | None = None, records_per_batch: int | _Default | None = _DEFAULT,
                  segments_per_batch: int | None = None) -> None:
         from lowwater.io.fields import parse_fields
+        from lowwater.io.log.directory import log_root
 
-        self.root = Path(root)
+        self.root = log_root(root)
         self.declared_fields = parse_fields(value_fields)
         self.value_fields = [(n, t) for n, t in self.declared_fields]
         self.max_files_per_trigger = max_files_per_trigger

@@ -283,8 +283,30 @@ def _atomic_write_bytes(directory: Path, name: str, data: bytes, *, fsync: bool)
     atomic_write(directory / name, data, fsync=fsync, unique_tmp=True)
 
 
+def log_root(root: str | os.PathLike[str]) -> Path:
+    """The log's directory: a path, or a ``file:`` URI as Spark users write one
+    (``file:///shared/log``). The log is files read with Python's file API where the reading
+    runs (the driver, the executors), so any other scheme is refused by name: ``Path`` would
+    take ``hdfs://nn/log`` for a relative directory named ``hdfs:`` and report it missing."""
+    from urllib.parse import unquote, urlparse
+
+    text = os.fspath(root)
+    scheme, sep, _ = text.partition(":")
+    if not sep or len(scheme) < 2 or not scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        return Path(text)  # (a Windows drive letter, "C:", is a path)
+    if scheme.lower() != "file":
+        raise ConfigurationError(
+            "root", f"{text}: a partitioned log is a local or mounted directory, read with Python's file API "
+                    f"on the driver and the executors, not a {scheme}: URI; give its path (or a file: URI), "
+                    "or read a Kafka topic with KafkaSource")
+    parsed = urlparse(text)
+    if parsed.netloc not in ("", "localhost"):
+        raise ConfigurationError("root", f"{text}: a file: URI of another host ({parsed.netloc}); give a local path")
+    return Path(unquote(parsed.path))
+
+
 def _open_existing_root(root: str | os.PathLike[str]) -> _LogDirectory:
-    path = Path(root)
+    path = log_root(root)
     if not path.exists():
         raise ConfigurationError(
             "root", f"log directory {path} does not exist; create it with PartitionedLogWriter"

@@ -12,6 +12,7 @@ from lowwater.core.errors import ConfigurationError
 from lowwater.io.log.directory import (
     _atomic_write_bytes,
     _LogDirectory,
+    log_root,
 )
 from lowwater.io.log.format import (
     MANIFEST_NAME,
@@ -63,7 +64,7 @@ class PartitionedLogWriter:
     ) -> None:
         if format is not None:
             _check_format(format)
-        path = Path(root)
+        path = log_root(root)
         if path.exists() and not path.is_dir():
             raise ConfigurationError("root", f"{path} is a file, not a log directory")
         path.mkdir(parents=True, exist_ok=True)
