@@ -185,7 +185,9 @@ def read_checkpoint(checkpoint: str | os.PathLike[str]) -> list[dict[str, Any]]:
     root = Path(checkpoint)
     if not root.exists():
         raise CheckpointError(f"no such directory: {root}; hint: pass the checkpoint location of a lowwater job "
-                              "(`lowwater run --checkpoint DIR`, or SparkRuntime(checkpoint_location))")
+                              "(`lowwater run --checkpoint DIR`, or SparkRuntime(checkpoint_location)); on a "
+                              "cluster whose fs.defaultFS is HDFS a plain path is there: pass the URI `lowwater "
+                              "run` printed (hdfs://...)")
     if not root.is_dir():
         raise CheckpointError(f"{root} is a file, not a checkpoint directory; hint: pass the directory given as "
                               "the job's checkpoint location")

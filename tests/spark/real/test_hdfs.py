@@ -156,3 +156,5 @@ def test_plain_paths_are_on_the_default_file_system_as_spark_s_own_are(
                                                          ("v", 10.0), ("v", 20.0), ("v", 20.0)]
     assert main(["status", f"{hdfs.uri}{ck}"]) == 0
     assert "50 rows in = 50 windowed + 0 late + 0 dead-lettered (balanced)" in capsys.readouterr().out
+    assert main(["status", str(ck)]) == 2  # the plain path, where nothing is on this machine
+    assert "pass the URI `lowwater run` printed (hdfs://...)" in capsys.readouterr().err
