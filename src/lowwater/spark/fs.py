@@ -25,15 +25,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from lowwater.spark import faults
-from lowwater.util.files import atomic_write
+from lowwater.util.files import atomic_write, is_uri
 
 __all__ = ["CheckpointFS", "HadoopFS", "LocalFS", "checkpoint_fs", "is_uri", "join", "resolve"]
-
-
-def is_uri(location: str) -> bool:
-    """Whether ``location`` names a scheme (``file:``, ``hdfs:``...) rather than a local path."""
-    head, sep, _ = location.partition(":")
-    return bool(sep) and len(head) > 1 and head.replace("+", "").replace("-", "").replace(".", "").isalnum()
 
 
 def resolve(location: str, spark: Any) -> str:

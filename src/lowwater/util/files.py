@@ -13,11 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "is_uri"]
 
 Content = bytes | str | Callable[[str], None]
 """The new file's bytes, text (written as UTF-8), or a function that writes the temporary at
 the path it is given (a Parquet writer, say)."""
+
+
+def is_uri(location: str) -> bool:
+    """Whether ``location`` names a scheme (``file:``, ``hdfs:``...) rather than a local path
+    (a Windows drive letter, ``C:``, is a path)."""
+    head, sep, _ = location.partition(":")
+    return bool(sep) and len(head) > 1 and head.replace("+", "").replace("-", "").replace(".", "").isalnum()
 
 
 def atomic_write(

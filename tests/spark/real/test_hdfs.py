@@ -63,6 +63,7 @@ def test_spark_checkpoint_and_a_delta_table_on_hdfs(spark: Any, hdfs: HdfsCluste
 PIPELINE = """
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.sinks.files import DirectorySink
 from lowwater.spark.sources import PartitionedLogSource
 
 RUNTIME_OPTIONS = {{"clock": lambda b: 1_000 * b}}
@@ -71,7 +72,7 @@ def build(env):
     source = PartitionedLogSource({log!r}, [("user", "STRING"), ("ts", "BIGINT"), ("n", "BIGINT")],
                                   max_files_per_trigger=1)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
-    (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n").print())
+    (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n"){sink})
 """
 
 
@@ -88,7 +89,7 @@ def test_lowwater_run_status_and_plot_on_a_checkpoint_on_hdfs(
     writer.append(0, [{"user": "u", "ts": 1_000 * i, "n": 1} for i in range(12)])
     writer.append(1, [{"user": "v", "ts": 1_000 * i + 500, "n": 2} for i in range(12)])
     pipeline = tmp_path / "p.py"
-    pipeline.write_text(textwrap.dedent(PIPELINE.format(log=str(log))))
+    pipeline.write_text(textwrap.dedent(PIPELINE.format(log=str(log), sink=".print()")))
     ck = f"{hdfs.uri}/jobs/cli"
     assert main(["run", str(pipeline), "--checkpoint", ck]) == 0
     out = capsys.readouterr().out
@@ -104,23 +105,6 @@ def test_lowwater_run_status_and_plot_on_a_checkpoint_on_hdfs(
     assert (tmp_path / "w.png").stat().st_size > 0
     assert main(["status", f"{hdfs.uri}/jobs/none"]) == 2
     assert "is not a lowwater checkpoint (nothing there)" in capsys.readouterr().err
-
-
-PLAIN_PATHS_PIPELINE = """
-from lowwater.core.watermarks import WatermarkStrategy
-from lowwater.core.windows import TumblingEventTimeWindows
-from lowwater.spark.sinks.files import DirectorySink
-from lowwater.spark.sources import PartitionedLogSource
-
-RUNTIME_OPTIONS = {{"clock": lambda b: 1_000 * b}}
-
-def build(env):
-    source = PartitionedLogSource({log!r}, [("user", "STRING"), ("ts", "BIGINT"), ("n", "BIGINT")],
-                                  max_files_per_trigger=1)
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
-    (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n")
-     .sink_to(DirectorySink({out!r}, "json")))
-"""
 
 
 def test_plain_paths_are_on_the_default_file_system_as_spark_s_own_are(
@@ -139,7 +123,8 @@ def test_plain_paths_are_on_the_default_file_system_as_spark_s_own_are(
     writer.append(1, [{"user": "v", "ts": 1_000 * i + 500, "n": 2} for i in range(25)])
     ck, out = tmp_path / "jobs" / "plain", tmp_path / "out"  # plain paths, as a user on a cluster gives them
     pipeline = tmp_path / "p.py"
-    pipeline.write_text(textwrap.dedent(PLAIN_PATHS_PIPELINE.format(log=str(log), out=str(out))))
+    sink = f".sink_to(DirectorySink({str(out)!r}, 'json'))"
+    pipeline.write_text(textwrap.dedent(PIPELINE.format(log=str(log), sink=sink)))
     spark.conf.set("fs.defaultFS", hdfs.uri)
     try:
         assert main(["run", str(pipeline), "--checkpoint", str(ck), "--end-of-input"]) == 0

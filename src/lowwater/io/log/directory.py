@@ -27,7 +27,7 @@ from lowwater.io.log.format import (
     _pyarrow,
     _snippet,
 )
-from lowwater.util.files import atomic_write
+from lowwater.util.files import atomic_write, is_uri
 
 
 @dataclass(frozen=True)
@@ -291,9 +291,9 @@ def log_root(root: str | os.PathLike[str]) -> Path:
     from urllib.parse import unquote, urlparse
 
     text = os.fspath(root)
-    scheme, sep, _ = text.partition(":")
-    if not sep or len(scheme) < 2 or not scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
-        return Path(text)  # (a Windows drive letter, "C:", is a path)
+    if not is_uri(text):
+        return Path(text)
+    scheme = text.partition(":")[0]
     if scheme.lower() != "file":
         raise ConfigurationError(
             "root", f"{text}: a partitioned log is a local or mounted directory, read with Python's file API "
