@@ -161,7 +161,10 @@ class KafkaShapedSource(DataFrameSource):
     ``partitions_per_topic`` or more, fails the query with a message naming its topic, partition
     and offset: numbered on, it would be another topic's partition, and two partitions'
     records would share one watermark without a word. Without ``topics`` the DataFrame must
-    read one topic: its partitions are numbered by the Kafka partition alone.
+    read one topic: its partitions are numbered by the Kafka partition alone. A DataFrame read
+    with Spark's Kafka source that subscribes to several topics (``subscribe`` with a list,
+    ``subscribePattern``, or ``assign`` over several) is refused without ``topics``, naming
+    what it reads.
     """
 
     def __init__(self, df: DataFrame, value_fields: Sequence[tuple[str, str]], topics: Sequence[str] | None = None,
@@ -171,6 +174,13 @@ class KafkaShapedSource(DataFrameSource):
         missing = {"topic", "partition", "offset", "timestamp", "value"} - set(df.columns)
         if missing:
             raise ConfigurationError("df", f"is not Kafka-shaped: missing column(s) {sorted(missing)}")
+        if not topics:
+            several = _several_kafka_topics(df)
+            if several is not None:
+                raise ConfigurationError(
+                    "topics", f"the DataFrame reads {several} with Spark's Kafka source, and without topics the "
+                              "partitions are numbered by the Kafka partition alone: partition 0 of every topic "
+                              "would share one watermark. Pass topics=[...] listing every topic it reads")
         self.kafka_df = df
         self.value_fields = list(value_fields)
         self.topics = list(topics) if topics else None
@@ -214,6 +224,42 @@ class KafkaShapedSource(DataFrameSource):
 
     def fields(self) -> list[str]:
         return list(self._names)
+
+
+def _several_kafka_topics(df: DataFrame) -> str | None:
+    """What ``df`` reads, said as the option that says it (``subscribe=a,b``), when its plan's
+    Kafka sources may read more than one topic; else None (one topic, no Kafka source, or a plan
+    that cannot be looked at: Spark Connect)."""
+    import json
+
+    try:
+        leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+    except Exception:  # Spark Connect (no _jdf), or another Spark's plan API
+        return None
+    topics: set[str] = set()
+    said: list[str] = []
+    it = leaves.iterator()
+    while it.hasNext():
+        leaf = it.next()
+        if leaf.getClass().getSimpleName() != "StreamingRelationV2" or str(leaf.sourceName()).lower() != "kafka":
+            continue
+        opts = leaf.extraOptions()
+        pattern, subscribe, assign = opts.get("subscribePattern"), opts.get("subscribe"), opts.get("assign")
+        if pattern is not None:
+            return f"the topics matching subscribePattern={pattern}"
+        if subscribe is not None:
+            named = {t.strip() for t in str(subscribe).split(",") if t.strip()}
+            said.append(f"subscribe={subscribe}")
+        elif assign is not None:
+            try:
+                named = set(json.loads(str(assign)))
+            except ValueError:
+                continue  # Spark refuses it when the query starts
+            said.append(f"assign={assign}")
+        else:
+            continue
+        topics |= named
+    return f"{len(topics)} topics ({', '.join(said)})" if len(topics) > 1 else None
 
 
 def check_topic_numbering(topics: Sequence[str], per_topic: int) -> None:

@@ -138,3 +138,29 @@ def test_results_to_a_kafka_topic_and_a_consumer_that_deduplicates(spark: Any, k
     latest = dict(records)  # the consumer deduplicates: one record per (key, window start, fire index)
     assert sorted((v["key"], v["window_start"], v["value"]) for v in latest.values()) == [
         ("ann", 0, 1), ("ann", 10_000, 4), ("bob", 0, 2)]
+
+
+def test_a_kafka_dataframe_of_several_topics_is_refused_without_topics(spark: Any) -> None:
+    """Without ``topics``, KafkaShapedSource numbers partitions by the Kafka partition alone: the
+    partition 0s of two topics would have shared one watermark without a word. What the plan's
+    Kafka sources subscribe to is known before the query starts (no broker is asked here)."""
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.spark.sources import KafkaShapedSource
+
+    def kafka(**options: str) -> Any:
+        reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
+        for name, value in options.items():
+            reader = reader.option(name, value)
+        return reader.load()
+
+    several = [(kafka(subscribe="a,b"), "2 topics (subscribe=a,b)"),
+               (kafka(subscribePattern="clicks-.*"), "the topics matching subscribePattern=clicks-.*"),
+               (kafka(assign='{"a": [0], "b": [1]}'), "2 topics (assign="),
+               (kafka(subscribe="a").unionByName(kafka(subscribe="b")), "2 topics (subscribe=a, subscribe=b)")]
+    for df, said in several:
+        with pytest.raises(ConfigurationError) as e:
+            KafkaShapedSource(df, FIELDS)
+        assert e.value.parameter == "topics" and said in str(e.value), str(e.value)
+        assert "Pass topics=[...]" in str(e.value)
+    assert KafkaShapedSource(kafka(subscribe="a"), FIELDS).topics is None  # one topic: by partition
+    assert KafkaShapedSource(kafka(subscribe="a,b"), FIELDS, topics=["a", "b"]).topics == ["a", "b"]
