@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/scale.py [--keys 10000,100000,300000] [--rows 100000] [--batches 8]
                                          [--partitions 4] [--state-store hdfs|rocksdb] [--rounds 1]
+                                         [--engines lowwater,spark[,executor]]
 
 Per number of keys, one Parquet partitioned log (``--partitions``, default 4, every micro-batch 10 s
 of event time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in a fresh Python process
@@ -14,7 +15,10 @@ of event time, 2 s disorder, ``--rows`` rows per batch) is run by each engine in
 * lowwater: tumbling 1-minute windows, bounded out-of-orderness 2 s, sum, native path, results
   handed as a DataFrame to a ``noop`` write (:class:`harness.CountingSink`), which declines the
   batches with no results (``empty_batches = False``), as Spark's ``noop`` sink runs nothing
-  for them (since session 19; before, every batch ran a ``noop`` write of an empty frame).
+  for them (since session 19; before, every batch ran a ``noop`` write of an empty frame);
+* with ``--engines ...,executor``, also lowwater with a Python timestamp assigner (the same field,
+  read by a Python function): timestamps and watermarks on the executors (``path="executor"``),
+  the windows native.
 
 With ``--rounds N`` each engine runs N times per number of keys, the order alternating from
 round to round: a cell's ratios are those of the engines' median runs (by median batch time; of
@@ -76,7 +80,10 @@ def child(engine: str, log: str, ckpt: str, partitions: str = "4", state_store: 
             _, progress, wall = H.spark_native(spark, Path(log), Path(ckpt), n, WINDOW_MS, BOUND_MS)
             fired = None
         else:
-            _job, sinks, progress, wall = H.lowwater(spark, Path(log), Path(ckpt), n, WINDOW_MS, BOUND_MS)
+            job, sinks, progress, wall = H.lowwater(spark, Path(log), Path(ckpt), n, WINDOW_MS, BOUND_MS,
+                                                    python_assigner=engine == "executor")
+            if job.path != ("executor" if engine == "executor" else "native"):
+                raise RuntimeError(f"the {engine} run took the {job.path} path")
             fired = sinks[0].rows
     times = H.progress_times(progress, sampler)
     out = {**H.summarize(times), "wall_s": round(wall, 1), "result_rows": fired,
@@ -103,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state-store", choices=("hdfs", "rocksdb"), default="hdfs",
                     help="Spark's state store provider for Spark's own query (default: HDFS-backed)")
     ap.add_argument("--rounds", type=int, default=1, help="runs of each engine per number of keys (default 1)")
+    ap.add_argument("--engines", default="lowwater,spark",
+                    help="comma-separated, of lowwater (native path), spark, executor (lowwater with a Python "
+                         "timestamp assigner: watermarks on the executors); default lowwater,spark")
     ap.add_argument("--child", nargs=5, metavar=("ENGINE", "LOG", "CKPT", "PARTITIONS", "STORE"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -112,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import harness as H
 
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = set(engines) - {"lowwater", "spark", "executor"}
+    if unknown or not engines or len(set(engines)) != len(engines):
+        ap.error(f"--engines: a list of distinct lowwater, spark, executor; got {args.engines!r}")
     runs = []
     work = Path(tempfile.mkdtemp(prefix="lowwater-scale-"))
     try:
@@ -121,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
             H.write_log(log, stream, args.batches, args.rows)
             cell: dict[str, Any] = {"keys": keys, "rows_per_batch": args.rows, "batches": args.batches,
                                     "load_average_1m": [round(os.getloadavg()[0], 2)]}
-            runs_of: dict[str, list[dict[str, Any]]] = {"lowwater": [], "spark": []}
+            runs_of: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
             for r in range(args.rounds):
-                for engine in (["lowwater", "spark"] if (i + r) % 2 == 0 else ["spark", "lowwater"]):
+                for engine in (engines if (i + r) % 2 == 0 else engines[::-1]):
                     ckpt = work / f"ck-{engine}-{keys}-{r}"
                     argv = [engine, str(log), str(ckpt), str(args.partitions), args.state_store]
                     runs_of[engine].append(H.run_child(__file__, argv, f"scale {engine}: {keys} keys, round {r + 1}"))
@@ -133,28 +147,37 @@ def main(argv: list[str] | None = None) -> int:
                 cell[engine] = median_run(runs_)
                 if args.rounds > 1:
                     cell[f"{engine}_runs"] = runs_
-            lw, sp = cell["lowwater"], cell["spark"]
-            cell["ratio_time"] = round(sp["median_batch_ms"] / lw["median_batch_ms"], 3)
-            if lw.get("median_batch_cpu_ms") and sp.get("median_batch_cpu_ms"):
-                cell["ratio_cpu"] = round(sp["median_batch_cpu_ms"] / lw["median_batch_cpu_ms"], 3)
-            if args.rounds > 1:
-                cell["ratio_time_rounds"] = [round(s["median_batch_ms"] / w["median_batch_ms"], 3)
-                                             for s, w in zip(runs_of["spark"], runs_of["lowwater"], strict=True)]
-            print(json.dumps({k: cell[k] for k in ("keys", "ratio_time", "load_average_1m")} |
-                             {"ratio_cpu": cell.get("ratio_cpu"),
-                              "lowwater_python_rss_mb": lw["python_driver_peak_rss_mb"],
-                              "spark_python_rss_mb": sp["python_driver_peak_rss_mb"]}), file=sys.stderr)
+            # Spark ÷ the native path (ratio_*), Spark ÷ the executor path (executor_ratio_*), the
+            # native path ÷ the executor path (native_over_executor_*): > 1, the second is faster
+            for prefix, num, den in (("ratio_", "spark", "lowwater"), ("executor_ratio_", "spark", "executor"),
+                                     ("native_over_executor_", "lowwater", "executor")):
+                if num not in cell or den not in cell:
+                    continue
+                x, y = cell[num], cell[den]
+                cell[prefix + "time"] = round(x["median_batch_ms"] / y["median_batch_ms"], 3)
+                if x.get("median_batch_cpu_ms") and y.get("median_batch_cpu_ms"):
+                    cell[prefix + "cpu"] = round(x["median_batch_cpu_ms"] / y["median_batch_cpu_ms"], 3)
+                if args.rounds > 1:
+                    cell[prefix + "time_rounds"] = [round(u["median_batch_ms"] / v["median_batch_ms"], 3)
+                                                    for u, v in zip(runs_of[num], runs_of[den], strict=True)]
+            print(json.dumps({k: v for k, v in cell.items() if k in ("keys", "load_average_1m")
+                              or k.endswith(("_time", "_cpu"))} |
+                             {f"{e}_python_rss_mb": cell[e]["python_driver_peak_rss_mb"] for e in engines}),
+                  file=sys.stderr)
             runs.append(cell)
             shutil.rmtree(log, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     doc = {"benchmark": "scale", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "config": {"partitions": args.partitions, "rounds": args.rounds, "spark_state_store": args.state_store,
+           "config": {"partitions": args.partitions, "rounds": args.rounds, "engines": engines,
+                      "spark_state_store": args.state_store,
                       "window_ms": WINDOW_MS,
                       "event_time_per_batch_ms": SPAN_MS,
                       "bound_ms": BOUND_MS, "master": "local[2]", "cpus": os.cpu_count(),
                       "spark_conf": json.loads(os.environ.get("LOWWATER_BENCH_CONF", "{}"))},
            "note": "ratio_time = Spark median batch ms / lowwater median batch ms (> 1: lowwater faster); "
+                   "executor_ratio_time = Spark's / the executor path's; native_over_executor_time = the native "
+                   "path's / the executor path's; "
                    "ratio_cpu the same for CPU ms per batch; with rounds > 1, of each engine's median run "
                    "(ratio_time_rounds: each round's)",
            "runs": runs}
