@@ -89,3 +89,61 @@ def test_invalid_sinks_name_the_parameter() -> None:
         with pytest.raises(ConfigurationError) as e:
             call()
         assert e.value.parameter == parameter
+
+
+def _windowed_with_late(tmp: Any) -> tuple[StreamExecutionEnvironment, Any, Any]:
+    from lowwater.api import OutputTag
+
+    late = OutputTag("late")
+    recs = [{"key": "a", "ts": 100, "value": 1, "p": 0}, {"key": "a", "ts": 5000, "value": 2, "p": 0},
+            {"key": "a", "ts": 10, "value": 3, "p": 0}]
+    env = StreamExecutionEnvironment()
+    w = (env.from_source(CollectionSource([recs[:2], recs[2:]], partitions=1, partition_of="p"),
+                         WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+         .key_by("key").window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).sum("value"))
+    return env, w, w.get_side_output(late)
+
+
+def test_two_outputs_written_where_each_batch_replaces_the_last_are_refused(tmp_path: Any) -> None:
+    """A sink that keeps one write per batch id (a directory, a Delta app id, a PostgreSQL table, a
+    CollectSink) on two outputs lost one: batch 1 has both a fired window and a late row, and the
+    late row's write replaced the window's. Refused before anything runs, naming both outputs."""
+    from lowwater.api import CollectSink
+    from lowwater.core.clock import ManualClock
+    from lowwater.spark.sinks import DirectorySink, PostgresSink
+    from lowwater.spark.sinks.delta import DeltaSink
+
+    pairs = [
+        (DirectorySink(tmp_path / "all", "jsonl"), None),
+        (DirectorySink(tmp_path / "same"), DirectorySink(str(tmp_path / "same") + "/", "jsonl")),
+        (DeltaSink(str(tmp_path / "t")), DeltaSink(str(tmp_path / "t"))),
+        (PostgresSink("jdbc:postgresql://h/db", "totals"), PostgresSink("jdbc:postgresql://h/db", "totals")),
+        (CollectSink(), None),
+    ]
+    for first, second in pairs:
+        env, results, lates = _windowed_with_late(tmp_path)
+        results.add_sink(first)
+        lates.add_sink(second or first)
+        with pytest.raises(ConfigurationError) as e:
+            env.execute(clock=ManualClock(0))
+        assert e.value.parameter == "sinks"
+        assert "the output of" in str(e.value) and "the side output 'late'" in str(e.value), str(e.value)
+    # the dead letters too, on either runtime
+    env, results, lates = _windowed_with_late(tmp_path)
+    results.add_sink(DirectorySink(tmp_path / "r"))
+    with pytest.raises(ConfigurationError, match="the dead letters"):
+        ReferenceRuntime(dead_letter_sink=DirectorySink(tmp_path / "r")).execute(env)
+    # what may be shared still is: two directories, a function sink on both outputs
+    from lowwater.api.sinks import FunctionSink
+    from lowwater.spark.sinks import read_directory
+
+    seen: list[Any] = []
+    env, results, lates = _windowed_with_late(tmp_path)
+    results.add_sink(DirectorySink(tmp_path / "results", "jsonl"))
+    lates.add_sink(DirectorySink(tmp_path / "late", "jsonl"))
+    results.add_sink(FunctionSink(seen.append))
+    lates.add_sink(FunctionSink(seen.append))
+    env.execute(clock=ManualClock(0))
+    assert [(r["window_start"], r["value"]) for r in read_directory(tmp_path / "results")] == [(0, 1), (5000, 2)]
+    assert [r["ts"] for r in read_directory(tmp_path / "late")] == [10]
+    assert len(seen) == 3

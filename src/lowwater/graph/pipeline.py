@@ -14,15 +14,17 @@ from typing import Any, Protocol, runtime_checkable
 
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.time_characteristic import TimeCharacteristic
+from lowwater.graph.sinks import Sink, check_distinct_targets
 from lowwater.graph.transformations import (
     AssignTransformation,
+    SideOutputTransformation,
     SinkTransformation,
     SourceTransformation,
     Transformation,
     WindowTransformation,
 )
 
-__all__ = ["HasPipeline", "Pipeline", "PipelineLike", "as_pipeline"]
+__all__ = ["HasPipeline", "Pipeline", "PipelineLike", "as_pipeline", "describe_output"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,7 +46,14 @@ class Pipeline:
         time_characteristic: TimeCharacteristic = TimeCharacteristic.EVENT_TIME,
         auto_watermark_interval_ms: int = 200,
     ) -> Pipeline:
+        check_distinct_targets([(describe_output(t), t.sink) for t in sinks])
         return cls(tuple(sinks), time_characteristic, auto_watermark_interval_ms, _walk(sinks))
+
+    def check_dead_letter_sink(self, sink: Sink | None) -> None:
+        """Refuse a dead-letter sink that keeps its batches where one of the pipeline's sinks does
+        (:func:`~lowwater.graph.sinks.check_distinct_targets`)."""
+        if sink is not None:
+            check_distinct_targets([*((describe_output(t), t.sink) for t in self.sinks), ("the dead letters", sink)])
 
     def walk(self) -> tuple[Transformation, ...]:
         """Every transformation that reaches a sink, each once (no new walk: see the class)."""
@@ -98,6 +107,13 @@ def as_pipeline(p: PipelineLike) -> Pipeline:
     if isinstance(p, HasPipeline):
         return p.pipeline()
     raise ConfigurationError("pipeline", f"expected a Pipeline or a StreamExecutionEnvironment, got {type(p).__name__}")
+
+
+def describe_output(t: SinkTransformation) -> str:
+    """What a sink is on, for a message: ``the side output 'late' of 'window'``, ``the output of 'sum'``."""
+    if isinstance(t.input, SideOutputTransformation):
+        return f"the side output {t.input.tag.name!r} of {t.input.input.name!r}"
+    return f"the output of {t.input.name!r}"
 
 
 def _walk(sinks: tuple[SinkTransformation, ...] | list[SinkTransformation]) -> tuple[Transformation, ...]:

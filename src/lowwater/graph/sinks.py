@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["CollectSink", "ForeachBatchSink", "FunctionSink", "PrintSink", "Sink"]
+__all__ = ["CollectSink", "ForeachBatchSink", "FunctionSink", "PrintSink", "Sink", "check_distinct_targets"]
 
 
 class Sink:
@@ -24,6 +24,14 @@ class Sink:
     def close(self) -> None:
         pass
 
+    def batch_target(self) -> str | None:
+        """Where this sink keeps each batch id's rows, replacing those a write of the same id left
+        there (that is how it is exactly-once), said for a person: ``"the directory /out"``. Two
+        outputs written to one target would replace each other's batches, so a pipeline refuses
+        that (:func:`check_distinct_targets`). ``None``: the sink appends, or calls a function,
+        and may take several outputs."""
+        return None
+
 
 class CollectSink(Sink):
     """Keeps every row in memory, per batch (a replayed batch replaces its rows)."""
@@ -33,6 +41,9 @@ class CollectSink(Sink):
 
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         self.by_batch[batch_id] = list(rows)
+
+    def batch_target(self) -> str:
+        return f"one CollectSink (at {id(self):#x})"
 
     @property
     def results(self) -> list[Any]:
@@ -72,3 +83,22 @@ class ForeachBatchSink(Sink):
 
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         self.fn(list(rows), batch_id)
+
+
+def check_distinct_targets(outputs: Sequence[tuple[str, Sink]]) -> None:
+    """Refuse two outputs (``(what it is, its sink)``) whose sinks keep batches in one target
+    (:meth:`Sink.batch_target`): each batch id's second write would replace the first's rows,
+    and one output would vanish without a word."""
+    from lowwater.core.errors import ConfigurationError
+
+    seen: dict[str, str] = {}
+    for what, sink in outputs:
+        target = sink.batch_target()
+        if target is None:
+            continue
+        if target in seen:
+            raise ConfigurationError(
+                "sinks", f"{seen[target]} and {what} are both written to {target}, which keeps one write per "
+                         "batch id: the second would replace the first's rows. Give each output a sink of its own "
+                         "(another directory, table or app id)")
+        seen[target] = what

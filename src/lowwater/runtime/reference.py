@@ -62,7 +62,9 @@ class ReferenceRuntime:
     def execute(self, pipeline: PipelineLike, job_name: str = "lowwater job") -> JobResult:
         manual = self.user_clock if isinstance(self.user_clock, ManualClock) else ManualClock(0)
         fallback: Clock = self.user_clock or SystemClock()
-        job = CompiledJob(as_pipeline(pipeline), manual)
+        p = as_pipeline(pipeline)
+        p.check_dead_letter_sink(self.dead_letter_sink)
+        job = CompiledJob(p, manual)
         self.nodes = job.nodes
         job.start()
         dead_sink = self.dead_letter_sink

@@ -224,6 +224,7 @@ class SparkRuntime:
         spark = self.spark or get_or_create_session()
         sources = find_sources(p)
         check_field_names(p)  # before Spark starts and before the checkpoint is claimed
+        p.check_dead_letter_sink(self.dead_letter_sink)
         plan, reason = native_plan(p)
         if self.path in ("native", "executor") and plan is None:
             raise PipelineError(f"this pipeline cannot take the native path: {reason}")

@@ -68,6 +68,11 @@ class DeltaSink(DataFrameSink):
         self.schema = schema
         self.with_batch_id = with_batch_id
 
+    def batch_target(self) -> str:
+        """The table and app id: Delta skips a batch id the app id has committed, so a second
+        output's write of that id would be skipped."""
+        return f"the Delta table {self.path} with app id {self.app_id}"
+
     def write(self, df: DataFrame, batch_id: int) -> None:
         """The engine's sink contract (:class:`DataFrameSink`): the batch's rows as a DataFrame."""
         self.write_dataframe(df, batch_id)

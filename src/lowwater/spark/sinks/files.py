@@ -58,6 +58,12 @@ class DirectorySink(DataFrameSink):
     def __repr__(self) -> str:
         return f"DirectorySink({self.location!r}, {self.fmt!r})"
 
+    def batch_target(self) -> str:
+        """The directory (a plain path made absolute), whatever the format: ``batch=<id>/`` is one."""
+        from lowwater.util.files import is_uri
+
+        return f"the directory {self.location if is_uri(self.location) else os.path.abspath(self.location)}"
+
     def write(self, df: DataFrame, batch_id: int) -> None:
         """Spark writes ``df`` from the executors; the directory then replaces ``batch=<id>``."""
         from lowwater.spark.fs import checkpoint_fs, join, resolve
@@ -88,7 +94,10 @@ class DirectorySink(DataFrameSink):
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            pq.write_table(pa.Table.from_pylist(records), tmp / "part.parquet")
+            # every row's fields, in first-seen order: from_pylist alone takes the first row's names
+            # and drops the fields later rows add (a dead letter's "file", a dict after a scalar)
+            names = list(dict.fromkeys(k for r in records for k in r))
+            pq.write_table(pa.Table.from_pylist([{n: r.get(n) for n in names} for r in records]), tmp / "part.parquet")
         faults.at("dir_sink_write", batch_id)
         (tmp / "_SUCCESS").write_text(str(len(records)))
         if final.exists():

@@ -348,6 +348,10 @@ class PostgresSink(DataFrameSink):
     def __repr__(self) -> str:
         return f"PostgresSink({mask_jdbc_url(repr(self.upsert.jdbc_url))}, {self.upsert.table!r})"
 
+    def batch_target(self) -> str:
+        """The table: rows of two outputs upserted on one (key, window_start, window_end) would replace each other."""
+        return f"the PostgreSQL table {self.upsert.table} at {mask_jdbc_url(self.upsert.jdbc_url)}"
+
     def open(self) -> None:
         from pyspark.sql import SparkSession
 
