@@ -174,3 +174,29 @@ def test_a_partition_that_disappears_holds_windows_until_idleness_releases_them(
     assert combined[-1] == 64, "partition 1 went idle and stopped holding windows back"
     assert {(r.key, r.window_start) for r in sink.results} == {(r.key, r.window_start) for r in held}
     assert result.accounting() == Accounting(rows_in=5, rows_windowed=5, rows_late=0, rows_dead_lettered=0)
+
+
+def test_an_element_a_process_function_rejects_is_counted_once_and_emits_nothing() -> None:
+    """A BadRecordError from ``process_element`` dead-letters the element; it was also counted as
+    processed (``rows_windowed``), so the accounting came out one short, and what the function had
+    emitted before raising went out with the next element."""
+    from lowwater.core.process import KeyedProcessFunction
+
+    class Rejecting(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield ("seen", value["value"])
+            if value["value"] == 13:
+                raise BadRecordError("13 is rejected")
+            yield ("kept", value["value"])
+
+    env = StreamExecutionEnvironment()
+    recs = [{"key": "a", "ts": 1, "value": 1, "p": 0}, {"key": "a", "ts": 2, "value": 13, "p": 0},
+            {"key": "a", "ts": 3, "value": 2, "p": 0}]
+    out = (env.from_source(CollectionSource([recs], partitions=1, partition_of="p"),
+                           WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+           .key_by("key").process(Rejecting()).collect())
+    dead: list[Any] = []
+    result = env.execute(clock=ManualClock(0), dead_letter_sink=FunctionSink(dead.append))
+    assert out.results == [("seen", 1), ("kept", 1), ("seen", 2), ("kept", 2)]
+    assert [d["offset"] for d in dead] == [1] and "13 is rejected" in dead[0]["reason"]
+    assert str(result.accounting()) == "3 rows in = 2 windowed + 0 late + 1 dead-lettered (at the window operator)"

@@ -130,15 +130,24 @@ class KeyedProcessOperator:
     # -- driving ----------------------------------------------------------------------
     def process_element(self, key: Hashable, value: Any, timestamp: int | None,
                         input_index: int = 0) -> list[Emitted | SideEmitted]:
-        """Run the function on one element of input ``input_index`` (0 or 1)."""
+        """Run the function on one element of input ``input_index`` (0 or 1).
+
+        An element the function rejects (it raises, a ``BadRecordError`` say) is not counted in
+        ``elements_in`` and emits nothing: its caller dead-letters it, and the accounting counts
+        it there, once. What the function had emitted for it before raising is dropped with it."""
         self.open()
-        self.elements_in += 1
         self.current_key, self.current_timestamp, self.current_time_domain = key, timestamp, None
         if self.inputs == 1:
             method = self.function.process_element
         else:
             method = self.function.process_element1 if input_index == 0 else self.function.process_element2
-        self._call(method, value)
+        before = len(self._out)
+        try:
+            self._call(method, value)
+        except BaseException:
+            del self._out[before:]
+            raise
+        self.elements_in += 1
         return self._drain()
 
     def _fire(self, domain: TimeDomain) -> Callable[[Timer], None]:
