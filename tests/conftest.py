@@ -28,10 +28,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from lowwater.observe.accounting import Accounting
 from lowwater.runtime.reference import ReferenceRuntime
 from lowwater.runtime.result import JobResult
+
+# No per-example deadline: the property tests share two cores with the Spark tests on the other
+# xdist worker, where a 200 ms deadline failed a correct example that took 257 ms
+settings.register_profile("lowwater", deadline=None)
+settings.load_profile("lowwater")
 
 _archives: list[subprocess.Popen[bytes]] = []
 
