@@ -114,3 +114,41 @@ def test_a_raising_assigner_names_itself_and_a_fixed_restart_loses_nothing(spark
     _, clean, _, _ = _job(spark, log, tmp_path / "clean", base.with_timestamp_assigner(fixed))
     assert _final_counts(results) == _final_counts(clean) == {("a", 0): 3, ("a", 10_000): 1}
     assert json.dumps(sorted(map(str, results.results))) == json.dumps(sorted(map(str, clean.results)))
+
+
+@pytest.mark.parametrize("path", ["reference", "native", "executor", "keyed", "general"])
+def test_a_record_dead_lettered_for_its_key_or_value_still_moves_the_watermark(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """The assigner and the generator see every record whose timestamp they can take, as Flink's
+    source does; the window operator dead-letters one without a key or value after that. So such a
+    record at 95 s moves its partition's watermark to 94,999, and the next batch's record at 1 s
+    is late, on every path. A record that does not parse never reaches the generator, even when
+    its envelope has a timestamp (the strategy here takes the source timestamp)."""
+    log = tmp_path / "log"
+    w = PartitionedLogWriter(log, "jsonl")
+    w.append(0, [{"ts": 95_000, "value": 1}, {"key": "b", "ts": 40_000, "value": None}], [95_000, 40_000])
+    w.append(0, [{"key": "a", "ts": 1_000, "value": 5}], [1_000])
+    w.append(1, [{"key": "c", "ts": "x", "value": 1},  # a field of the wrong type, a good source timestamp
+                 {"key": "c", "ts": 60_000, "value": 2}], [90_000, 60_000])
+    w.append(1, [{"key": "c", "ts": 61_000, "value": 3}], [61_000])
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    sums = (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1),
+                            WatermarkStrategy.for_bounded_out_of_orderness(0))
+            .key_by("key").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).sum("value"))
+    results, lates, dead = sums.collect(), sums.get_side_output(late).collect(), CollectSink()
+    if path == "reference":
+        job: Any = env.execute()
+        watermarks = [next(iter(b.windows.values()))["combined_watermark"] for b in job.batches
+                      if not b.end_of_input]
+    else:
+        job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead, path=path,
+                           end_of_input=True).execute(env)
+        assert job.path == path
+        watermarks = [m["combined_watermark"] for m in job.metrics() if not m.get("end_of_input")]
+    # batch 0: partition 0's generator saw 95 s and 40 s, partition 1's only 60 s (not the 90 s of
+    # the record that does not parse); batch 1: partition 1 reaches 61 s
+    assert watermarks == [59_999, 60_999]
+    assert sorted((e["key"], e["ts"]) for e in lates.results) == [("a", 1_000)]
+    assert [(r.key, r.window_start, r.value) for r in results.results] == [("c", 60_000, 5)]  # at the end of input
+    assert str(job.accounting()) == "6 rows in = 2 windowed + 1 late + 3 dead-lettered"

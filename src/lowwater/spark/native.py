@@ -45,7 +45,7 @@ fires and what is cleaned up); the SQL text it runs, one entry per built-in aggr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import BadRecordError
@@ -176,7 +176,8 @@ class NativeProcessor:
             classes = _Classes(w_prev, plan.size_ms, plan.allowed_lateness_ms)
             written = [ws for ws in starts if not classes.too_late(ws)]
             late_starts = [ws for ws in written if classes.late_allowed(ws)]
-            late_fires = self._late_fires(spark, self._over(df, self._exploded_sql), late_starts, st, w_prev,
+            late_fires = self._late_fires(spark, self._over(df, lambda view: self._exploded_sql(view, df.columns)),
+                                          late_starts, st, w_prev,
                                           schema) if late_starts else None
             emitted: set[int] = set()
             for r in parts:
@@ -195,7 +196,7 @@ class NativeProcessor:
                     st.executor_states[p], events = decode(r["ctl"])
                     events.replay(st.exchange.mux.get_deferred_output(p))
                     emitted.add(p)
-                elif n and not plan.executor_watermarks:
+                elif r["max_ts"] is not None and not plan.executor_watermarks:
                     pw.generator.on_event(None, int(r["max_ts"]), st.exchange.mux.get_deferred_output(p))
             if not written:  # batch=<k> holds no window kept (or nothing): no start refers to it
                 store.discard(batch_id)
@@ -289,7 +290,7 @@ class NativeProcessor:
         return result_ddl(self._sql(schema), schema)
 
     # -- classification and the one aggregation --------------------------------------------
-    def _element_layers(self) -> list[dict[str, str]]:
+    def _element_layers(self, columns: Sequence[str]) -> list[dict[str, str]]:
         """Each element's columns, as SQL over the batch's own, none of them depending on the
         watermark: which windows an element is in, whether it is bad (dead-lettered: no
         timestamp, key or value) or at the edge of the 64-bit range, its value ``_v`` (null
@@ -311,31 +312,36 @@ class NativeProcessor:
         return [
             # NaN, infinite or out of range: null, so dead-lettered
             {"_ts": f"TRY_CAST({ts_col} AS BIGINT)", "_k": quote(p.key_field),
-             "_lw_value": quote(p.value_field) if p.value_field else "1", "_lw_data": data},
-            {"_bad": f"(_lw_data AND (_ts IS NULL OR _ts = {MIN_TIMESTAMP} OR _k IS NULL OR _lw_value IS NULL))"},
+             "_lw_value": quote(p.value_field) if p.value_field else "1", "_lw_data": data,
+             "_lw_parsed": "(_corrupt IS NULL)" if "_corrupt" in columns else "true"},
+            {"_bad": f"(_lw_data AND (_ts IS NULL OR _ts = {MIN_TIMESTAMP} OR _k IS NULL OR _lw_value IS NULL))",
+             # the generator sees every element whose timestamp the assigner takes, as on the reference
+             # runtime: also one dead-lettered for its key or value, or at the edge of the range
+             "_tsok": f"(_lw_data AND _lw_parsed AND _ts IS NOT NULL AND _ts <> {MIN_TIMESTAMP})"},
             {"_edge": f"(_lw_data AND NOT _bad AND (_ts > {MAX_TIMESTAMP - self.margin_ms} OR "
                       f"_ts < {MIN_TIMESTAMP + self.margin_ms}))"},
             {"_v": f"CASE WHEN {windowed} THEN _lw_value END",
              "_last": f"CASE WHEN {windowed} THEN _ts - pmod(_ts - {p.offset_ms}, {p.slide_ms}) END"},
         ]
 
-    def _element_sql(self, view: str) -> str:
-        """The batch's elements with the columns of :meth:`_element_layers`, one SELECT per layer."""
+    def _element_sql(self, view: str, columns: Sequence[str]) -> str:
+        """The batch's elements (``view``, of ``columns``) with the columns of :meth:`_element_layers`,
+        one SELECT per layer."""
         ctl = ", _ctl" if self.plan.executor_watermarks else ""
-        first, *rest = self._element_layers()
+        first, *rest = self._element_layers(columns)
         sql = f"SELECT _partition, _seq, _offset{ctl}, {_select(first)} FROM {view}"
         for layer in rest:
             sql = f"SELECT *, {_select(layer)} FROM ({sql})"
         return sql
 
-    def _exploded_sql(self, view: str) -> str:
+    def _exploded_sql(self, view: str, columns: Sequence[str]) -> str:
         """One row per element and window it is in (``_ws``, the window's start; ``_i`` its place
         from the last), and one row (``_i`` 0, ``_ws`` null) per element in none: bad, edge and
         control rows. ``_first`` marks each element's first row (for the per-partition counts)."""
         p = self.plan
         ctl = ", _ctl" if p.executor_watermarks else ""
-        cols = f"_partition, _seq, _offset, _ts, _k, _v, _bad, _edge, _last{ctl}"
-        elements = self._element_sql(view)
+        cols = f"_partition, _seq, _offset, _ts, _k, _v, _bad, _tsok, _edge, _last{ctl}"
+        elements = self._element_sql(view, columns)
         n = math.ceil(p.size_ms / p.slide_ms)
         if n == 1:  # one window per element: one projection
             return f"SELECT {cols}, _last AS _ws, 0 AS _i, _lw_data AS _first FROM ({elements})"
@@ -344,7 +350,7 @@ class NativeProcessor:
                 f"SELECT *, explode(sequence(0, {n - 1})) AS _i FROM ({elements})) "
                 f"WHERE _i = 0 OR {ws} > _ts - {p.size_ms}")
 
-    def _aggregate_sql(self, view: str, schema: dict[str, Any]) -> str:
+    def _aggregate_sql(self, view: str, schema: dict[str, Any], columns: Sequence[str]) -> str:
         """ONE aggregation, as SQL text (planned in one call, not one per column): per partition
         and last window start of its elements (``g`` 1) the generators' inputs and counts, whose
         class the driver decides from the start (:class:`_Classes`); per (key, window start)
@@ -361,14 +367,14 @@ class NativeProcessor:
         ctl = "max(_ctl)" if self.plan.executor_watermarks else "CAST(NULL AS STRING)"
         ws = "_last" if self._tumbling() else "_ws"
         aggregates = [
-            "max(CASE WHEN _first AND NOT _bad THEN _ts END) AS max_ts",
+            "max(CASE WHEN _first AND _tsok THEN _ts END) AS max_ts",
             "count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n",
             "count(CASE WHEN _first AND _bad THEN 1 END) AS n_bad",
             *partial_aggregates(self._sql(schema), count=not self._tumbling()),
             f"{ctl} AS ctl",
         ]
         return (f"SELECT CAST(grouping(_k) AS INT) AS g, _partition, _last, _k, {ws} AS _ws, {', '.join(aggregates)} "
-                f"FROM ({self._exploded_sql(view)}) GROUP BY GROUPING SETS ((_partition, _last), (_k, {ws}))")
+                f"FROM ({self._exploded_sql(view, columns)}) GROUP BY GROUPING SETS ((_partition, _last), (_k, {ws}))")
 
     def _tumbling(self) -> bool:
         """One window per element (``size <= slide``): each element is one row of the aggregation."""
@@ -411,7 +417,7 @@ class NativeProcessor:
         fields = ("_partition", "_last", "max_ts", "n", "n_bad", "ctl")
         kept = "g = 0 AND _ws IS NOT NULL"
         observed = self.partials.observe(
-            self._over(df, lambda view: self._aggregate_sql(view, schema)),
+            self._over(df, lambda view: self._aggregate_sql(view, schema, df.columns)),
             F.expr(f"collect_list(CASE WHEN g = 1 THEN struct({', '.join(fields)}) END)").alias("parts"),
             F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"),
             F.expr(f"count_if({kept})").alias("rows"))
@@ -425,9 +431,9 @@ class NativeProcessor:
         from pyspark.sql import functions as F
 
         p = self.plan
-        for layer in self._element_layers():
+        for layer in self._element_layers(df.columns):
             df = df.withColumns({name: F.expr(text) for name, text in layer.items()})
-        df = df.drop("_lw_value", "_lw_data")
+        df = df.drop("_lw_value", "_lw_data", "_lw_parsed")
         if w is not None:
             wv = "_lw_prev_watermark"
             df = with_batch_values(df, {wv: w})
