@@ -41,6 +41,8 @@ ODD_LINES = [
     '{"timestamp": -9223372036854775809, "value": {}}',
     '{"value": {"ok": 1}}',
     '{"value": {}, "value": {"user": "x"}}',
+    '{"offset": null, "value": {"user": "n"}}',  # null: absent, on both
+    '{"partition": null, "value": {"user": "n"}}',
 ]
 
 
@@ -92,6 +94,20 @@ ODD_VALUES = [
     '{"user": "x"}, "ts": 5', '{"user": "x"} {"user": "y"}', '{"user":\n"x"}', '{"user":\r"x"}', ' {"user": "x"}',
     '{"user": "x"', None,
 ]
+
+
+def test_lines_that_are_not_one_record_each_are_dead_letters_as_the_codec_says(tmp_path: Path) -> None:
+    """Arrow reads a stream of JSON values: an object cut over two lines and two objects on one made
+    three rows of three lines, at the wrong offsets, and three dead letters became three records."""
+    part = tmp_path / "log" / "partition=0"
+    part.mkdir(parents=True)
+    lines = ['{"value": {"user": "a", "ts": 1}, "note":', '{"x": 1}}',
+             '{"value": {"user": "b", "ts": 2}}{"value": {"user": "c", "ts": 3}}', GOOD % 3]
+    (part / f"segment-{0:020d}.jsonl").write_text("\n".join(lines) + "\n")
+    reader = PartitionedLogReader(tmp_path / "log")
+    expected = _rows([to_arrow(reader.read({0: 0}), FIELDS)])
+    assert [r["_corrupt"] is not None for r in expected] == [True, True, True, False]
+    assert _rows(list(read_arrow(reader, 0, 0, 4, FIELDS))) == expected
 
 
 def _parquet_segment(root: Path, values: list[str | None], **columns: object) -> PartitionedLogReader:

@@ -84,7 +84,10 @@ def _fast(lines: list[bytes], partition: int, first: int, fields: Sequence[tuple
     import pyarrow.compute as pc
     import pyarrow.json as pj
 
-    if not all(line[:1] == b"{" for line in lines):
+    # Arrow reads a stream of JSON values, not one per line: a line with two objects and an object
+    # split over two lines would still make n rows, each at the wrong offset. A line that starts
+    # with "{" and ends with "}" holds no part of another line's object, so then n rows are n lines
+    if not all(line[:1] == b"{" and (line[-1:] == b"}" or line.rstrip(b" \t\r")[-1:] == b"}") for line in lines):
         return None  # not an object line (Arrow 26 crashes on a block of only "null" lines)
     data = b"\n".join(lines) + b"\n"
     try:
@@ -144,7 +147,9 @@ def _fast_parquet(path: Any, partition: int, first: int, nxt: int | None, pos: i
     texts = table.column("value")
     if texts.null_count or not pc.all(pc.starts_with(texts, "{")).as_py() \
             or pc.any(pc.match_substring_regex(texts, "[\r\n]")).as_py():
-        return None  # not an object, or not one line each
+        # not an object, or not one line each; with no newline in a value no object spans two,
+        # so a value holding two objects makes one row too many, and the count check below sees it
+        return None
     data = ("\n".join(texts.to_pylist()) + "\n").encode("utf-8")
     schema = pa.schema([(name, _arrow_type(t)) for name, t in fields])
     try:

@@ -136,13 +136,15 @@ def _from_object(partition: int, offset: int, obj: object, raw: bytes | str) -> 
             partition, offset,
             f"'timestamp' must be a 64-bit int (epoch ms) or null, got {timestamp!r}",
         )
-    stored_offset = obj.get("offset", offset)
+    # a null offset or partition is an absent one, as in a Parquet segment's column (and as
+    # Arrow's reader, which cannot tell them apart, reads it)
+    stored_offset = offset if obj.get("offset") is None else obj["offset"]
     if stored_offset != offset or isinstance(stored_offset, bool):
         return _bad(
             partition, offset,
             f"stored offset {stored_offset!r} does not match position {offset}",
         )
-    stored_partition = obj.get("partition", partition)
+    stored_partition = partition if obj.get("partition") is None else obj["partition"]
     if stored_partition != partition or isinstance(stored_partition, bool):
         return _bad(
             partition, offset,
