@@ -135,3 +135,158 @@ def test_topic_numberings_that_cannot_be_partition_numbers_are_refused(spark: An
     assert topic_partition_number(2, "c", 7, 1000) == 2007
     with pytest.raises(ConfigurationError, match=r"topic 'c' has partition 1000, and partitions are numbered 1000"):
         topic_partition_number(2, "c", 1000, 1000)
+
+
+# --- a record's value: read as the partitioned log reads it, or a dead letter with the reason
+
+VALUE_FIELDS = [("user", "STRING"), ("at", "TIMESTAMP"), ("amount", "DOUBLE")]
+
+
+def _parsed(spark: Any, values: list[bytes | None], fields: list[tuple[str, str]] | None = None) -> list[Any]:
+    """KafkaShapedSource's rows (the standard columns, the fields, ``_corrupt``) for ``values``,
+    over a batch DataFrame of Kafka's schema, in offset order."""
+    rows = [{"key": None, "value": v, "topic": "clicks", "partition": 0, "offset": i, "timestampType": 0,
+             "timestamp": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)} for i, v in enumerate(values)]
+    source = KafkaShapedSource(spark.createDataFrame(rows, KAFKA_SCHEMA), fields or VALUE_FIELDS)
+    return source.spark_stream(spark).orderBy("_offset").collect()
+
+
+ON_TIME = b'"at": "1970-01-01T00:00:02Z"'
+BAD_VALUES = {
+    # epoch milliseconds as a number: Spark's from_json read it as SECONDS (5,000,000 ms), silently
+    "number_for_timestamp": (b'{"user": "ann", "at": 5000, "amount": 2}', "field 'at': 5000 is not a TIMESTAMP"),
+    # two events in one value: from_json kept the first and dropped the second
+    "two_objects": (b'{"user": "ann", ' + ON_TIME + b', "amount": 2} {"user": "bob", ' + ON_TIME + b', "amount": 3}',
+                    "invalid JSON (more after the first value): '{\"user\": \"ann\", "),
+    "two_objects_with_a_comma": (b'{"user": "ann", "amount": 2}, {"user": "bob", "amount": 3}',
+                                 "invalid JSON (more after the first value): "),
+    "trailing_garbage": (b'{"user": "ann", ' + ON_TIME + b', "amount": 2} x',
+                         "invalid JSON (more after the first value): "),
+    # closes the array [<value>] early: only the object wrapper {"a":<value>} catches it
+    "closing_the_array": (b'{"user": "ann"}],[{"user": "bob"}', "invalid JSON (more after the first value): "),
+    "nan_for_double": (b'{"user": "ann", ' + ON_TIME + b', "amount": NaN}',
+                       "invalid JSON (a syntax error, or a key given twice): "),
+    "infinite_double": (b'{"user": "ann", "amount": 1e400}', "field 'amount': Infinity is not a DOUBLE"),
+    "number_for_string": (b'{"user": 5, ' + ON_TIME + b', "amount": 2}', "field 'user': 5 is not a STRING"),
+    "object_for_string": (b'{"user": {"id": 7}, "amount": 2}', "field 'user': {\"id\":7} is not a STRING"),
+    "string_for_double": (b'{"user": "ann", "amount": "2"}', "field 'amount': \"2\" is not a DOUBLE"),
+    "tombstone": (None, "value is null (a tombstone), not a JSON object"),
+    "array": (b'[{"user": "ann"}]', "value is a JSON array, not an object: '[{\"user\": \"ann\"}]'"),
+    "json_null": (b"null", "value is a JSON null, not an object: 'null'"),
+    "empty": (b" ", "empty value"),
+    "not_utf8": (b'{"user": "\xff"}', "value is not UTF-8: "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_VALUES))
+def test_a_value_the_partitioned_log_would_dead_letter_is_a_dead_letter_with_its_reason(
+        spark: Any, case: str) -> None:
+    """Before, Spark's lenient from_json read each of these as an element: a number for a
+    TIMESTAMP as epoch seconds, the first of two objects, NaN, a number or an object as text."""
+    value, reason = BAD_VALUES[case]
+    [row] = _parsed(spark, [value])
+    assert row["_corrupt"] is not None and row["_corrupt"].startswith(reason), row["_corrupt"]
+    assert [row[n] for n, _ in VALUE_FIELDS] == [None, None, None]  # no element: the fields are null
+    assert (row["_partition"], row["_offset"]) == (0, 0)  # the dead letter's position
+
+
+def test_a_declared_type_is_strict_as_on_the_partitioned_log(spark: Any) -> None:
+    fields = [("n", "BIGINT"), ("i", "INT"), ("f", "FLOAT"), ("b", "BOOLEAN"), ("d", "DATE")]
+    rows = _parsed(spark, [b'{"n": 1.0}', b'{"n": 9223372036854775808}', b'{"n": "7"}', b'{"i": 3000000000}',
+                           b'{"f": 1e39}', b'{"b": "true"}', b'{"d": 19000}', b'{"n": 1e2}',
+                           b'{"n": -9223372036854775808, "i": -2147483648, "f": 1e38, "b": false, "d": "2024-01-05"}'],
+                   fields)
+    assert [r["_corrupt"] for r in rows] == [
+        "field 'n': 1 (read as DECIMAL(1,0)) is not a BIGINT",
+        "field 'n': 9223372036854775808 (read as DECIMAL(19,0)) is not a BIGINT",
+        "field 'n': \"7\" is not a BIGINT",
+        "field 'i': 3000000000 is not a INT",
+        "field 'f': 1.0E39 is not a FLOAT",
+        "field 'b': \"true\" is not a BOOLEAN",
+        "field 'd': 19000 is not a DATE",
+        "field 'n': 100.0 (read as DOUBLE) is not a BIGINT",
+        None,
+    ]
+    assert [rows[-1][n] for n, _ in fields] == [-(2**63), -(2**31), pytest.approx(1e38, rel=1e-7), False,
+                                                1_704_412_800_000]
+
+
+def test_a_good_value_is_read_exactly_as_before(spark: Any) -> None:
+    """The from_json conversion is kept for good records: the same values, to the millisecond."""
+    from pyspark.sql import functions as F
+
+    fields = [("user", "STRING"), ("at", "TIMESTAMP"), ("amount", "DOUBLE"), ("n", "BIGINT"), ("b", "BOOLEAN"),
+              ("d", "DATE"), ("gone", "STRING")]
+    values = [b'{"user": "ann", "at": "1970-01-01T00:00:02.5009Z", "amount": 2, "n": -3, "b": true, '
+              b'"d": "2024-01-05", "extra": [1, {"x": null}]}',
+              b' {"user": "bob", "at": "2024-01-01 12:00:00", "amount": 1.25, "n": null}\n',
+              b'{"at": "2024-01-01T00:00:00+02:00", "amount": 1e2}', b"{}"]
+    rows = _parsed(spark, list(values), fields)
+    assert [r["_corrupt"] for r in rows] == [None] * 4
+    got = [tuple(r[n] for n, _ in fields) for r in rows]
+    # the conversion before the fix: from_json, then TIMESTAMP and DATE as epoch milliseconds
+    df = spark.createDataFrame([(v,) for v in values], "value BINARY")
+    v = F.from_json(F.col("value").cast("string"), ", ".join(f"`{n}` {t}" for n, t in fields), {"timeZone": "UTC"})
+    old = df.select(v.alias("v")).select(*[
+        (F.unix_millis(F.col("v")[n]) if t == "TIMESTAMP" else
+         F.unix_date(F.col("v")[n]).cast("long") * F.lit(86_400_000) if t == "DATE" else F.col("v")[n]).alias(n)
+        for n, t in fields]).collect()
+    assert got == [tuple(r) for r in old]
+    assert got[0] == ("ann", 2500, 2.0, -3, True, 1_704_412_800_000, None)
+    assert got[2][1:3] == (1_704_060_000_000, 100.0)
+
+
+def test_declared_types_the_log_cannot_read_are_refused(spark: Any) -> None:
+    from lowwater.core.errors import ConfigurationError
+
+    df = spark.createDataFrame([], KAFKA_SCHEMA)
+    with pytest.raises(ConfigurationError, match=r"field 'tags' has type 'ARRAY<STRING>'; a Kafka value's fields"):
+        KafkaShapedSource(df, [("user", "STRING"), ("tags", "ARRAY<STRING>")])
+    assert KafkaShapedSource(df, [("n", "long")]).fields() == ["n"]  # the log's aliases
+
+
+def test_a_dead_lettered_kafka_record_is_counted(spark: Any, tmp_path: Path) -> None:
+    """A number for a TIMESTAMP used to be read as epoch seconds: windowed in the year 1970 + 5,000 s
+    * 1000, and its partition's watermark with it, so that every later record was late."""
+    from lowwater.api import CollectSink
+
+    def rec(offset: int, value: bytes | None) -> dict[str, Any]:
+        return {"key": None, "value": value, "topic": "clicks", "partition": 0, "offset": offset,
+                "timestampType": 0, "timestamp": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)}
+
+    def event(user: str, at_s: int, amount: int) -> bytes:
+        return json.dumps({"user": user, "at": f"1970-01-01T00:00:{at_s:02d}Z", "amount": amount}).encode()
+
+    batches = [
+        [rec(0, event("ann", 1, 1)), rec(1, b'{"user": "ann", "at": 5000, "amount": 100}')],
+        [rec(2, event("ann", 2, 2)), rec(3, event("bob", 3, 200) + b" " + event("bob", 4, 300))],
+        [rec(4, event("ann", 15, 4)), rec(5, None)],  # closes [0, 10 s); a tombstone
+        [rec(6, event("ann", 3, 8))],  # late
+    ]
+    data = tmp_path / "kafka"
+    for i, rows in enumerate(batches):
+        spark.createDataFrame(rows, KAFKA_SCHEMA).coalesce(1).write.parquet(str(data / f"b{i}"))
+    _stamp(data)
+    stream = (spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1)
+              .option("recursiveFileLookup", "true").option("pathGlobFilter", "*.parquet").parquet(str(data)))
+
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    out = (env.from_source(KafkaShapedSource(stream, [("user", "STRING"), ("at", "TIMESTAMP"), ("amount", "BIGINT")],
+                                             topics=["clicks"]),
+                           WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("at"))
+           .key_by("user").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).sum("amount"))
+    results, lates, dead = out.collect(), out.get_side_output(late).collect(), CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+
+    assert sorted((r.key, r.window_start, r.value) for r in results.results) == [("ann", 0, 3), ("ann", 10_000, 4)]
+    assert [(e["user"], e["amount"]) for e in lates.results] == [("ann", 8)]
+    why = {d["offset"]: d["reason"] for d in dead.results}
+    assert sorted(why) == [1, 3, 5]
+    assert all(r.startswith("record does not parse: ") for r in why.values()), why
+    assert "field 'at': 5000 is not a TIMESTAMP" in why[1]
+    assert "invalid JSON (more after the first value)" in why[3]
+    assert "value is null (a tombstone)" in why[5]
+    assert str(job.accounting()) == "7 rows in = 3 windowed + 1 late + 3 dead-lettered"
+    assert job.accounting().balanced

@@ -12,7 +12,8 @@ from lowwater.spark.source_base import SparkSource
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["ColumnLike", "DataFrameSource", "KafkaShapedSource", "check_topic_numbering", "topic_partition_number"]
+__all__ = ["ColumnLike", "DataFrameSource", "KafkaShapedSource", "check_topic_numbering", "kafka_value_fields",
+           "topic_partition_number"]
 
 
 ColumnLike = Any  # a column name (str) or a pyspark Column
@@ -127,6 +128,10 @@ class DataFrameSource(SparkSource):
         return list(self.df.columns)
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
+        return self.df.select(*self._standard_columns())
+
+    def _standard_columns(self) -> list[Any]:
+        """``_partition, _offset, _source_ts, _seq`` and the fields, as columns of ``self.df``."""
         from pyspark.sql import functions as F
 
         none = F.lit(None).cast("long")
@@ -140,7 +145,7 @@ class DataFrameSource(SparkSource):
         for name in self.fields():
             col, kind = self._column(name), self._types[name]
             columns.append((_event_time_ms(col, kind) if kind in _TIME_TYPES else col).alias(name))
-        return self.df.select(*columns)
+        return columns
 
 
 class KafkaShapedSource(DataFrameSource):
@@ -150,12 +155,22 @@ class KafkaShapedSource(DataFrameSource):
     map to the standard columns: each ``(topic, partition)`` is one lowwater partition
     (numbered in ``topics`` order: ``index * partitions_per_topic + partition``), the
     Kafka record timestamp is the source timestamp an assigner receives as
-    ``previous_element_timestamp``, and ``value`` is parsed as JSON with ``value_fields``
-    (``[("user", "STRING"), ("amount", "BIGINT"), ...]``; a ``TIMESTAMP`` string without a
-    zone is UTC, and arrives as epoch milliseconds, like a ``DATE``).
-    A value that does not parse yields null fields; such records are counted and sent to
-    the dead-letter output by the engine. It is a :class:`DataFrameSource` over the parsed
-    value's fields.
+    ``previous_element_timestamp``, and ``value`` is read as one JSON object with
+    ``value_fields`` (``[("user", "STRING"), ("amount", "BIGINT"), ...]``), by the rules of
+    the partitioned log (:mod:`lowwater.io.fields`): ``STRING`` takes a string, the integer
+    types an integer in their range, ``DOUBLE``/``FLOAT`` a finite number, ``BOOLEAN``
+    ``true``/``false``, ``TIMESTAMP`` and ``DATE`` a date-time or date string (without a
+    zone it is UTC; it arrives as epoch milliseconds); an absent or ``null`` field is
+    ``None``. Other declared types are refused when the source is made.
+
+    A record that is not one such object is a dead letter, counted, with its reason in the
+    ``_corrupt`` column (null for a good record; its fields are null): a null value (a
+    tombstone), a value that is not UTF-8, empty, not JSON (``NaN``, single quotes, a key
+    given twice), more than one JSON value (``{...} {...}``, trailing text), a JSON value
+    that is not an object, or a field whose value is not its declared type (``field 'at':
+    5000 is not a TIMESTAMP``: an epoch number is not read as seconds, nor a number or an
+    object as text). The check runs in Spark SQL, on the JVM. It is a
+    :class:`DataFrameSource` over the parsed value's fields.
 
     With ``topics``, a record of a topic not listed, or whose partition is
     ``partitions_per_topic`` or more, fails the query with a message naming its topic, partition
@@ -181,21 +196,42 @@ class KafkaShapedSource(DataFrameSource):
                     "topics", f"the DataFrame reads {several} with Spark's Kafka source, and without topics the "
                               "partitions are numbered by the Kafka partition alone: partition 0 of every topic "
                               "would share one watermark. Pass topics=[...] listing every topic it reads")
+        declared = kafka_value_fields(value_fields)
         self.kafka_df = df
         self.value_fields = list(value_fields)
         self.topics = list(topics) if topics else None
         self.partitions_per_topic = partitions_per_topic
         part = F.col("partition") if self.topics is None else self._numbered(self.topics, partitions_per_topic)
-        schema = ", ".join(f"`{n}` {t}" for n, t in self.value_fields)
-        value = F.from_json(F.col("value").cast("string"), schema, {"timeZone": "UTC"})
+        schema = ", ".join(f"`{n.replace('`', '``')}` {t}" for n, t in declared)
+        binary = type(df.schema["value"].dataType).__name__ == "BinaryType"
+        text = F.col("value").cast("string")
         parsed = df.select(part.cast("int").alias("_p"), F.col("offset").cast("long").alias("_o"),
-                           F.col("timestamp").alias("_t"), value.alias("_v"))
-        names = [n for n, _ in self.value_fields]
-        flat = parsed.select(*[F.col(f"_v.`{n}`").alias(f"v_{i}") for i, n in enumerate(names)],
-                             F.col("_p").alias("p_"), F.col("_o").alias("o_"), F.col("_t").alias("t_"))
+                           F.col("timestamp").alias("_t"), F.col("value").alias("_raw"), text.alias("_s"),
+                           F.from_json(text, schema, {"timeZone": "UTC"}).alias("_v"),
+                           F.try_parse_json(F.concat(F.lit("["), text, F.lit("]"))).alias("_w"))  # see _value_corrupt
+        # each field's JSON value and its kind, once a record (the checks and reasons refer to them)
+        found = parsed.select("*", *[_field_value(n).alias(f"_f{i}") for i, (n, _) in enumerate(declared)])
+        kinds = found.select("*", *[F.schema_of_variant(F.col(f"_f{i}")).alias(f"_k{i}") for i in range(len(declared))])
+        coded = kinds.select("*", _corrupt_code(declared, binary).alias("_code"))
+        # the reason of a bad record, inside a lambda: Spark evaluates it without generating code, so
+        # the code generated for every record stays small enough for the JVM to compile (it does not
+        # compile a method past 8,000 bytes of bytecode; inline, this source ran 1.5x slower)
+        reason = F.element_at(F.transform(F.array(F.col("_code")), lambda _: _corrupt_reason(declared)), 1)
+        checked = coded.select("_p", "_o", "_t", "_v", F.when(F.col("_code").isNotNull(), reason).alias("_c"))
+        names = [n for n, _ in declared]
+        flat = checked.select(*[F.when(F.col("_c").isNull(), F.col("_v").getField(n)).alias(f"v_{i}")
+                                for i, n in enumerate(names)],
+                              F.col("_p").alias("p_"), F.col("_o").alias("o_"), F.col("_t").alias("t_"),
+                              F.col("_c").alias("c_"))
         self._names = names
         super().__init__(flat.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(names)],
-                                     "p_", "o_", "t_"), partition="p_", offset="o_", timestamp="t_")
+                                     "p_", "o_", "t_", "c_"), partition="p_", offset="o_", timestamp="t_")
+
+    def spark_stream(self, spark: SparkSession) -> DataFrame:
+        """The standard columns, the fields and ``_corrupt``: why the record is a dead letter, or null."""
+        from pyspark.sql import functions as F
+
+        return self.df.select(*self._standard_columns(), F.col("c_").alias("_corrupt"))
 
     @staticmethod
     def _numbered(topics: list[str], per_topic: int) -> Any:
@@ -225,6 +261,146 @@ class KafkaShapedSource(DataFrameSource):
     def fields(self) -> list[str]:
         return list(self._names)
 
+
+_KAFKA_FIELD_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT", "STRING", "BOOLEAN", "TIMESTAMP",
+                      "DATE")
+_INT_FIELD_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT")
+_SNIPPET_CHARS = 120
+"""As much of a bad value as a reason quotes (the partitioned log's reader quotes as much)."""
+
+
+def kafka_value_fields(value_fields: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``value_fields`` with canonical type names (:func:`lowwater.io.fields.parse_fields`):
+    the types whose JSON the partitioned log reads, and no other."""
+    from lowwater.io.fields import parse_fields
+
+    for item in value_fields:
+        if isinstance(item, tuple | list) and len(item) == 2:
+            t = str(item[1]).strip().upper()
+            if t not in _KAFKA_FIELD_TYPES and t not in ("LONG", "INTEGER", "SHORT", "BYTE", "REAL", "BOOL"):
+                raise ConfigurationError(
+                    "value_fields", f"field {item[0]!r} has type {item[1]!r}; a Kafka value's fields are one of "
+                    f"{', '.join(_KAFKA_FIELD_TYPES)}, read as the partitioned log reads them")
+    return parse_fields(value_fields)
+
+
+def _quoted(text: Any, chars: int) -> Any:
+    """``'<text>'``, cut at ``chars`` characters with ``...`` (as the log's ``repr`` of a snippet)."""
+    from pyspark.sql import functions as F
+
+    more = F.when(F.length(text) > chars, F.lit("...")).otherwise(F.lit(""))
+    return F.concat(F.lit("'"), F.substring(text, 1, chars), more, F.lit("'"))
+
+
+def _field_value(name: str) -> Any:
+    """Field ``name`` of the value parsed in ``_w`` (at ``$[0]``), as a VARIANT; null when absent."""
+    from pyspark.sql import functions as F
+
+    if '"' not in name:
+        return F.try_variant_get(F.col("_w"), f'$[0]["{name}"]', "variant")
+    if "'" not in name:
+        return F.try_variant_get(F.col("_w"), f"$[0]['{name}']", "variant")
+    # a name with both quote characters: through a map of the object's fields
+    return F.try_variant_get(F.col("_w"), "$[0]", "map<string,variant>").getItem(name)
+
+
+def _field_ok(i: int, name: str, declared: str) -> Any:
+    """Whether field ``name`` (``_f<i>``, of kind ``_k<i>``: ``schema_of_variant``; ``_v`` the
+    from_json struct) is absent, ``null`` or a ``declared`` value, as
+    :func:`lowwater.io.fields.read_value` decides."""
+    from pyspark.sql import functions as F
+
+    value, kind = F.col(f"_f{i}"), F.col(f"_k{i}")
+    if declared == "BIGINT":
+        ok = kind == "BIGINT"
+    elif declared in _INT_FIELD_TYPES:
+        bits = {"INT": 31, "SMALLINT": 15, "TINYINT": 7}[declared]
+        ok = (kind == "BIGINT") & F.try_variant_get(value, "$", "bigint").between(-(2**bits), 2**bits - 1)
+    elif declared in ("DOUBLE", "FLOAT"):
+        # a BIGINT or DECIMAL (at most 38 digits) is finite and within FLOAT's range; a DOUBLE may
+        # not be (1e400 is Infinity), and NaN compares greater than every number
+        most = 1.7976931348623157e308 if declared == "DOUBLE" else 3.4028234663852886e38
+        ok = (F.when(kind == "DOUBLE", F.abs(F.try_variant_get(value, "$", "double")) <= F.lit(most))
+              .otherwise(kind == "BIGINT") | kind.startswith("DECIMAL"))
+    elif declared in ("STRING", "BOOLEAN"):
+        ok = kind == declared
+    else:  # TIMESTAMP, DATE: a string from_json reads as one (an epoch number is not seconds)
+        ok = (kind == "STRING") & F.col("_v").getField(name).isNotNull()
+    return kind.isNull() | (kind == "VOID") | F.coalesce(ok, F.lit(False))
+
+
+_START = r"trim(LEADING ' \t\n\r' FROM _s)"
+"""The value without JSON's leading whitespace."""
+
+
+# _corrupt_code's codes below the first field's
+_TOMBSTONE, _NOT_UTF8, _NOT_ONE_VALUE, _NOT_AN_OBJECT, _FIELD = 1, 2, 3, 4, 5
+
+
+def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool) -> Any:
+    """Which check a Kafka record fails first (null: none; ``_FIELD + i``: field ``i``), over
+    ``_raw`` (the value), ``_s`` (as a string), ``_w`` (``[<value>]`` parsed) and each field's
+    ``_f<i>`` and ``_k<i>``: the partitioned log's reading of a record's ``value`` object, in
+    Spark SQL. A small expression for every record; :func:`_corrupt_reason` words the few bad ones.
+
+    Spark's parser reads one JSON value and ignores what follows it: ``{..} {..}`` parses as the
+    first object. Parsed inside ``[...]``, the rest is inside the array, and then invalid JSON
+    (no comma) or a second element (``$[1]``), unless the value closes the array itself
+    (``{..}],[..``). That takes a ``]`` at the value's top level, and then the value also breaks
+    ``{"a":<value>}`` (a ``]`` where ``}`` was due, or a comma before a value instead of a key),
+    which a valid value does not: that second parse is only made for values with a ``]``."""
+    from pyspark.sql import functions as F
+
+    raw, text, parsed = F.col("_raw"), F.col("_s"), F.col("_w")
+    one = (parsed.isNotNull() & F.try_variant_get(parsed, "$[1]", "variant").isNull()
+           & F.when(F.instr(text, "]") == 0, F.lit(True)).otherwise(
+               F.try_parse_json(F.concat(F.lit('{"a":'), text, F.lit("}"))).isNotNull()))
+    code = F.when(raw.isNull(), F.lit(_TOMBSTONE))
+    if binary:
+        code = code.when(~F.is_valid_utf8(raw), F.lit(_NOT_UTF8))
+    code = code.when(~one, F.lit(_NOT_ONE_VALUE))
+    code = code.when(~F.startswith(F.expr(_START), F.lit("{")), F.lit(_NOT_AN_OBJECT))
+    for i, (name, declared) in enumerate(fields):
+        code = code.when(~_field_ok(i, name, declared), F.lit(_FIELD + i))
+    return code
+
+
+def _corrupt_reason(fields: Sequence[tuple[str, str]]) -> Any:
+    """The reason for ``_code`` (:func:`_corrupt_code`), worded as the partitioned log words it
+    (``field 'x': 5 is not a STRING``); null for a good record."""
+    from pyspark.sql import functions as F
+
+    code, text = F.col("_code"), F.col("_s")
+    first = F.substring(F.expr(_START), 1, 1)
+    kind = (F.when(first == "[", "array").when(first == '"', "string").when(first.isin("t", "f"), "boolean")
+            .when(first == "n", "null").otherwise("number"))
+    reason = (F.when(code.isNull(), F.lit(None).cast("string"))
+              .when(code == _TOMBSTONE, F.lit("value is null (a tombstone), not a JSON object"))
+              .when(code == _NOT_UTF8, F.concat(F.lit("value is not UTF-8: "), _quoted(
+                  F.make_valid_utf8(F.col("_raw")).cast("string"), _SNIPPET_CHARS)))
+              .when(code == _NOT_ONE_VALUE, F.concat(
+                  F.when(F.try_parse_json(text).isNotNull(), F.lit("invalid JSON (more after the first value): "))
+                  .otherwise(F.lit("invalid JSON (a syntax error, or a key given twice): ")),
+                  _quoted(text, _SNIPPET_CHARS)))
+              .when(code == _NOT_AN_OBJECT, F.when(F.expr(_START) == "", F.lit("empty value")).otherwise(F.concat(
+                  F.lit("value is a JSON "), kind, F.lit(", not an object: "), _quoted(text, _SNIPPET_CHARS)))))
+    if not fields:
+        return reason
+    # field i: one expression over the i-th of each, not one per field
+    i = code - F.lit(_FIELD - 1)  # element_at counts from 1
+    value = F.element_at(F.array(*[F.col(f"_f{j}") for j in range(len(fields))]), i)
+    kinds = F.element_at(F.array(*[F.col(f"_k{j}") for j in range(len(fields))]), i)
+    name = F.element_at(F.array(*[F.lit(repr(n)) for n, _ in fields]), i)
+    declared = F.element_at(F.array(*[F.lit(t) for _, t in fields]), i)
+    integral = F.element_at(F.array(*[F.lit(t in _INT_FIELD_TYPES) for _, t in fields]), i)
+    # a number as Spark holds it (1e400: Infinity), and which number when an integer was due: 1.0
+    # is held as DECIMAL(1,0), shown 1, and 2**63 as DECIMAL(19,0)
+    number = F.try_variant_get(value, "$", "string")
+    number = F.when(integral & (kinds != "BIGINT"), F.concat(number, F.lit(" (read as "), kinds, F.lit(")"))
+                    ).otherwise(number)
+    shown = F.when(kinds.isin("BIGINT", "DOUBLE") | kinds.startswith("DECIMAL"), number).otherwise(F.to_json(value))
+    shown = F.when(F.length(shown) > 60, F.concat(F.substring(shown, 1, 60), F.lit("..."))).otherwise(shown)
+    return reason.otherwise(F.concat(F.lit("field "), name, F.lit(": "), shown, F.lit(" is not a "), declared))
 
 def _several_kafka_topics(df: DataFrame) -> str | None:
     """What ``df`` reads, said as the option that says it (``subscribe=a,b``), when its plan's

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError
-from lowwater.spark.dataframe_source import check_topic_numbering, topic_partition_number
+from lowwater.spark.dataframe_source import check_topic_numbering, kafka_value_fields, topic_partition_number
 from lowwater.spark.jvm import jvm_classpath
 from lowwater.spark.sources import KafkaShapedSource
 
@@ -45,8 +45,10 @@ class KafkaSource(KafkaShapedSource):
     """Topics read with Spark's Kafka source, one lowwater partition per (topic, partition).
 
     Partition ``p`` of ``topics[i]`` is lowwater partition ``i * 1000 + p`` (so with one
-    topic, the Kafka partition number itself). ``value`` is JSON with ``value_fields``; a
-    value that does not parse, a null value and a tombstone are dead-lettered and counted.
+    topic, the Kafka partition number itself). ``value`` is one JSON object with
+    ``value_fields``, read as :class:`~lowwater.spark.sources.KafkaShapedSource` reads it (the
+    partitioned log's rules); a value that is not one, a field of another kind, a null value
+    and a tombstone are dead-lettered with the reason and counted.
 
     Parameters
     ----------
@@ -56,7 +58,8 @@ class KafkaSource(KafkaShapedSource):
         The topics, subscribed by name; partitions added to them later are picked up by
         Spark's source (it re-reads the topic metadata at every micro-batch).
     value_fields:
-        The element's fields and Spark SQL types, e.g. ``[("user", "STRING"), ("ts", "BIGINT")]``.
+        The element's fields and types, e.g. ``[("user", "STRING"), ("ts", "BIGINT")]``: one of
+        the partitioned log's (:mod:`lowwater.io.fields`), another is a :class:`ConfigurationError`.
     starting_offsets:
         ``earliest`` (default) or ``latest``, for a job without a checkpoint; a restarted job
         always resumes from its checkpoint.
@@ -73,6 +76,7 @@ class KafkaSource(KafkaShapedSource):
         self.bootstrap_servers = bootstrap_servers
         self.options = dict(options or {})
         self.starting_offsets = starting_offsets
+        kafka_value_fields(value_fields)  # refused now, not when the query starts
         self.value_fields = list(value_fields)
         self.topics = list(topics)
         self.partitions_per_topic = PARTITIONS_PER_TOPIC
