@@ -102,3 +102,76 @@ def test_a_row_whose_partition_is_not_a_partition_number_fails_the_query_naming_
     with pytest.raises(PipelineError, match=rf"the partition .* of a row is {shown} \(its offset: 7\); "
                                             r"a partition must be an integer from 0 to 2147483647"):
         SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+
+
+ODD_SCHEMA = "p INT, o BIGINT, at TIMESTAMP, user STRING, amount STRING, flag BOOLEAN"
+
+
+@pytest.mark.parametrize("path", ["native", "executor", "keyed", "general"])
+@pytest.mark.parametrize(("field", "reasons"), [
+    ("amount", ["non-numeric value (amount): '5'", "missing value (amount)", "non-numeric value (amount): \"x'y\""]),
+    ("flag", ["non-numeric value (flag): True", "missing value (flag)", "non-numeric value (flag): False"]),
+])
+def test_a_sum_of_a_column_that_is_not_a_number_dead_letters_each_row_as_the_reference_runtime_does(
+        spark: Any, tmp_path: Path, path: str, field: str, reasons: list[str]) -> None:
+    """The reference runtime's sum takes numbers only (a string or a boolean is a dead letter,
+    BuiltinAggregate.check); the native path cast a STRING column to DOUBLE (ANSI mode: the
+    query failed on ``'x'y'``; without it, ``'5'`` summed to 5.0) and summed a BOOLEAN as 1/0."""
+    rows = [(0, 0, _at(0), "ann", "5", True), (0, 1, _at(10), "ann", None, None), (0, 2, _at(20), "bob", "x'y", False)]
+    spark.createDataFrame(rows, ODD_SCHEMA).coalesce(1).write.parquet(str(tmp_path / "in" / "b0"))
+    df = spark.readStream.schema(ODD_SCHEMA).option("recursiveFileLookup", "true").parquet(str(tmp_path / "in"))
+    env = StreamExecutionEnvironment()
+    sums = (env.from_source(DataFrameSource(df, partition="p", offset="o"),
+                            WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("at"))
+            .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum(field)).collect()
+    dead = CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, dead_letter_sink=dead,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+    assert job.path == path
+    assert sums.results == []
+    assert [(d["offset"], d["reason"]) for d in sorted(dead.results, key=lambda d: d["offset"])] == \
+        list(enumerate(reasons))
+    assert str(job.accounting()) == "3 rows in = 0 windowed + 0 late + 3 dead-lettered"
+
+
+def test_the_dead_letter_frame_shows_a_string_value_as_python_s_repr(spark: Any) -> None:
+    """A DataFrame dead-letter sink gets the native path's reason from SQL; it reads as the
+    reference runtime's (Python's ``repr``), quotes and escapes included."""
+    from lowwater.core.errors import BadRecordError
+    from lowwater.spark.native import _python_repr_sql
+
+    values = ["5", "x'y", 'say "hi"', "both ' and \"", "back\\slash", "two\nlines\r\n", "a\ttab", ""]
+    got = [r[0] for r in spark.createDataFrame([(v,) for v in values], "amount STRING")
+           .selectExpr(_python_repr_sql("amount", "string")).collect()]
+    assert got == [BadRecordError.non_numeric("amount", v) for v in values]
+
+
+@pytest.mark.parametrize("time_zone", ["UTC", "America/New_York"])
+def test_a_timestamp_ntz_column_is_its_wall_clock_time_in_utc_milliseconds(
+        spark: Any, tmp_path: Path, time_zone: str) -> None:
+    """A TIMESTAMP_NTZ column (as the source timestamp, or as a field) is milliseconds of its
+    wall-clock time read as UTC, whatever the session's time zone; it was refused as the
+    timestamp, and as a field it reached the element as a datetime."""
+    import datetime as dt
+
+    schema = "p INT, o BIGINT, at TIMESTAMP_NTZ, user STRING, amount BIGINT"
+    naive = dt.datetime(2024, 5, 1, 10, 0)
+    rows = [(0, 0, naive + dt.timedelta(microseconds=999_999), "ann", 1),
+            (0, 1, naive + dt.timedelta(seconds=1), "ann", 2),
+            (0, 2, dt.datetime(1969, 12, 31, 23, 59, 59, 999_500), "bob", 4)]  # floored: -1 ms
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(tmp_path / "in" / "b0"))
+    df = spark.readStream.schema(schema).option("recursiveFileLookup", "true").parquet(str(tmp_path / "in"))
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", time_zone)
+    try:
+        env = StreamExecutionEnvironment()
+        stream = env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                                 WatermarkStrategy.for_bounded_out_of_orderness(0))
+        sums = stream.key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount").collect()
+        seen = stream.map(lambda e: (e["user"], e["at"])).collect()
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert sorted(seen.results) == [("ann", T0_MS + 999), ("ann", T0_MS + 1000), ("bob", -1)]
+    assert sorted((r.key, r.window_start, r.value) for r in sums.results) == [
+        ("ann", T0_MS, 1), ("ann", T0_MS + 1000, 2), ("bob", -1000, 4)]

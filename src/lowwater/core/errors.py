@@ -55,6 +55,10 @@ class BadRecordError(LowwaterError):
         return f"missing {what} ({field})"
 
     @staticmethod
+    def non_numeric(field: str, value: object) -> str:
+        return f"non-numeric value ({field}): {value!r}"[:200]
+
+    @staticmethod
     def edge_timestamp(timestamp: int, margin_ms: int) -> str:
         return (f"timestamp {timestamp} is within {margin_ms} ms of the 64-bit range's end: its "
                 "window or cleanup time cannot be represented")

@@ -19,19 +19,23 @@ __all__ = ["ColumnLike", "DataFrameSource", "KafkaShapedSource", "check_topic_nu
 ColumnLike = Any  # a column name (str) or a pyspark Column
 """How DataFrameSource takes a column: by name, or as a Column expression."""
 
-_TIME_TYPES = ("TimestampType", "DateType")
+_TIME_TYPES = ("TimestampType", "TimestampNTZType", "DateType")
 _INTEGRAL_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
 PARTITION_MAX = 2**31 - 1
 """The largest partition number (Spark's INT): lowwater's partitions are 0 to this."""
 
 
 def _event_time_ms(col: Any, type_name: str) -> Any:
-    """A column's value in epoch milliseconds: TIMESTAMP at ms precision (floored), DATE at
-    midnight UTC, integral numbers as they are."""
+    """A column's value in epoch milliseconds: TIMESTAMP at ms precision (floored), TIMESTAMP_NTZ
+    the same read as UTC, DATE at midnight UTC, integral numbers as they are."""
     from pyspark.sql import functions as F
 
     if type_name == "TimestampType":
         return F.unix_millis(col)
+    if type_name == "TimestampNTZType":  # a wall-clock time with no zone is UTC, as in the log's fields
+        epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+        ms = F.timestamp_diff("MILLISECOND", epoch, col)  # toward zero: floored below, as unix_millis does
+        return F.when(F.timestamp_diff("MICROSECOND", epoch, col) < ms * 1000, ms - 1).otherwise(ms)
     if type_name == "DateType":
         return F.unix_date(col).cast("long") * F.lit(86_400_000)
     return col.cast("long")
@@ -44,8 +48,8 @@ class DataFrameSource(SparkSource):
     ----------
     df:
         A streaming DataFrame. Every column whose name does not start with ``_`` is a field
-        of the element (a ``TIMESTAMP`` or ``DATE`` column arrives as epoch milliseconds,
-        like every time in lowwater).
+        of the element (a ``TIMESTAMP``, ``TIMESTAMP_NTZ`` or ``DATE`` column arrives as epoch
+        milliseconds, like every time in lowwater).
     partition:
         The lowwater partition of a row (a column name or a Column expression, an integer
         from 0 to 2**31 - 1); ``None``: one partition, 0. A row whose partition is null,
@@ -57,7 +61,8 @@ class DataFrameSource(SparkSource):
         order within a batch's partition is promised.
     timestamp:
         The source timestamp (name or Column): a ``TIMESTAMP`` (at millisecond precision,
-        floored), a ``DATE`` (midnight UTC) or an integral number of epoch milliseconds. A
+        floored), a ``TIMESTAMP_NTZ`` (the same, its wall-clock time read as UTC, as the log
+        reads a date-time without a zone), a ``DATE`` (midnight UTC) or an integral number of epoch milliseconds. A
         strategy without an assigner takes it as event time, like a Kafka record timestamp.
         Any other type is a :class:`ConfigurationError` when the source is made.
 

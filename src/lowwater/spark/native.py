@@ -45,13 +45,13 @@ fires and what is cleaned up); the SQL text it runs, one entry per built-in aggr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import BadRecordError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
-from lowwater.core.windows import WindowResult
+from lowwater.core.windows import BUILTIN_AGGREGATES, WindowResult
 from lowwater.spark.analyzed import AnalyzedQuery
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
 from lowwater.spark.literals import with_batch_values
@@ -100,6 +100,8 @@ class NativeProcessor:
         """Timestamps within this distance of MIN or MAX have windows that cannot be represented."""
         self.store: WindowStore | None = None
         self.sql_for = sql_of(plan.aggregate)
+        self.numeric = BUILTIN_AGGREGATES[plan.aggregate].numeric
+        """Whether the aggregate takes numbers only (sum, avg): :meth:`_value_sql`."""
         """The aggregate's SQL, given the value's SQL type (raises here for an aggregate without SQL)."""
         self.partials = AnalyzedQuery(lambda batch: self._partials(batch, self._schema(batch)))
         """The batch's partials to write, observed (:meth:`_partials`), parsed and analysed once per
@@ -176,7 +178,7 @@ class NativeProcessor:
             classes = _Classes(w_prev, plan.size_ms, plan.allowed_lateness_ms)
             written = [ws for ws in starts if not classes.too_late(ws)]
             late_starts = [ws for ws in written if classes.late_allowed(ws)]
-            late_fires = self._late_fires(spark, self._over(df, lambda view: self._exploded_sql(view, df.columns)),
+            late_fires = self._late_fires(spark, self._over(df, lambda view: self._exploded_sql(view, dict(df.dtypes))),
                                           late_starts, st, w_prev,
                                           schema) if late_starts else None
             emitted: set[int] = set()
@@ -290,7 +292,7 @@ class NativeProcessor:
         return result_ddl(self._sql(schema), schema)
 
     # -- classification and the one aggregation --------------------------------------------
-    def _element_layers(self, columns: Sequence[str]) -> list[dict[str, str]]:
+    def _element_layers(self, columns: Mapping[str, str]) -> list[dict[str, str]]:
         """Each element's columns, as SQL over the batch's own, none of them depending on the
         watermark: which windows an element is in, whether it is bad (dead-lettered: no
         timestamp, key or value) or at the edge of the 64-bit range, its value ``_v`` (null
@@ -301,7 +303,9 @@ class NativeProcessor:
         In layers, each over the columns of those before it (``_lw_value`` and ``_lw_data``, whether
         the row is an element and not a control row, are only for the layers after): each condition
         is written once, where inlining them repeated the bad-record test six times, and Spark's
-        analyzer, optimizer and planner walk a tree a fraction of the size, every batch."""
+        analyzer, optimizer and planner walk a tree a fraction of the size, every batch.
+
+        ``columns`` maps the batch's column names to their SQL types (``dict(df.dtypes)``)."""
         p = self.plan
         if p.executor_watermarks:
             ts_col, data = "_ts", "(_ctl IS NULL)"
@@ -312,7 +316,7 @@ class NativeProcessor:
         return [
             # NaN, infinite or out of range: null, so dead-lettered
             {"_ts": f"TRY_CAST({ts_col} AS BIGINT)", "_k": quote(p.key_field),
-             "_lw_value": quote(p.value_field) if p.value_field else "1", "_lw_data": data,
+             "_lw_value": self._value_sql(columns), "_lw_data": data,
              "_lw_parsed": "(_corrupt IS NULL)" if "_corrupt" in columns else "true"},
             {"_bad": f"(_lw_data AND (_ts IS NULL OR _ts = {MIN_TIMESTAMP} OR _k IS NULL OR _lw_value IS NULL))",
              # the generator sees every element whose timestamp the assigner takes, as on the reference
@@ -324,7 +328,23 @@ class NativeProcessor:
              "_last": f"CASE WHEN {windowed} THEN _ts - pmod(_ts - {p.offset_ms}, {p.slide_ms}) END"},
         ]
 
-    def _element_sql(self, view: str, columns: Sequence[str]) -> str:
+    def _value_sql(self, columns: Mapping[str, str]) -> str:
+        """The value an element brings to the aggregate, null when it has none the aggregate takes
+        (so the element is dead-lettered): a sum or average takes a number only, as the reference
+        runtime's :meth:`~lowwater.core.windows.aggregations.BuiltinAggregate.check` says, so a
+        column of another type (a STRING, a BOOLEAN: a ``DataFrameSource`` can bring any) gives
+        every element of the batch the reason :meth:`_value_reason` names, not a cast."""
+        p = self.plan
+        if not p.value_field:
+            return "1"
+        return quote(p.value_field) if self._takes(columns.get(p.value_field)) else "CAST(NULL AS BIGINT)"
+
+    def _takes(self, value_type: str | None) -> bool:
+        """Whether the aggregate takes values of the SQL type ``value_type``."""
+        return not self.numeric or value_type is None or value_type in NUMBER_TYPES or \
+            value_type.startswith("decimal")
+
+    def _element_sql(self, view: str, columns: Mapping[str, str]) -> str:
         """The batch's elements (``view``, of ``columns``) with the columns of :meth:`_element_layers`,
         one SELECT per layer."""
         ctl = ", _ctl" if self.plan.executor_watermarks else ""
@@ -334,7 +354,7 @@ class NativeProcessor:
             sql = f"SELECT *, {_select(layer)} FROM ({sql})"
         return sql
 
-    def _exploded_sql(self, view: str, columns: Sequence[str]) -> str:
+    def _exploded_sql(self, view: str, columns: Mapping[str, str]) -> str:
         """One row per element and window it is in (``_ws``, the window's start; ``_i`` its place
         from the last), and one row (``_i`` 0, ``_ws`` null) per element in none: bad, edge and
         control rows. ``_first`` marks each element's first row (for the per-partition counts)."""
@@ -350,7 +370,7 @@ class NativeProcessor:
                 f"SELECT *, explode(sequence(0, {n - 1})) AS _i FROM ({elements})) "
                 f"WHERE _i = 0 OR {ws} > _ts - {p.size_ms}")
 
-    def _aggregate_sql(self, view: str, schema: dict[str, Any], columns: Sequence[str]) -> str:
+    def _aggregate_sql(self, view: str, schema: dict[str, Any], columns: Mapping[str, str]) -> str:
         """ONE aggregation, as SQL text (planned in one call, not one per column): per partition
         and last window start of its elements (``g`` 1) the generators' inputs and counts, whose
         class the driver decides from the start (:class:`_Classes`); per (key, window start)
@@ -417,7 +437,7 @@ class NativeProcessor:
         fields = ("_partition", "_last", "max_ts", "n", "n_bad", "ctl")
         kept = "g = 0 AND _ws IS NOT NULL"
         observed = self.partials.observe(
-            self._over(df, lambda view: self._aggregate_sql(view, schema, df.columns)),
+            self._over(df, lambda view: self._aggregate_sql(view, schema, dict(df.dtypes))),
             F.expr(f"collect_list(CASE WHEN g = 1 THEN struct({', '.join(fields)}) END)").alias("parts"),
             F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"),
             F.expr(f"count_if({kept})").alias("rows"))
@@ -431,7 +451,7 @@ class NativeProcessor:
         from pyspark.sql import functions as F
 
         p = self.plan
-        for layer in self._element_layers(df.columns):
+        for layer in self._element_layers(dict(df.dtypes)):
             df = df.withColumns({name: F.expr(text) for name, text in layer.items()})
         df = df.drop("_lw_value", "_lw_data", "_lw_parsed")
         if w is not None:
@@ -543,6 +563,9 @@ class NativeProcessor:
             reasons.insert(0, ("_corrupt IS NOT NULL", "concat('record does not parse: ', substr(_corrupt, 1, 200))"))
         whens = " ".join(f"WHEN {c} THEN {r}" for c, r in (x for x in reasons if x is not None))
         value_reason = literal(BadRecordError.missing("value", str(p.value_field)))
+        if p.value_field and not self._takes(dict(base.dtypes).get(p.value_field)):
+            value_reason = (f"CASE WHEN {quote(p.value_field)} IS NULL THEN {value_reason} "
+                            f"ELSE {_python_repr_sql(p.value_field, dict(base.dtypes)[p.value_field])} END")
         file = "_file" if "_file" in base.columns else "CAST(NULL AS STRING)"
         record = f"to_json(named_struct({', '.join(f'{literal(f)}, {quote(f)}' for f in fields)}))"
         return base.selectExpr(f"CASE {whens} ELSE {value_reason} END AS reason", "_partition AS partition",
@@ -569,6 +592,8 @@ class NativeProcessor:
                 reason = BadRecordError.edge_timestamp(int(r["_ts"]), self.margin_ms)
             elif r["_k"] is None:
                 reason = BadRecordError.missing("key", str(p.key_field))
+            elif p.value_field and r[p.value_field] is not None:
+                reason = BadRecordError.non_numeric(p.value_field, r[p.value_field])
             else:
                 reason = BadRecordError.missing("value", str(p.value_field))
             record = {f: r[f] for f in p.source.fields()}
@@ -613,3 +638,29 @@ class _Classes:
 
 def _select(columns: dict[str, str]) -> str:
     return ", ".join(f"{text} AS {name}" for name, text in columns.items())
+
+
+NUMBER_TYPES = ("bigint", "int", "smallint", "tinyint", "float", "double")
+"""The SQL types a sum or average takes, with ``decimal(p,s)``."""
+
+
+def _python_repr_sql(field: str, value_type: str) -> str:
+    """SQL for :meth:`BadRecordError.non_numeric`'s reason, the value shown as Python's ``repr``
+    shows it on the reference runtime and in a row-list sink: a boolean as ``True``, a string in
+    the quotes ``repr`` picks, with backslash, newline, return and tab escaped (other control
+    characters, which ``repr`` escapes too, are shown as they are)."""
+    v = quote(field)
+    prefix = literal(f"non-numeric value ({field}): ")
+    if value_type == "boolean":
+        shown = f"CASE WHEN {v} THEN 'True' ELSE 'False' END"
+    elif value_type == "string":
+        esc = v
+        for raw, escaped in ((r"'\\'", r"'\\\\'"), (r"'\n'", r"'\\n'"), (r"'\r'", r"'\\r'"), (r"'\t'", r"'\\t'")):
+            esc = f"replace({esc}, {raw}, {escaped})"  # SQL literals: Spark reads their escapes
+        single, double = literal("'"), literal('"')
+        shown = (f"CASE WHEN instr({v}, {single}) > 0 AND instr({v}, {double}) = 0 "
+                 f"THEN concat({double}, {esc}, {double}) "
+                 f"ELSE concat({single}, replace({esc}, {single}, {literal(chr(92) + chr(39))}), {single}) END")
+    else:
+        shown = f"CAST({v} AS STRING)"
+    return f"substr(concat({prefix}, {shown}), 1, 200)"

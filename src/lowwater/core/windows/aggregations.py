@@ -54,7 +54,7 @@ class BuiltinAggregate(AggregateFunction[Any, Any, Any]):
             return
         v = self.value_of(element)
         if self.numeric and (isinstance(v, bool) or not isinstance(v, numbers.Number)):
-            raise BadRecordError(f"non-numeric value ({self.field}): {v!r}"[:200])
+            raise BadRecordError(BadRecordError.non_numeric(self.field, v))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.field!r})" if self.field else f"{type(self).__name__}()"
