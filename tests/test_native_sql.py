@@ -36,6 +36,7 @@ def test_an_integer_sum_keeps_its_high_and_low_32_bits_apart_and_wraps_them_into
     ("kind", "value", "partial_ddl", "result"),
     [
         ("sum", "double", "key string, acc DOUBLE, n BIGINT", "CAST(acc AS double)"),
+        ("sum", "decimal(10,2)", "key string, acc DECIMAL(38,2), n BIGINT", "CAST(acc AS DECIMAL(38,2))"),
         ("count", "bigint", "key string, acc BIGINT, n BIGINT", "CAST(n AS BIGINT)"),
         ("min", "int", "key string, acc int, n BIGINT", "CAST(acc AS int)"),
         ("max", "string", "key string, acc string, n BIGINT", "CAST(acc AS string)"),

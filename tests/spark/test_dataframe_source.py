@@ -175,3 +175,43 @@ def test_a_timestamp_ntz_column_is_its_wall_clock_time_in_utc_milliseconds(
     assert sorted(seen.results) == [("ann", T0_MS + 999), ("ann", T0_MS + 1000), ("bob", -1)]
     assert sorted((r.key, r.window_start, r.value) for r in sums.results) == [
         ("ann", T0_MS, 1), ("ann", T0_MS + 1000, 2), ("bob", -1000, 4)]
+
+
+@pytest.mark.parametrize("path", ["native", "keyed"])
+def test_a_decimal_sum_is_exact_past_its_column_s_precision(spark: Any, tmp_path: Path, path: str) -> None:
+    """The native path summed a DECIMAL(10,2) as a DOUBLE and cast the total back to DECIMAL(10,2):
+    past 10 digits the cast failed the query (ANSI), and a DOUBLE loses cents past 2**53. It sums
+    in DECIMAL(38,2) now, as the reference runtime sums Decimals: exactly."""
+    from decimal import Decimal
+
+    schema = "p INT, o BIGINT, at TIMESTAMP, user STRING, amount DECIMAL(10,2)"
+    big = Decimal("99999999.99")
+    rows = [(0, i, _at(i), "ann", v) for i, v in enumerate([big, big, big, Decimal("0.10"), Decimal("0.20")])]
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(tmp_path / "in" / "b0"))
+    df = spark.readStream.schema(schema).option("recursiveFileLookup", "true").parquet(str(tmp_path / "in"))
+    env = StreamExecutionEnvironment()
+    sums = (env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                            WatermarkStrategy.for_bounded_out_of_orderness(0))
+            .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount")).collect()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, end_of_input=True).execute(env)  # type: ignore[arg-type]
+    assert job.path == path
+    assert [(r.key, r.value) for r in sums.results] == [("ann", Decimal("299999999.97") + Decimal("0.30"))]
+
+
+def test_a_source_timestamp_on_the_keyed_path_runs_stage_a_in_python_with_the_source_s_fields(
+        spark: Any, tmp_path: Path) -> None:
+    """Without a field assigner the keyed path's stage A runs in Python on the executors, with the
+    source pickled there without its DataFrame; its fields() read the DataFrame and failed every
+    batch (AttributeError: 'str' object has no attribute 'columns'): a KafkaSource with record
+    timestamps and a reduce, say."""
+    df = _stream(spark, tmp_path / "in", [[(0, 0, _at(100), "ann", 1), (1, 0, _at(900), "ann", 2),
+                                           (0, 1, _at(1_500), "bob", 4)]])
+    env = StreamExecutionEnvironment()
+    out = (env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                           WatermarkStrategy.for_bounded_out_of_orderness(0))
+           .key_by("user").window(TumblingEventTimeWindows.of(1000))
+           .reduce(lambda a, b: {**a, "amount": a["amount"] + b["amount"]})).collect()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", end_of_input=True).execute(env)
+    assert job.path == "keyed"
+    assert sorted((r.key, r.window_start - T0_MS, r.value["amount"]) for r in out.results) == [
+        ("ann", 0, 3), ("bob", 1000, 4)]

@@ -81,6 +81,9 @@ class DataFrameSource(SparkSource):
         self.df = df
         self.partition, self.offset, self.timestamp = partition, offset, timestamp
         self._types = {f.name: type(f.dataType).__name__ for f in df.schema.fields}
+        self._fields = list(df.columns)
+        """The fields, kept apart from ``df``: a source pickled to an executor (stage A of the keyed
+        path in Python) has no DataFrame (:meth:`__getstate__`), and reads its fields there."""
         for what, col, allowed in (("partition", partition, _INTEGRAL_TYPES), ("offset", offset, _INTEGRAL_TYPES),
                                    ("timestamp", timestamp, _INTEGRAL_TYPES + _TIME_TYPES)):
             if col is not None and self._type_of(col) not in allowed:
@@ -130,7 +133,7 @@ class DataFrameSource(SparkSource):
         raise LowwaterError(f"a {type(self).__name__} runs on the spark runtime only")
 
     def fields(self) -> list[str]:
-        return list(self.df.columns)
+        return list(self._fields)
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
         return self.df.select(*self._standard_columns())

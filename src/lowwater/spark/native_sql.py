@@ -14,7 +14,9 @@ by the aggregate's class: an aggregate without an entry fails when the processor
 
 An integer ``sum`` wraps around like Java's ``long`` (Flink's ``SumAggregator``): its high
 and low 32 bits are summed apart, which cannot overflow, and the total is wrapped modulo
-``2**64`` with shifts and a mask (:data:`WRAP`), which need no decimal arithmetic.
+``2**64`` with shifts and a mask (:data:`WRAP`), which need no decimal arithmetic. A ``DECIMAL(p,s)``
+sum is exact, in ``DECIMAL(38,s)`` (Spark's own ``sum`` widens by 10 digits); it was a DOUBLE
+cast back to ``DECIMAL(p,s)``, which failed the query (ANSI) once a total passed ``p`` digits.
 """
 
 from __future__ import annotations
@@ -95,6 +97,10 @@ def _sum(value: str) -> AggregateSql:
             Accumulator("acc_lo", "BIGINT", "sum(CAST(_v AS BIGINT) & 4294967295)", "sum",
                         "CAST(v AS BIGINT) & 4294967295"),
         ), "bigint", WRAP.format(hi="{acc}_hi", lo="{acc}_lo"))
+    if value.startswith("decimal("):  # exact, as Python's Decimal sums on the reference runtime
+        total = f"DECIMAL(38,{value[:-1].split(',')[1]})"
+        return AggregateSql((Accumulator("acc", total, f"sum(CAST(_v AS {total}))", "sum", f"CAST(v AS {total})"),),
+                            total.lower(), f"CAST({{acc}} AS {total})")
     value_type = "double" if value in ("float", "double") else value
     return AggregateSql((_double_acc(),), value_type, f"CAST({{acc}} AS {value_type})")
 
