@@ -62,8 +62,9 @@ class DataFrameSource(SparkSource):
     timestamp:
         The source timestamp (name or Column): a ``TIMESTAMP`` (at millisecond precision,
         floored), a ``TIMESTAMP_NTZ`` (the same, its wall-clock time read as UTC, as the log
-        reads a date-time without a zone), a ``DATE`` (midnight UTC) or an integral number of epoch milliseconds. A
-        strategy without an assigner takes it as event time, like a Kafka record timestamp.
+        reads a date-time without a zone), a ``DATE`` (midnight UTC) or an integral number of
+        epoch milliseconds. A strategy without an assigner takes it as event time, like a Kafka
+        record timestamp.
         Any other type is a :class:`ConfigurationError` when the source is made.
 
     Examples

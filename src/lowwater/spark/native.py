@@ -56,6 +56,7 @@ from lowwater.spark.analyzed import AnalyzedQuery
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
 from lowwater.spark.literals import with_batch_values
 from lowwater.spark.native_sql import (
+    INTEGRAL,
     AggregateSql,
     base_types,
     dead_ddl,
@@ -100,9 +101,9 @@ class NativeProcessor:
         """Timestamps within this distance of MIN or MAX have windows that cannot be represented."""
         self.store: WindowStore | None = None
         self.sql_for = sql_of(plan.aggregate)
+        """The aggregate's SQL, given the value's SQL type (raises here for an aggregate without SQL)."""
         self.numeric = BUILTIN_AGGREGATES[plan.aggregate].numeric
         """Whether the aggregate takes numbers only (sum, avg): :meth:`_value_sql`."""
-        """The aggregate's SQL, given the value's SQL type (raises here for an aggregate without SQL)."""
         self.partials = AnalyzedQuery(lambda batch: self._partials(batch, self._schema(batch)))
         """The batch's partials to write, observed (:meth:`_partials`), parsed and analysed once per
         run and schema (:mod:`lowwater.spark.analyzed`)."""
@@ -332,8 +333,9 @@ class NativeProcessor:
         """The value an element brings to the aggregate, null when it has none the aggregate takes
         (so the element is dead-lettered): a sum or average takes a number only, as the reference
         runtime's :meth:`~lowwater.core.windows.aggregations.BuiltinAggregate.check` says, so a
-        column of another type (a STRING, a BOOLEAN: a ``DataFrameSource`` can bring any) gives
-        every element of the batch the reason :meth:`_value_reason` names, not a cast."""
+        column of another type (a STRING, a BOOLEAN: a ``DataFrameSource`` can bring any) makes
+        every element of the batch a dead letter with the reference's reason
+        (:meth:`BadRecordError.non_numeric`), not a cast."""
         p = self.plan
         if not p.value_field:
             return "1"
@@ -563,9 +565,10 @@ class NativeProcessor:
             reasons.insert(0, ("_corrupt IS NOT NULL", "concat('record does not parse: ', substr(_corrupt, 1, 200))"))
         whens = " ".join(f"WHEN {c} THEN {r}" for c, r in (x for x in reasons if x is not None))
         value_reason = literal(BadRecordError.missing("value", str(p.value_field)))
-        if p.value_field and not self._takes(dict(base.dtypes).get(p.value_field)):
+        value_type = dict(base.dtypes).get(p.value_field) if p.value_field else None
+        if p.value_field and value_type is not None and not self._takes(value_type):
             value_reason = (f"CASE WHEN {quote(p.value_field)} IS NULL THEN {value_reason} "
-                            f"ELSE {_python_repr_sql(p.value_field, dict(base.dtypes)[p.value_field])} END")
+                            f"ELSE {_python_repr_sql(p.value_field, value_type)} END")
         file = "_file" if "_file" in base.columns else "CAST(NULL AS STRING)"
         record = f"to_json(named_struct({', '.join(f'{literal(f)}, {quote(f)}' for f in fields)}))"
         return base.selectExpr(f"CASE {whens} ELSE {value_reason} END AS reason", "_partition AS partition",
@@ -640,7 +643,7 @@ def _select(columns: dict[str, str]) -> str:
     return ", ".join(f"{text} AS {name}" for name, text in columns.items())
 
 
-NUMBER_TYPES = ("bigint", "int", "smallint", "tinyint", "float", "double")
+NUMBER_TYPES = (*INTEGRAL, "float", "double")
 """The SQL types a sum or average takes, with ``decimal(p,s)``."""
 
 

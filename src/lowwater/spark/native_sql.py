@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, WindowSpec
 
 __all__ = [
-    "AGGREGATE_SQL", "RESULT_COLUMNS", "WRAP", "Accumulator", "AggregateSql", "base_types", "dead_ddl", "late_ddl",
-    "late_names", "literal", "merge_exprs", "partial_aggregates", "partial_columns", "partial_ddl", "quote",
-    "result_ddl", "running_accumulators", "schema_json", "sql_of", "value_expr", "window_sql",
+    "AGGREGATE_SQL", "INTEGRAL", "RESULT_COLUMNS", "WRAP", "Accumulator", "AggregateSql", "base_types",
+    "dead_ddl", "late_ddl", "late_names", "literal", "merge_exprs", "partial_aggregates", "partial_columns",
+    "partial_ddl", "quote", "result_ddl", "running_accumulators", "schema_json", "sql_of", "value_expr", "window_sql",
 ]
 
 INTEGRAL = ("bigint", "int", "smallint", "tinyint")
