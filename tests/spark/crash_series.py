@@ -4,8 +4,12 @@ Used by ``tests/spark/test_faults.py`` (a few seeds, in CI) and ``benchmarks/fau
 (the full series). One series:
 
 1. writes one partitioned log (3 partitions, 3600 records, late and lagging data) and runs the
-   job once without faults: the reference. Its duration bounds the timed kills; its output tells
-   which batches have rows for PostgreSQL (the ``pg_*`` points exist only there).
+   job once without faults: the reference. Its output tells which batches have rows for
+   PostgreSQL (the ``pg_*`` points exist only there). Given a SparkSession (``spark``, CI's
+   tests), the reference runs in it, as ``crash_job.main`` would: it is only the expected
+   output, and a fresh driver and JVM of its own cost CI about 45 s. Without one it is a fresh
+   process like the killed runs, and its duration bounds the timed kills; a seed that draws a
+   timed kill needs that duration, so it fails with a session given.
 2. per seed ``s``, ``random.Random(s)`` plans 1-3 kills. Each is a named point
    (``LOWWATER_FAULT=<batch>:<point>``, :mod:`lowwater.spark.faults`) in a micro-batch or in the
    end-of-input step, or a SIGKILL sent by this process to the job's whole process group after a
@@ -91,7 +95,7 @@ class Run:
 
 @dataclass
 class Reference:
-    seconds: float
+    seconds: float | None  # None: run in the caller's session, no bound for timed kills
     last_batch: int  # the end-of-input step's batch id
     points: dict[int, list[str]]  # per batch, the points it passes
     contents: dict[str, list[str]]
@@ -105,6 +109,7 @@ class Series:
     pg: Any  # tests.pg_server.PgServer
     path: str = "native"
     jvm_options: str = JVM_OPTIONS
+    spark: Any = None  # a SparkSession: the reference runs in it (see the module's docstring)
     records: int = 0
     reference: Reference | None = None
     log_dir: Path = field(init=False)
@@ -116,6 +121,9 @@ class Series:
         self.input = self.workdir / "log"
 
     # -- running the job -----------------------------------------------------------------
+    def checkpoint(self, name: str) -> str:
+        return str(self.workdir / name / "ck")
+
     def run(self, name: str, label: str, fault: str | None = None, kill_after_s: float | None = None) -> Run:
         """Run the job on checkpoint/output/table ``name``; SIGKILL its process group after ``kill_after_s``."""
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
@@ -124,7 +132,7 @@ class Series:
             env["JDK_JAVA_OPTIONS"] = self.jvm_options
         if fault:
             env["LOWWATER_FAULT"] = fault
-        argv = [sys.executable, str(JOB), str(self.input), str(self.workdir / name / "ck"),
+        argv = [sys.executable, str(JOB), str(self.input), self.checkpoint(name),
                 str(self.workdir / name / "out"), self.path,
                 "--jdbc-url", self.pg.jdbc_url, "--table", name, "--user", self.pg.user]
         log = self.log_dir / f"{label}.log"
@@ -195,9 +203,14 @@ class Series:
         if self.reference is not None:
             return self.reference
         self.records = write_log(self.input)
-        run = self.run("clean", "clean")
-        if run.exit != 0:
-            raise RuntimeError(f"the uninterrupted run failed (exit {run.exit}):\n{run.tail()}")
+        if self.spark is not None:
+            self.run_here("clean")
+            seconds = None
+        else:
+            run = self.run("clean", "clean")
+            if run.exit != 0:
+                raise RuntimeError(f"the uninterrupted run failed (exit {run.exit}):\n{run.tail()}")
+            seconds = run.seconds
         contents = self.contents("clean")
         assert all(contents.values()), "the job should fire windows and see late rows"
         acc = self.accounting("clean", len(contents["late"]))
@@ -207,7 +220,7 @@ class Series:
         with_rows = {int(d.name.split("=")[1]) for d in (self.workdir / "clean" / "out" / "results").glob("batch=*")
                      if any(f.stat().st_size > 0 for f in d.glob("part*.json*"))}
         points = {b: [p for p in POINTS if p not in PG_POINTS or b in with_rows] for b in batches}
-        self.reference = Reference(run.seconds, last, points, contents)
+        self.reference = Reference(seconds, last, points, contents)
         return self.reference
 
     def plan(self, seed: int) -> list[dict[str, Any]]:
@@ -218,6 +231,9 @@ class Series:
         for _ in range(rng.randint(1, 3)):
             kind = rng.choices(["point", "end_of_input", "time"], weights=[6, 1, 3])[0]
             if kind == "time":
+                if ref.seconds is None:
+                    raise ValueError(f"seed {seed} draws a timed kill, bounded by the reference's duration as a "
+                                     "fresh process: run the series without a SparkSession (spark=None)")
                 fraction = rng.random()
                 kills.append({"kind": "time", "fraction": round(fraction, 4),
                               "delay_s": round(fraction * ref.seconds, 2)})
@@ -227,6 +243,22 @@ class Series:
         named = iter(sorted((k for k in kills if k["kind"] != "time"),
                             key=lambda k: (k["batch"], POINTS.index(k["point"]))))
         return [k if k["kind"] == "time" else next(named) for k in kills]
+
+    def run_here(self, name: str) -> None:
+        """Run the job on ``name`` in :attr:`spark`, as ``crash_job.main`` runs it in its own process."""
+        from lowwater.api import StreamExecutionEnvironment
+        from lowwater.spark.engine import SparkRuntime
+        from lowwater.spark.sinks import PostgresSink
+
+        try:
+            from tests.spark.crash_job import build
+        except ImportError:  # run from tests/spark on sys.path
+            from crash_job import build  # type: ignore[no-redef]
+        env = StreamExecutionEnvironment()
+        build(env, str(self.input), str(self.workdir / name / "out"),
+              PostgresSink(self.pg.jdbc_url, name, user=self.pg.user))
+        SparkRuntime(self.checkpoint(name), spark=self.spark, path=self.path,  # type: ignore[arg-type]
+                     clock=lambda b: 1_000 * b, end_of_input=True).execute(env, "crash test")
 
     def run_seed(self, seed: int) -> dict[str, Any]:
         """Plan, kill, restart, compare: one record of the series."""

@@ -29,7 +29,6 @@ pytestmark = pytest.mark.spark
 
 class HdfsSeries(Series):
     hdfs_uri: str = ""
-    spark: Any = None
 
     def _lines(self, name: str) -> list[dict[str, Any]]:
         if name == "clean":
@@ -87,8 +86,8 @@ SEEDS = [int(s) for s in os.environ.get("LOWWATER_HDFS_CRASH_SEEDS", "1").split(
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_crash_series_with_the_checkpoint_on_hdfs(spark: Any, hdfs: Any, pg: Any, tmp_path_factory: Any,
                                                      seed: int) -> None:
-    series = HdfsSeries(tmp_path_factory.mktemp("hdfs-crash"), pg)
-    series.hdfs_uri, series.spark = hdfs.uri, spark
+    series = HdfsSeries(tmp_path_factory.mktemp("hdfs-crash"), pg, spark=spark)  # the reference in the session
+    series.hdfs_uri = hdfs.uri
     record = series.run_seed(seed)
     assert record["ok"], json.dumps(record, indent=1, default=str)
     assert any(k.get("landed") for k in record["kills"]) or record["kills"][0]["kind"] == "time"
