@@ -1,12 +1,18 @@
 """A job for the crash tests: a partitioned log -> windows -> directory sinks (and PostgreSQL), on Spark.
 
-    python crash_job.py LOG CHECKPOINT OUT [native|executor|keyed|general] [--sessions]
+    python crash_job.py LOG CHECKPOINT OUT [native|executor|keyed|general] [--sessions] [--frames]
                         [--jdbc-url URL --table NAME [--user USER]]
 
 Tumbling 2 s windows, or with ``--sessions`` session windows with a 1 s gap (on the keyed path,
 these run in columns: ``lowwater.spark.keyed_sessions``). Window results go to ``OUT/results`` (a
 DirectorySink) and, with ``--jdbc-url``, to a PostgresSink on ``--table``, in that order; late
 records go to ``OUT/late`` (a DirectorySink).
+
+The input is the partitioned log at LOG (a ``PartitionedLogSource``, two segments a batch), or
+with ``--frames`` the Parquet files :func:`write_frames` made of it in LOG, read by Spark's file
+source three files a batch (one segment of each partition) through a ``DataFrameSource``: a
+driver without a Python data source starts several seconds sooner (the fixed-point crash tests
+of ``test_engine.py`` take it; the seeded series keep the log).
 Set ``LOWWATER_FAULT=<batch>:<point>[,...]`` to have the driver SIGKILLed there
 (see :mod:`lowwater.spark.faults`).
 """
@@ -14,6 +20,10 @@ Set ``LOWWATER_FAULT=<batch>:<point>[,...]`` to have the driver SIGKILLed there
 from __future__ import annotations
 
 import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
 
 from lowwater.api import OutputTag, StreamExecutionEnvironment
 from lowwater.core.watermarks import WatermarkStrategy
@@ -25,12 +35,49 @@ from lowwater.spark.sources import PartitionedLogSource
 FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
 
 
+FRAME_SCHEMA = "partition INT, offset BIGINT, key STRING, ts BIGINT, value BIGINT"
+
+
+def write_frames(log: Path, folder: Path) -> int:
+    """Write the partitioned log at ``log`` (JSON lines) as Parquet files in ``folder``: one per
+    segment, in the order segment 0 of each partition, then segment 1, ..., their modification
+    times one second apart in that order (Spark's file source takes files by modification time).
+    Returns the number of files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    segments = {int(d.name.split("=")[1]): sorted(d.glob("segment-*.jsonl")) for d in log.glob("partition=*")}
+    folder.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for i in range(max(len(v) for v in segments.values())):
+        for p in sorted(segments):
+            if i >= len(segments[p]):
+                continue
+            rows = [json.loads(line) for line in segments[p][i].read_text().splitlines()]
+            table = pa.table({"partition": pa.array([r["partition"] for r in rows], pa.int32()),
+                              "offset": pa.array([r["offset"] for r in rows], pa.int64()),
+                              **{f: [r["value"][f] for r in rows] for f in ("key", "ts", "value")}})
+            target = folder / f"part-{n:05d}.parquet"
+            pq.write_table(table, target)
+            os.utime(target, (1_700_000_000 + n, 1_700_000_000 + n))
+            n += 1
+    return n
+
+
 def build(env: StreamExecutionEnvironment, log: str, out: str, postgres: PostgresSink | None = None,
-          sessions: bool = False) -> None:
+          sessions: bool = False, spark: Any = None) -> None:
+    """The job; given ``spark``, ``log`` is :func:`write_frames`' folder, read through a DataFrameSource."""
     late = OutputTag("late")
+    if spark is None:
+        source: Any = PartitionedLogSource(log, FIELDS, max_files_per_trigger=2)
+    else:
+        from lowwater.spark.dataframe_source import DataFrameSource
+
+        frames = spark.readStream.schema(FRAME_SCHEMA).option("maxFilesPerTrigger", 3).parquet(log)
+        source = DataFrameSource(frames, partition="partition", offset="offset")
     result = (
         env.from_source(
-            PartitionedLogSource(log, FIELDS, max_files_per_trigger=2),
+            source,
             WatermarkStrategy.for_bounded_out_of_orderness(500).with_timestamp_assigner("ts"),
         )
         .key_by("key")
@@ -52,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out")
     parser.add_argument("path", nargs="?", default="native", choices=["native", "executor", "keyed", "general"])
     parser.add_argument("--sessions", action="store_true")
+    parser.add_argument("--frames", action="store_true", help="LOG is write_frames' folder of Parquet files")
     parser.add_argument("--jdbc-url")
     parser.add_argument("--table")
     parser.add_argument("--user")
@@ -67,8 +115,12 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit("the PostgreSQL JDBC driver jar is missing: run bash scripts/ensure_postgres.sh")
         spark = get_or_create_session(app_name="lowwater crash job", jars=[jar])
         postgres = PostgresSink(args.jdbc_url, args.table or "crash_results", user=args.user)
+    if args.frames and spark is None:
+        from lowwater.spark.session import get_or_create_session
+
+        spark = get_or_create_session(app_name="lowwater crash job")
     env = StreamExecutionEnvironment()
-    build(env, args.log, args.out, postgres, sessions=args.sessions)
+    build(env, args.log, args.out, postgres, sessions=args.sessions, spark=spark if args.frames else None)
     runtime = SparkRuntime(args.checkpoint, spark=spark, path=args.path, clock=lambda b: 1_000 * b,
                            end_of_input=True)
     runtime.execute(env, "crash test")

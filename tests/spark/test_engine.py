@@ -21,6 +21,7 @@ from lowwater.spark.engine import SparkRuntime
 from lowwater.spark.sinks import read_directory
 from lowwater.spark.sources import PartitionedLogSource
 from tests.spark.crash_job import build as build_crash_job
+from tests.spark.crash_job import write_frames
 from tests.spark.crash_series import JVM_OPTIONS
 
 pytestmark = pytest.mark.spark
@@ -172,7 +173,7 @@ def _run_job(log: Path, ckpt: Path, out: Path, fault: str | None, path: str = "n
     if fault:
         env["LOWWATER_FAULT"] = fault
     job = Path(__file__).with_name("crash_job.py")
-    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out), path,
+    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out), path, "--frames",
                            *(["--sessions"] if sessions else [])], env=env,
                           capture_output=True, text=True, timeout=300)
     return proc.returncode
@@ -193,10 +194,13 @@ def _contents(out: Path) -> tuple[list[Any], list[Any]]:
 @pytest.mark.parametrize("case", os.environ.get("LOWWATER_CRASH_PATHS", "keyed,keyed-sessions").split(","))
 def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(spark: Any, tmp_path: Path, case: str) -> None:
     path, sessions = case.removesuffix("-sessions"), case.endswith("-sessions")
-    log = tmp_path / "log"
-    _write_log(log)
+    # the log's records as Parquet files read by Spark's file source through a DataFrameSource (the
+    # seeded series in test_faults.py kill the partitioned log's own source)
+    log = tmp_path / "frames"
+    _write_log(tmp_path / "log")
+    assert write_frames(tmp_path / "log", log) == 18  # 6 segments of 3 partitions: 3 files a batch
     env = StreamExecutionEnvironment()  # the uninterrupted run in-process, as crash_job.main runs it
-    build_crash_job(env, str(log), str(tmp_path / "out-clean"), sessions=sessions)
+    build_crash_job(env, str(log), str(tmp_path / "out-clean"), sessions=sessions, spark=spark)
     job = SparkRuntime(str(tmp_path / "ck-clean"), spark=spark, path=path,  # type: ignore[arg-type]
                        clock=lambda b: 1_000 * b, end_of_input=True).execute(env, "crash test")
     in_columns = sum(b["metrics"].get("keys_in_columns", 0) for b in job.batches())
