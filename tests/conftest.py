@@ -46,7 +46,7 @@ SERVER_GROUP = "kafka-hdfs"
 _SERVER_FIXTURES = frozenset({"kafka", "hdfs"})
 
 SLOW_FIRST = (
-    "tests/spark/test_engine.py::test_a_killed_and_restarted_query_equals_an_uninterrupted_run",
+    "tests/spark/test_engine.py::test_killed_and_restarted_queries_equal_uninterrupted_runs",
     "tests/spark/test_faults.py::test_seeded_sigkills_then_a_restart_equal_an_uninterrupted_run",
     "tests/spark/test_several_sources.py::test_a_killed_and_restarted_union_of_two_sources",
     "tests/spark/test_cluster.py::",

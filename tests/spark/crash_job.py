@@ -1,12 +1,15 @@
 """A job for the crash tests: a partitioned log -> windows -> directory sinks (and PostgreSQL), on Spark.
 
-    python crash_job.py LOG CHECKPOINT OUT [native|executor|keyed|general] [--sessions] [--frames]
+    python crash_job.py LOG CHECKPOINT OUT [native|executor|keyed|general] [--sessions | --both] [--frames]
                         [--jdbc-url URL --table NAME [--user USER]]
 
 Tumbling 2 s windows, or with ``--sessions`` session windows with a 1 s gap (on the keyed path,
 these run in columns: ``lowwater.spark.keyed_sessions``). Window results go to ``OUT/results`` (a
 DirectorySink) and, with ``--jdbc-url``, to a PostgresSink on ``--table``, in that order; late
-records go to ``OUT/late`` (a DirectorySink).
+records go to ``OUT/late`` (a DirectorySink). With ``--both``, the tumbling windows and the sessions
+run at once, as two streaming queries of this driver, under ``CHECKPOINT/<shape>`` and
+``OUT/<shape>`` (:data:`SHAPES`); with ``LOWWATER_FAULT_QUERIES=2`` a fault kills the driver once
+both have reached it.
 
 The input is the partitioned log at LOG (a ``PartitionedLogSource``, two segments a batch), or
 with ``--frames`` the Parquet files :func:`write_frames` made of it in LOG, read by Spark's file
@@ -22,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,8 @@ from lowwater.spark.sinks import DirectorySink, PostgresSink
 from lowwater.spark.sources import PartitionedLogSource
 
 FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+SHAPES = {"tumbling": False, "sessions": True}
+"""``--both``'s pipelines: each one's name (its folder, and its query's) and whether it has sessions."""
 
 
 FRAME_SCHEMA = "partition INT, offset BIGINT, key STRING, ts BIGINT, value BIGINT"
@@ -99,31 +106,47 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out")
     parser.add_argument("path", nargs="?", default="native", choices=["native", "executor", "keyed", "general"])
     parser.add_argument("--sessions", action="store_true")
+    parser.add_argument("--both", action="store_true", help="both shapes, two queries at once")
     parser.add_argument("--frames", action="store_true", help="LOG is write_frames' folder of Parquet files")
     parser.add_argument("--jdbc-url")
     parser.add_argument("--table")
     parser.add_argument("--user")
     args = parser.parse_args(argv)
+    if args.both and (args.sessions or args.jdbc_url):
+        parser.error("--both runs both shapes, into directory sinks only")
+
+    from lowwater.spark.session import get_or_create_session
 
     spark = None
     postgres = None
     if args.jdbc_url:
-        from lowwater.spark.session import get_or_create_session, postgres_jdbc_jar
+        from lowwater.spark.session import postgres_jdbc_jar
 
         jar = postgres_jdbc_jar()
         if jar is None:
             raise SystemExit("the PostgreSQL JDBC driver jar is missing: run bash scripts/ensure_postgres.sh")
         spark = get_or_create_session(app_name="lowwater crash job", jars=[jar])
         postgres = PostgresSink(args.jdbc_url, args.table or "crash_results", user=args.user)
-    if args.frames and spark is None:
-        from lowwater.spark.session import get_or_create_session
-
+    if (args.frames or args.both) and spark is None:  # one session for both queries, made before either
         spark = get_or_create_session(app_name="lowwater crash job")
-    env = StreamExecutionEnvironment()
-    build(env, args.log, args.out, postgres, sessions=args.sessions, spark=spark if args.frames else None)
-    runtime = SparkRuntime(args.checkpoint, spark=spark, path=args.path, clock=lambda b: 1_000 * b,
-                           end_of_input=True)
-    runtime.execute(env, "crash test")
+
+    def run(checkpoint: str, out: str, sessions: bool, name: str) -> None:
+        env = StreamExecutionEnvironment()
+        build(env, args.log, out, postgres, sessions=sessions, spark=spark if args.frames else None)
+        SparkRuntime(checkpoint, spark=spark, path=args.path, clock=lambda b: 1_000 * b,
+                     end_of_input=True).execute(env, name)
+
+    if not args.both:
+        run(args.checkpoint, args.out, args.sessions, "crash test")
+        return
+    pool = ThreadPoolExecutor(len(SHAPES))
+    runs = [pool.submit(run, f"{args.checkpoint}/{shape}", f"{args.out}/{shape}", sessions, f"crash test {shape}")
+            for shape, sessions in SHAPES.items()]
+    for done in as_completed(runs):
+        if done.exception() is not None:  # not waiting for the other query, which may wait at a fault
+            traceback.print_exception(done.exception())
+            os._exit(1)
+    pool.shutdown()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from lowwater.scenario import run_scenario
 from lowwater.spark.engine import SparkRuntime
 from lowwater.spark.sinks import read_directory
 from lowwater.spark.sources import PartitionedLogSource
+from tests.spark.crash_job import SHAPES as CRASH_SHAPES
 from tests.spark.crash_job import build as build_crash_job
 from tests.spark.crash_job import write_frames
 from tests.spark.crash_series import JVM_OPTIONS
@@ -167,15 +168,19 @@ def _write_log(root: Path) -> None:
     stream.write_to(writer, batches=6, rows_per_batch=600)
 
 
-def _run_job(log: Path, ckpt: Path, out: Path, fault: str | None, path: str = "native", sessions: bool = False) -> int:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS}  # as the crash series
+def _run_job(log: Path, ckpt: Path, out: Path, fault: str | None, path: str = "native") -> int:
+    """One fresh ``python crash_job.py --both`` (driver and JVM): both shapes, the fault waiting for both queries."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS,  # as the crash series
+           "LOWWATER_FAULT_QUERIES": str(len(CRASH_SHAPES))}
     env.pop("LOWWATER_FAULT", None)
     if fault:
         env["LOWWATER_FAULT"] = fault
     job = Path(__file__).with_name("crash_job.py")
-    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out), path, "--frames",
-                           *(["--sessions"] if sessions else [])], env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, str(job), str(log), str(ckpt), str(out), path, "--frames", "--both"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    if fault:
+        said = "; ".join([f"batch {fault.replace(':', ', ')}"] * len(CRASH_SHAPES))
+        assert f"LOWWATER_FAULT: killing the driver at {said}" in proc.stderr, proc.stderr[-3000:]
     return proc.returncode
 
 
@@ -188,42 +193,46 @@ def _contents(out: Path) -> tuple[list[Any], list[Any]]:
 
 # The native path is killed at seeded random points, PostgreSQL sink included, in test_faults.py.
 # CI kills the keyed path (what single-source pipelines that are not native take), with tumbling
-# windows (the reference window operator per key) and with sessions (in columns); the general path
-# is killed with LOWWATER_CRASH_PATHS=keyed,keyed-sessions,general (and
-# LOWWATER_SEVERAL_CRASH_PATHS=keyed,general).
-@pytest.mark.parametrize("case", os.environ.get("LOWWATER_CRASH_PATHS", "keyed,keyed-sessions").split(","))
-def test_a_killed_and_restarted_query_equals_an_uninterrupted_run(spark: Any, tmp_path: Path, case: str) -> None:
-    path, sessions = case.removesuffix("-sessions"), case.endswith("-sessions")
+# windows (the reference window operator per key) and with sessions (in columns), the two as two
+# queries of each driver (crash_job.py --both); the general path is killed with
+# LOWWATER_CRASH_PATHS=keyed,general (and LOWWATER_SEVERAL_CRASH_PATHS=keyed,general).
+@pytest.mark.parametrize("path", os.environ.get("LOWWATER_CRASH_PATHS", "keyed").split(","))
+def test_killed_and_restarted_queries_equal_uninterrupted_runs(spark: Any, tmp_path: Path, path: str) -> None:
     # the log's records as Parquet files read by Spark's file source through a DataFrameSource (the
     # seeded series in test_faults.py kill the partitioned log's own source)
     log = tmp_path / "frames"
     _write_log(tmp_path / "log")
     assert write_frames(tmp_path / "log", log) == 18  # 6 segments of 3 partitions: 3 files a batch
-    env = StreamExecutionEnvironment()  # the uninterrupted run in-process, as crash_job.main runs it
-    build_crash_job(env, str(log), str(tmp_path / "out-clean"), sessions=sessions, spark=spark)
-    job = SparkRuntime(str(tmp_path / "ck-clean"), spark=spark, path=path,  # type: ignore[arg-type]
-                       clock=lambda b: 1_000 * b, end_of_input=True).execute(env, "crash test")
-    in_columns = sum(b["metrics"].get("keys_in_columns", 0) for b in job.batches())
-    assert (in_columns > 0) == (sessions and path == "keyed"), in_columns
-    # the killed runs and the restart are each a fresh python crash_job.py (driver and JVM)
-    clean = _contents(tmp_path / "out-clean")
-    assert clean[0] and clean[1], "the job should produce results and late rows"
+    clean: dict[str, tuple[list[Any], list[Any]]] = {}
+    last: set[int] = set()
+    for shape, sessions in CRASH_SHAPES.items():  # the uninterrupted runs in-process, as crash_job.main runs them
+        env = StreamExecutionEnvironment()
+        build_crash_job(env, str(log), str(tmp_path / "out-clean" / shape), sessions=sessions, spark=spark)
+        job = SparkRuntime(str(tmp_path / "ck-clean" / shape), spark=spark, path=path,  # type: ignore[arg-type]
+                           clock=lambda b: 1_000 * b, end_of_input=True).execute(env, f"crash test {shape}")
+        in_columns = sum(b["metrics"].get("keys_in_columns", 0) for b in job.batches())
+        assert (in_columns > 0) == (sessions and path == "keyed"), in_columns
+        clean[shape] = _contents(tmp_path / "out-clean" / shape)
+        assert clean[shape][0] and clean[shape][1], f"the {shape} job should produce results and late rows"
+        last.add(_last_batch(tmp_path / "ck-clean" / shape))
+    assert len(last) == 1, f"both shapes end in the same step: {last}"
 
-    # SIGKILL between batches, after a state commit, between two sinks, and in the final step. CI
-    # kills between the sinks and in the final step (each kill is a fresh driver and JVM, about 45 s
-    # of CI's time); a kill between the sinks is after the state commit too, and its replay rewrites
-    # the batch's state and both sinks, one of them never written: what a kill right after the
-    # commit tests. LOWWATER_CRASH_POINTS=all kills at all four.
-    last = _last_batch(tmp_path / "ck-clean")
+    # SIGKILL between batches, after a state commit, between two sinks, and in the final step. Each
+    # kill is a fresh driver and JVM (about 45 s of CI's time) where both queries stop at the point
+    # and the second to get there kills the driver (LOWWATER_FAULT_QUERIES). CI kills between the
+    # sinks and in the final step; a kill between the sinks is after the state commit too, and its
+    # replay rewrites the batch's state and both sinks, one of them never written: what a kill
+    # right after the commit tests. LOWWATER_CRASH_POINTS=all kills at all four.
     every = {"start": "2:start", "after_state": "3:after_state", "after_first_sink": "4:after_first_sink",
-             "final": f"{last}:after_state"}
+             "final": f"{last.pop()}:after_state"}
     chosen = ("after_first_sink", "final")
     faults = list(every.values()) if os.environ.get("LOWWATER_CRASH_POINTS") == "all" else [every[c] for c in chosen]
     for fault in faults:
-        code = _run_job(log, tmp_path / "ck", tmp_path / "out", fault, path, sessions)
+        code = _run_job(log, tmp_path / "ck", tmp_path / "out", fault, path)
         assert code == -9, f"the driver should have been killed at {fault} (exit {code})"
-    assert _run_job(log, tmp_path / "ck", tmp_path / "out", None, path, sessions) == 0
-    assert _contents(tmp_path / "out") == clean
+    assert _run_job(log, tmp_path / "ck", tmp_path / "out", None, path) == 0
+    for shape in CRASH_SHAPES:
+        assert _contents(tmp_path / "out" / shape) == clean[shape], shape
 
 
 def _last_batch(ckpt: Path) -> int:

@@ -61,6 +61,34 @@ def test_a_fault_kills_only_at_its_batch_and_point(tmp_path: Path) -> None:
     assert typo.returncode == 1 and "'3:after_stat' is not <batch_id>:<point>" in typo.stderr
 
 
+
+def test_with_two_queries_a_fault_kills_once_both_have_reached_their_points(tmp_path: Path) -> None:
+    """LOWWATER_FAULT_QUERIES=2: the first thread to reach a point stops there, the second kills."""
+    code = """
+        import sys, threading, time
+        from lowwater.spark import faults
+        first = threading.Thread(target=faults.at, args=("after_state", 3), daemon=True)
+        first.start()
+        time.sleep(0.5)
+        print("alive while one query waits", flush=True)
+        faults.at("start", 3)  # not armed: passes
+        if len(sys.argv) > 1:
+            faults.at("after_state", 3)
+        print("survived", flush=True)
+    """
+    env = {**os.environ, "LOWWATER_FAULT": "3:after_state", "LOWWATER_FAULT_QUERIES": "2"}
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code), "second"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    assert run.stdout.splitlines() == ["alive while one query waits"]
+    assert "LOWWATER_FAULT: killing the driver at batch 3, after_state; batch 3, after_state" in run.stderr
+    one = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)  # the one waiting query is a daemon thread
+    assert one.returncode == 0 and one.stdout.splitlines()[-1] == "survived", one.stderr
+    bad = subprocess.run([sys.executable, "-c", "import lowwater.spark.faults"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "LOWWATER_FAULT_QUERIES": "0"})
+    assert bad.returncode == 1 and "LOWWATER_FAULT_QUERIES: '0' is not a number of queries" in bad.stderr
+
 STATE = """
     import sys
     from lowwater.spark.state import StateStore

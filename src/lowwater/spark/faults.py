@@ -26,7 +26,12 @@ a batch passes them:
 ``after_sinks``
     every sink is written; the batch's metrics are not, and Spark has not committed it.
 
-The variable is read once, at import: with it unset every hook is one set lookup on an
+With ``LOWWATER_FAULT_QUERIES=<n>`` (default 1), the kill waits for ``n`` streaming queries
+of the process: each query that reaches a listed point stops there, and the ``n``-th to reach
+one kills the process, so several queries in one driver are each killed at a chosen point (the
+crash tests run two pipelines in one driver this way).
+
+The variables are read once, at import: with them unset every hook is one set lookup on an
 empty frozenset. A malformed value fails the import, so a typo cannot silently test nothing.
 """
 
@@ -36,6 +41,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 
 __all__ = ["POINTS", "armed", "at", "parse"]
 
@@ -63,6 +69,17 @@ def parse(spec: str) -> frozenset[tuple[int, str]]:
 _ARMED = parse(os.environ.get("LOWWATER_FAULT", ""))
 
 
+def _queries(spec: str) -> int:
+    if not spec.strip().isdigit() or int(spec) < 1:
+        raise ValueError(f"LOWWATER_FAULT_QUERIES: {spec!r} is not a number of queries (1 or more)")
+    return int(spec)
+
+
+_QUERIES = _queries(os.environ.get("LOWWATER_FAULT_QUERIES", "1"))
+_reached: list[str] = []
+_lock = threading.Lock()
+
+
 def armed(point: str, batch_id: int) -> bool:
     """Whether ``at(point, batch_id)`` would kill (to prepare a half-done write first)."""
     return bool(_ARMED) and (batch_id, point) in _ARMED
@@ -70,8 +87,16 @@ def armed(point: str, batch_id: int) -> bool:
 
 def at(point: str, batch_id: int) -> None:
     """SIGKILL this process if ``LOWWATER_FAULT`` names this point of this batch."""
-    if armed(point, batch_id):
-        log.warning("LOWWATER_FAULT: killing the driver at batch %d, %s", batch_id, point)
-        sys.stderr.write(f"LOWWATER_FAULT: killing the driver at batch {batch_id}, {point}\n")
-        sys.stderr.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
+    if not armed(point, batch_id):
+        return
+    with _lock:
+        _reached.append(f"batch {batch_id}, {point}")
+        waiting = _QUERIES - len(_reached)
+    if waiting > 0:  # this query stops here; the last query to reach a point kills the process
+        log.warning("LOWWATER_FAULT: batch %d, %s reached, waiting for %d more queries", batch_id, point, waiting)
+        threading.Event().wait()
+    said = "; ".join(_reached)
+    log.warning("LOWWATER_FAULT: killing the driver at %s", said)
+    sys.stderr.write(f"LOWWATER_FAULT: killing the driver at {said}\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
