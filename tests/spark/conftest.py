@@ -28,11 +28,19 @@ except ImportError:
 _FIX = "run: bash scripts/ensure_postgres.sh (as root it installs the Debian packages)"
 
 
+JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=15000 -XX:Tier4MinInvocationThreshold=1800 "
+               "-XX:Tier4CompileThreshold=45000 -XX:Tier4BackEdgeThreshold=120000")
+"""C2 compiles a method after three times the calls and loops it takes by default (5000, 600,
+15000, 40000): the suite runs many short queries, and C2's compiler thread was the test
+session's largest user of CPU (docs/testing.md)."""
+
+
 def _jvm_conf() -> dict[str, str]:
-    """The test session's JVM runs with the JVM's own options: unlike the short-lived crash jobs'
-    JVMs (``crash_series.JVM_OPTIONS``, C1 only), it lives for the whole suite, and C1 only made
-    the suite slower (docs/testing.md). ``LOWWATER_TEST_JVM_OPTIONS`` adds options to try."""
-    options = os.environ.get("LOWWATER_TEST_JVM_OPTIONS", "")
+    """The test session's JVM keeps both of the JVM's compilers, with :data:`JIT_OPTIONS`: unlike
+    the short-lived crash jobs' JVMs (``crash_series.JVM_OPTIONS``, C1 only), it lives for the
+    whole suite, and C1 only made the suite slower (docs/testing.md).
+    ``LOWWATER_TEST_JVM_OPTIONS`` replaces :data:`JIT_OPTIONS`, to try others."""
+    options = os.environ.get("LOWWATER_TEST_JVM_OPTIONS", JIT_OPTIONS)
     return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2} {options}".strip()}
 
 
