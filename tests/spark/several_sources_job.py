@@ -1,11 +1,14 @@
 """A job for the several-source tests: two partitioned logs, united or connected, on Spark.
 
-    python several_sources_job.py CLICKS ORDERS CHECKPOINT OUT [union|connect] [auto|keyed|general]
+    python several_sources_job.py CLICKS ORDERS CHECKPOINT OUT [union|connect] [auto|keyed|general] [--frames]
 
 ``union``: both sources -> key_by(key) -> tumbling 2 s windows, sum, late side output, to
 ``OUT/results`` and ``OUT/late`` (DirectorySinks). ``connect``: a KeyedCoProcessFunction
 that counts elements per key and reports the count at a timer 1 s after each element, to
-``OUT/results``. Set ``LOWWATER_FAULT=<batch>:<point>[,...]`` to have the driver
+``OUT/results``. With ``--frames``, CLICKS and ORDERS are ``crash_job.write_frames``' folders of
+Parquet files, each read by Spark's file source two files a batch through a ``DataFrameSource``
+(as the partitioned log's source reads two segments a batch; a driver without a Python data
+source starts several seconds sooner). Set ``LOWWATER_FAULT=<batch>:<point>[,...]`` to have the driver
 SIGKILLed there (see :mod:`lowwater.spark.faults`).
 """
 
@@ -22,6 +25,7 @@ from lowwater.spark.sinks import DirectorySink
 from lowwater.spark.sources import PartitionedLogSource
 
 FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+FRAME_SCHEMA = "partition INT, offset BIGINT, key STRING, ts BIGINT, value BIGINT"
 
 
 class CountAtTimers(KeyedCoProcessFunction):
@@ -44,11 +48,22 @@ class CountAtTimers(KeyedCoProcessFunction):
                "watermark": ctx.timer_service().current_watermark()}
 
 
-def build(env: StreamExecutionEnvironment, clicks: str, orders: str, out: str, topology: str) -> None:
-    a = env.from_source(PartitionedLogSource(clicks, FIELDS, max_files_per_trigger=2),
+def build(env: StreamExecutionEnvironment, clicks: str, orders: str, out: str, topology: str,
+          spark: Any = None) -> None:
+    """The job; given ``spark``, ``clicks`` and ``orders`` are write_frames' folders (DataFrameSources)."""
+
+    def source(log: str) -> Any:
+        if spark is None:
+            return PartitionedLogSource(log, FIELDS, max_files_per_trigger=2)
+        from lowwater.spark.dataframe_source import DataFrameSource
+
+        frames = spark.readStream.schema(FRAME_SCHEMA).option("maxFilesPerTrigger", 2).parquet(log)
+        return DataFrameSource(frames, partition="partition", offset="offset")
+
+    a = env.from_source(source(clicks),
                         WatermarkStrategy.for_bounded_out_of_orderness(500).with_timestamp_assigner("ts"),
                         name="clicks")
-    b = env.from_source(PartitionedLogSource(orders, FIELDS, max_files_per_trigger=2),
+    b = env.from_source(source(orders),
                         WatermarkStrategy.for_bounded_out_of_orderness(200).with_timestamp_assigner("ts"),
                         name="orders")
     if topology == "connect":
@@ -62,12 +77,19 @@ def build(env: StreamExecutionEnvironment, clicks: str, orders: str, out: str, t
 
 
 def main() -> None:
-    clicks, orders, checkpoint, out = sys.argv[1:5]
-    topology = sys.argv[5] if len(sys.argv) > 5 else "union"
-    path = sys.argv[6] if len(sys.argv) > 6 else "auto"
+    args = [a for a in sys.argv[1:] if a != "--frames"]
+    frames = "--frames" in sys.argv[1:]
+    clicks, orders, checkpoint, out = args[:4]
+    topology = args[4] if len(args) > 4 else "union"
+    path = args[5] if len(args) > 5 else "auto"
+    spark = None
+    if frames:
+        from lowwater.spark.session import get_or_create_session
+
+        spark = get_or_create_session(app_name="lowwater several sources job")
     env = StreamExecutionEnvironment()
-    build(env, clicks, orders, out, topology)
-    SparkRuntime(checkpoint, path=path, clock=lambda b: 1_000 * b,  # type: ignore[arg-type]
+    build(env, clicks, orders, out, topology, spark=spark)
+    SparkRuntime(checkpoint, spark=spark, path=path, clock=lambda b: 1_000 * b,  # type: ignore[arg-type]
                  end_of_input=True).execute(env, "several sources")
 
 

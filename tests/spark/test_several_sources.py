@@ -33,6 +33,7 @@ JOB = Path(__file__).with_name("several_sources_job.py")
 
 # imported as tests.spark.several_sources_job, a module the executors' Python workers can import
 # too (their working directory is the repository's): the keyed path runs its functions there
+from tests.spark.crash_job import write_frames  # noqa: E402
 from tests.spark.crash_series import JVM_OPTIONS  # noqa: E402
 from tests.spark.several_sources_job import build  # noqa: E402
 
@@ -54,12 +55,13 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _run(logs: tuple[Path, Path], ckpt: Path, out: Path, fault: str | None, path: str) -> int:
+    """One fresh ``python several_sources_job.py --frames`` (driver and JVM) on write_frames' folders."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS}
     env.pop("LOWWATER_FAULT", None)
     if fault:
         env["LOWWATER_FAULT"] = fault
-    proc = subprocess.run([sys.executable, str(JOB), str(logs[0]), str(logs[1]), str(ckpt), str(out), "union", path],
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, str(JOB), str(logs[0]), str(logs[1]), str(ckpt), str(out), "union", path,
+                           "--frames"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode in (0, -9), proc.stderr[-3000:]
     return proc.returncode
 
@@ -77,8 +79,12 @@ def _contents(out: Path) -> tuple[list[str], list[str]]:
 def test_a_killed_and_restarted_union_of_two_sources_equals_an_uninterrupted_run(
     spark: Any, logs: tuple[Path, Path], tmp_path: Path, path: str
 ) -> None:
+    # the logs' records as Parquet files read by Spark's file source through two DataFrameSources
+    # (the other tests read the partitioned logs' own source)
+    frames = (tmp_path / "clicks", tmp_path / "orders")
+    assert (write_frames(logs[0], frames[0]), write_frames(logs[1], frames[1])) == (8, 4)
     env = StreamExecutionEnvironment()  # the uninterrupted run, as several_sources_job.main runs it
-    build(env, str(logs[0]), str(logs[1]), str(tmp_path / "out-clean"), "union")
+    build(env, str(frames[0]), str(frames[1]), str(tmp_path / "out-clean"), "union", spark=spark)
     SparkRuntime(str(tmp_path / "ck-clean"), spark=spark, path=path, clock=lambda b: 1_000 * b,  # type: ignore[arg-type]
                  end_of_input=True).execute(env, "several sources")
     clean = _contents(tmp_path / "out-clean")
@@ -87,8 +93,8 @@ def test_a_killed_and_restarted_union_of_two_sources_equals_an_uninterrupted_run
     faults = ["1:after_state", "2:after_first_sink"] if os.environ.get("LOWWATER_CRASH_POINTS") == "all" \
         else ["2:after_first_sink"]
     for fault in faults:
-        assert _run(logs, tmp_path / "ck", tmp_path / "out", fault, path) == -9, f"not killed at {fault}"
-    assert _run(logs, tmp_path / "ck", tmp_path / "out", None, path) == 0
+        assert _run(frames, tmp_path / "ck", tmp_path / "out", fault, path) == -9, f"not killed at {fault}"
+    assert _run(frames, tmp_path / "ck", tmp_path / "out", None, path) == 0
     assert _contents(tmp_path / "out") == clean
     lines = [json.loads(x) for x in (tmp_path / "ck" / "lowwater" / "metrics.jsonl").read_text().splitlines()]
     last = {x["batch_id"]: x for x in lines}
