@@ -71,17 +71,21 @@ def write_frames(log: Path, folder: Path) -> int:
     return n
 
 
+def frames_source(spark: Any, folder: str, files_per_batch: int) -> Any:
+    """A ``DataFrameSource`` over :func:`write_frames`' ``folder``, read by Spark's file source
+    ``files_per_batch`` files a batch."""
+    from lowwater.spark.dataframe_source import DataFrameSource
+
+    frames = spark.readStream.schema(FRAME_SCHEMA).option("maxFilesPerTrigger", files_per_batch).parquet(folder)
+    return DataFrameSource(frames, partition="partition", offset="offset")
+
+
 def build(env: StreamExecutionEnvironment, log: str, out: str, postgres: PostgresSink | None = None,
           sessions: bool = False, spark: Any = None) -> None:
     """The job; given ``spark``, ``log`` is :func:`write_frames`' folder, read through a DataFrameSource."""
     late = OutputTag("late")
-    if spark is None:
-        source: Any = PartitionedLogSource(log, FIELDS, max_files_per_trigger=2)
-    else:
-        from lowwater.spark.dataframe_source import DataFrameSource
-
-        frames = spark.readStream.schema(FRAME_SCHEMA).option("maxFilesPerTrigger", 3).parquet(log)
-        source = DataFrameSource(frames, partition="partition", offset="offset")
+    source: Any = frames_source(spark, log, 3) if spark is not None else PartitionedLogSource(
+        log, FIELDS, max_files_per_trigger=2)
     result = (
         env.from_source(
             source,

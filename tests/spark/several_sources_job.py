@@ -25,7 +25,6 @@ from lowwater.spark.sinks import DirectorySink
 from lowwater.spark.sources import PartitionedLogSource
 
 FIELDS = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
-FRAME_SCHEMA = "partition INT, offset BIGINT, key STRING, ts BIGINT, value BIGINT"
 
 
 class CountAtTimers(KeyedCoProcessFunction):
@@ -55,10 +54,11 @@ def build(env: StreamExecutionEnvironment, clicks: str, orders: str, out: str, t
     def source(log: str) -> Any:
         if spark is None:
             return PartitionedLogSource(log, FIELDS, max_files_per_trigger=2)
-        from lowwater.spark.dataframe_source import DataFrameSource
-
-        frames = spark.readStream.schema(FRAME_SCHEMA).option("maxFilesPerTrigger", 2).parquet(log)
-        return DataFrameSource(frames, partition="partition", offset="offset")
+        try:
+            from tests.spark.crash_job import frames_source
+        except ImportError:  # run as a script: tests/spark on sys.path
+            from crash_job import frames_source  # type: ignore[no-redef]
+        return frames_source(spark, log, 2)
 
     a = env.from_source(source(clicks),
                         WatermarkStrategy.for_bounded_out_of_orderness(500).with_timestamp_assigner("ts"),
