@@ -11,6 +11,7 @@ puts back any SQL setting the test changed.
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Iterator
@@ -64,18 +65,33 @@ _SET_BY_SPARK = frozenset({"spark.sql.parquet.fieldId.read.enabled", "spark.sql.
                            "spark.databricks.delta.lastCommitVersionInSession"})
 
 
+_JSON: dict[int, Any] = {}
+
+
+def _settings(session: Any) -> dict[str, str]:
+    """``session.conf.getAll`` as JSON, in three py4j calls. ``dict(session.conf.getAll)`` takes two
+    calls per setting and ends on a Java exception (the end of the map's iterator), which PySpark's
+    error conversion checks against 14 classes looked up through py4j: about 40 ms a call, twice a
+    test, a minute of the suite's CPU."""
+    jvm = session._jvm
+    mapper = _JSON.get(id(jvm))
+    if mapper is None:
+        mapper = _JSON[id(jvm)] = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+    return dict(json.loads(mapper.writeValueAsString(session.conf._jconf.getAllAsJava())))
+
+
 @pytest.fixture(autouse=True)
 def the_session_is_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
     if "spark" not in request.fixturenames:
         yield
         return
     session: Any = request.getfixturevalue("spark")
-    before = dict(session.conf.getAll)
+    before = _settings(session)
     yield
     left = session.streams.active
     for query in left:
         query.stop()
-    after = dict(session.conf.getAll)
+    after = _settings(session)
     changed = sorted(k for k in before.keys() | after.keys()
                      if before.get(k) != after.get(k) and k not in _SET_BY_SPARK)
     for key in changed:
