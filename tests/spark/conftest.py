@@ -65,7 +65,7 @@ _SET_BY_SPARK = frozenset({"spark.sql.parquet.fieldId.read.enabled", "spark.sql.
                            "spark.databricks.delta.lastCommitVersionInSession"})
 
 
-_JSON: dict[int, Any] = {}
+_JSON: dict[int, tuple[Any, Any]] = {}
 
 
 def _settings(session: Any) -> dict[str, str]:
@@ -74,10 +74,10 @@ def _settings(session: Any) -> dict[str, str]:
     error conversion checks against 14 classes looked up through py4j: about 40 ms a call, twice a
     test, a minute of the suite's CPU."""
     jvm = session._jvm
-    mapper = _JSON.get(id(jvm))
-    if mapper is None:
-        mapper = _JSON[id(jvm)] = jvm.com.fasterxml.jackson.databind.ObjectMapper()
-    return dict(json.loads(mapper.writeValueAsString(session.conf._jconf.getAllAsJava())))
+    got = _JSON.get(id(jvm))
+    if got is None or got[0] is not jvm:  # the entry holds its JVM view, so no other can take its id
+        got = _JSON[id(jvm)] = (jvm, jvm.com.fasterxml.jackson.databind.ObjectMapper())
+    return dict(json.loads(got[1].writeValueAsString(session.conf._jconf.getAllAsJava())))
 
 
 @pytest.fixture(autouse=True)

@@ -149,7 +149,6 @@ class HadoopFS:
 
             raise ConfigurationError("spark", "a checkpoint URI needs a classic (py4j) SparkSession, "
                                               "not Spark Connect: use a local path, or a classic session")
-        self.jvm = jvm
         self.gateway = spark.sparkContext._gateway
         self.conf = spark._jsc.hadoopConfiguration()
         self._Path, self._FileContext, self._FsPermission, self._Rename, self._IOUtils = _hadoop_classes(jvm)
