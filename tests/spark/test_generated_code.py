@@ -116,9 +116,12 @@ def test_a_steady_keyed_batch_runs_its_few_jobs_and_leaves_the_batch_session_as_
                                                                                       tmp_path: Path) -> None:
     """The keyed path plans its queries without adaptive execution (``keyed._PLANNED``), which runs
     each shuffle's map side as a job of its own: a steady session-window batch ran 10 jobs with
-    it and 5 without. The batch's session has the user's setting back when the sinks run."""
+    it and 5 without. Its results reach the DataFrame sink parsed with the schema Spark inferred
+    for the first batch of the same shapes (``json_rows``), not inferred again: 4 jobs became 3
+    (the lanes' statistics, stage B, the state's write). The batch's session has the user's
+    setting back when the sinks run."""
     steady = _jobs_per_steady_batch(spark, tmp_path, "keyed", EventTimeSessionWindows.with_gap(500))
-    assert max(steady) <= 6, f"Spark jobs per steady keyed batch: {steady}"
+    assert max(steady) <= 3, f"Spark jobs per steady keyed batch: {steady}"
 
 
 def test_a_steady_native_batch_writes_its_partials_in_one_job(spark: Any, tmp_path: Path) -> None:

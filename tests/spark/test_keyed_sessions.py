@@ -24,13 +24,15 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import EventTimeSessionWindows
 from lowwater.core.windows.events import WindowResult
-from lowwater.spark.keyed import KeyedPlan, _json, _per_bucket, keyed_plan
+from lowwater.spark.json_rows import document, shape, to_json
+from lowwater.spark.keyed import KeyedPlan, _per_bucket, keyed_plan
 from lowwater.spark.keyed_sessions import (
     MAGIC,
     ColumnarSessions,
     from_slice,
     result_value,
     results_json,
+    results_shapes,
     rows_blob,
     rows_of,
     to_slice,
@@ -242,4 +244,6 @@ def test_sessions_that_touch_and_elements_on_the_edge_of_late(tmp_path: Path, la
 def test_results_as_json_are_what_the_reference_encoding_writes() -> None:
     args = [("k", 1, 2, 3, 0), ('q"uo\\te', -5, 10, -(2**63), 2), ("ünï\tcode ☃", 0, 0, 2**63 - 1, 1),
             (-17, 1_700_000_000_000, 1_700_000_003_000, 0, 0), (2**70, 1, 2, 3, 4), ("", 0, 1, 1, 0)]
-    assert results_json(args) == [_json(WindowResult(*a)) for a in args]
+    assert results_json(args) == [to_json(WindowResult(*a)) for a in args]
+    assert results_shapes(args) == sorted({shape(document(WindowResult(*a))) for a in args})
+    assert len(results_shapes(args)) == 4  # keys: strings, the empty string, an int, an int beyond a long

@@ -48,7 +48,6 @@ Results come to the driver only for row-list sinks, which ask for them.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import pickle
@@ -89,6 +88,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
+from lowwater.spark.json_rows import MAX_SHAPES, JsonFrames, document, merge_shapes, shape, to_json
 from lowwater.spark.keyed_sessions import ColumnarSessions, result_value
 from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
@@ -354,37 +354,23 @@ class KeyedOutput:
 
 
 class _JsonOutput(Output):
-    """One kind of stage B's rows: their JSON as a DataFrame, their pickled values as rows."""
+    """One kind of stage B's rows: their JSON as a DataFrame (:class:`~lowwater.spark.json_rows.JsonFrames`,
+    given the batch's shapes of them), their pickled values as rows."""
+
+    def __init__(self, frame: DataFrame | None, to_rows: Any, frames: JsonFrames, shapes: frozenset[str] | None
+                 ) -> None:
+        super().__init__(frame, to_rows)
+        self.frames = frames
+        self.shapes = shapes
 
     def dataframe(self) -> DataFrame | None:
         if self.frame is None:
             return None
         if self._df is None:
-            self._df = _from_json(self.frame.select("json"))
+            self._df = self.frames.frame(self.frame.select("json"), self.shapes)
         return self._df
 
     _df: DataFrame | None = None
-
-
-def _from_json(frame: DataFrame) -> DataFrame:
-    """A DataFrame of JSON strings as the DataFrame they describe (Spark infers the schema on the
-    executors), with Spark's ``window`` struct beside a window result's epoch-ms fields."""
-    from pyspark.sql import functions as F
-
-    spark = frame.sparkSession
-    try:  # the JVM's read.json(Dataset[String]): the strings never pass through Python
-        from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
-
-        jvm: Any = spark._jvm
-        strings = getattr(frame._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
-        df: DataFrame = ClassicDataFrame(spark._jsparkSession.read().json(strings), spark)
-    except (ImportError, AttributeError):  # Spark Connect: through the executors' Python workers
-        df = spark.read.json(frame.rdd.map(lambda r: r[0]))
-    types = dict(df.dtypes)
-    if types.get("window_start") == "bigint" and types.get("window_end") == "bigint":
-        df = df.withColumn("window", F.struct(F.timestamp_millis("window_start").alias("start"),
-                                              F.timestamp_millis("window_end").alias("end")))
-    return df
 
 
 def _dumps(value: Any) -> bytes:
@@ -392,23 +378,6 @@ def _dumps(value: Any) -> bytes:
     from lowwater.spark.sealed import dumps
 
     return dumps(value)
-
-
-def _json_default(o: Any) -> Any:
-    if dataclasses.is_dataclass(o) and not isinstance(o, type):
-        return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
-    return str(o)
-
-
-def _json(value: Any) -> str:
-    """An output value as a JSON object, the row a DataFrame sink gets (``to_dict``: a window result's
-    fields, a dict as it is, anything else as ``{"value": ...}``); what JSON cannot say becomes text.
-    A dataclass is read field by field as the encoder meets it: what ``dataclasses.asdict`` gives,
-    without its deep copy."""
-    from lowwater.spark.sinks.files import to_dict
-
-    top = value if dataclasses.is_dataclass(value) and not isinstance(value, type) else to_dict(value)
-    return json.dumps(top, default=_json_default, allow_nan=True)
 
 
 def spark_hash_int(value: int) -> int:
@@ -742,9 +711,15 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         out: list[tuple[Any, ...]] = []
         order: list[int] = [0, 0, 0, 0]  # the position that emissions get: phase, then three numbers
 
+        shapes: dict[str, set[str]] = {}  # per kind written as JSON, its documents' shapes
+
         def encoded(kind: str, value: Any) -> tuple[Any, ...]:
+            text = None
+            if as_json is None or kind in as_json:
+                text = to_json(value)
+                shapes.setdefault(kind, set()).add(shape(document(value)))
             return (kind, None, *order, len(out), _dumps(value) if pickled is None or kind in pickled else None,
-                    None, None, None, _json(value) if as_json is None or kind in as_json else None)
+                    None, None, None, text)
 
         def emit(record: Record) -> None:
             out.append(encoded("result", record.value))
@@ -816,7 +791,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             out.append(("state", kb, batch_id, 0, 0, 0, 0, blob, next_event, next_proc, True, None))
         for kb in visited:  # visited, and no state left: a tombstone
             out.append(("state", kb, batch_id, 0, 0, 0, 0, None, MAX_TIMESTAMP, MAX_TIMESTAMP, False, None))
-        counted = {"elements": 0, "fired": 0}
+        counted: dict[str, Any] = {"elements": 0, "fired": 0, "shapes": []}
         in_columns = None
         if fast is not None and len(fast):
             in_columns, counted = columnar_.run(  # type: ignore[union-attr]
@@ -834,9 +809,12 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             for kind, c in (("result", counted["fired"]), ("state", len(fast))):  # type: ignore[arg-type]
                 if c:
                     kinds[kind] = kinds.get(kind, 0) + c
+            if counted["shapes"]:
+                shapes.setdefault("result", set()).update(counted["shapes"])
         stats = {"kinds": kinds, "op_rows_in": node.rows_in + counted["elements"], "op_dead": node.rows_dead_lettered,
                  "unvisited": others.num_rows, "columnar_keys": 0 if fast is None else len(fast),
-                 "stored_rows": states_table.num_rows, "live_keys": live_keys}
+                 "stored_rows": states_table.num_rows, "live_keys": live_keys,
+                 "shapes": {k: sorted(v) if len(v) <= MAX_SHAPES else None for k, v in shapes.items()}}
         if isinstance(node, WindowNode):
             stats.update(windowed=node.operator.windowed_count + counted["elements"], late=node.operator.late_count,
                          unassigned=node.operator.unassigned_count, fired=node.operator.fired_count + counted["fired"],
@@ -871,6 +849,8 @@ class KeyedProcessor:
         self.root = join(location, "keyed")
         self.key = key
         self.compact_every = compact_every
+        self.json_frames = JsonFrames()
+        """The schemas of the outputs' JSON rows, inferred once per set of shapes (:mod:`.json_rows`)."""
 
     def empty_state(self) -> KeyedState:
         return KeyedState.for_inputs(len(self.plan.key_selectors))
@@ -1054,7 +1034,7 @@ class KeyedProcessor:
             elif wrote:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
             lap("state_write_ms")
-            per_sink = self._outputs(stage_b, kinds)
+            per_sink = self._outputs(stage_b, kinds, stats)
             dead = [json.loads(r["_dead"]) for r in rejected.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
                 if rejected is not None else []
@@ -1114,7 +1094,7 @@ class KeyedProcessor:
         replace_with_parquet(rows, target, self.fs)
         return True
 
-    def _outputs(self, stage_b: DataFrame, kinds: dict[str, int]) -> list[Output]:
+    def _outputs(self, stage_b: DataFrame, kinds: dict[str, int], stats: list[dict[str, Any]]) -> list[Output]:
         """One :class:`Output` per sink; sinks on the same output share it (its rows are collected once)."""
         tags = [tag for tag in self.plan.outputs if tag is not None]
         made: dict[str, Output] = {}
@@ -1125,7 +1105,9 @@ class KeyedProcessor:
 
         def output(kind: str) -> Output:
             if kind not in made:
-                made[kind] = _JsonOutput(stage_b.filter(f"kind = '{kind}'") if kinds.get(kind) else None, to_rows)
+                made[kind] = _JsonOutput(stage_b.filter(f"kind = '{kind}'") if kinds.get(kind) else None, to_rows,
+                                         self.json_frames, merge_shapes([s_["shapes"].get(kind) for s_ in stats
+                                                                         if kind in s_["kinds"]]))
             return made[kind]
 
         return [output("result" if tag is None else f"side:{tags.index(tag)}") for tag in self.plan.outputs]

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from lowwater.graph.transformations import WindowTransformation
 
 __all__ = ["MAGIC", "RESULT", "ColumnarSessions", "from_slice", "is_sessions", "key_of", "result_value", "results_json",
-           "rows_blob", "rows_of", "to_slice"]
+           "results_shapes", "rows_blob", "rows_of", "to_slice"]
 
 MAGIC = b"LWSESS1\n"
 RESULT = b"LWRES1\n"
@@ -86,12 +86,23 @@ def result_value(blob: bytes) -> Any:
 
 def results_json(args: list[tuple[Any, int, int, int, int]]) -> list[str]:
     """Window results' fields as the JSON objects a DataFrame sink reads, exactly as
-    :func:`~lowwater.spark.keyed._json` writes a :class:`WindowResult` (integer fields)."""
+    :func:`~lowwater.spark.json_rows.to_json` writes a :class:`WindowResult` (integer fields)."""
     import json
 
     dumps = json.dumps
     return [f'{{"key": {dumps(k)}, "window_start": {a}, "window_end": {b}, "value": {v}, "fire_index": {f}}}'
             for k, a, b, v, f in args]
+
+
+def results_shapes(args: list[tuple[Any, int, int, int, int]]) -> list[str]:
+    """The shapes (:func:`~lowwater.spark.json_rows.shape`) of :func:`results_json`'s objects: one
+    result per kind of key and value stands for the rest (the other fields are ``long`` integers)."""
+    from lowwater.spark.json_rows import document, shape
+
+    one: dict[tuple[str, str], tuple[Any, int, int, int, int]] = {}
+    for r in args:
+        one.setdefault((shape(r[0]), shape(r[3])), r)
+    return sorted({shape(document(WindowResult(*r))) for r in one.values()})
 
 
 def key_of(kb: str) -> Any:
@@ -226,10 +237,11 @@ class ColumnarSessions:
         return fast, pc.fill_null(pc.is_in(kb, value_set=fast), False)
 
     def run(self, fast: Any, elements: Any, to_visit: Any, w_prev: int, steps: list[int], batch_id: int,
-            pickled: bool, as_json: bool, row_columns: tuple[tuple[str, str], ...]) -> tuple[Any, dict[str, int]]:
+            pickled: bool, as_json: bool, row_columns: tuple[tuple[str, str], ...]) -> tuple[Any, dict[str, Any]]:
         """The keys ``fast`` of one bucket, with their elements and newest stored rows: their
         results (each value's fields pickled if ``pickled``, as JSON if ``as_json``) and state rows,
-        as a table of stage B's ``row_columns`` (name, Arrow type name), and the counters."""
+        as a table of stage B's ``row_columns`` (name, Arrow type name), and the counters (with the
+        results' JSON shapes, :func:`results_shapes`)."""
         import numpy as np
         import pandas as pd
         import pyarrow as pa
@@ -333,4 +345,4 @@ class ColumnarSessions:
         schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in row_columns])
         table = pa.table({name: pa.array(col, type=schema.field(name).type) if not isinstance(col, pa.Array) else col
                           for name, col in columns.items()}, schema=schema)
-        return table, {"elements": n_el, "fired": n_res}
+        return table, {"elements": n_el, "fired": n_res, "shapes": results_shapes(args) if as_json else []}

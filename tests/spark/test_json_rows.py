@@ -1,0 +1,164 @@
+"""The keyed path's JSON rows as DataFrames: a schema Spark inferred is kept per set of shapes.
+
+The claim :mod:`lowwater.spark.json_rows` rests on is checked against Spark itself: batches of
+random documents whose sets of shapes are equal infer equal schemas, and a batch parsed with a
+kept schema is the DataFrame Spark's own ``read.json`` makes of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import random
+from decimal import Decimal
+from typing import Any
+
+from lowwater.core.windows.events import WindowResult
+from lowwater.spark.json_rows import JsonFrames, document, merge_shapes, shape, to_json
+
+NAMES = ("a", "b", "B", "value", "x y", 'q"t', "1")
+
+
+class Colour(enum.Enum):
+    RED = 1
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+@dataclasses.dataclass
+class Point:
+    x: Any
+    y: Any
+
+
+def _scalar(rng: random.Random, kind: str) -> Any:
+    """A value of one of the kinds Spark's inference tells apart, drawn anew each call."""
+    if kind == "int":
+        return rng.choice([0, -1, 7, 2**63 - 1, -(2**63), rng.randrange(-(10**12), 10**12)])
+    if kind == "big":  # beyond a long: a DECIMAL of its digits (20 here), or a DOUBLE past 38
+        return rng.choice([1, -1]) * rng.randrange(10**19, 10**20)
+    if kind == "huge":
+        return rng.randrange(10**40, 10**41)
+    if kind == "float":
+        return rng.choice([0.5, -1e300, 1e16, float("nan"), float("inf"), rng.random()])
+    if kind == "str":
+        return rng.choice(["x", "ünï☃", '{"a": 1}', "2024-01-01T00:00:00Z", "12", "1.5", "true"])
+    if kind == "empty":  # read as a null by Spark's inference: beside a number, the field is a number
+        return ""
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind == "none":
+        return None
+    if kind == "enum":  # not JSON: the encoder's default writes str(o)
+        return Colour.RED
+    if kind == "intenum":  # an int: written as one
+        return Level.HIGH
+    return Decimal("1.25")  # not JSON either: text
+
+
+KINDS = ("int", "big", "huge", "float", "str", "empty", "bool", "none", "enum", "intenum", "decimal")
+
+
+def _skeleton(rng: random.Random, depth: int = 0) -> Any:
+    """A document's structure, its leaves kinds of value (:func:`_fill` draws the values)."""
+    r = rng.random()
+    if depth >= 3 or r < 0.5:
+        return ("leaf", rng.choice(KINDS))
+    if r < 0.7:
+        return ("list", [_skeleton(rng, depth + 1) for _ in range(rng.randrange(0, 3))])
+    if r < 0.8:
+        return ("point", _skeleton(rng, depth + 1), _skeleton(rng, depth + 1))
+    names = rng.sample(NAMES, rng.randrange(0, 4))
+    return ("dict", {n: _skeleton(rng, depth + 1) for n in names})
+
+
+def _fill(rng: random.Random, sk: Any) -> Any:
+    if sk[0] == "leaf":
+        return _scalar(rng, sk[1])
+    if sk[0] == "list":
+        return [_fill(rng, s) for s in sk[1]]
+    if sk[0] == "point":
+        return Point(_fill(rng, sk[1]), _fill(rng, sk[2]))
+    return {n: _fill(rng, s) for n, s in sk[1].items()}
+
+
+def _skeletons(seed: int, n: int = 6) -> list[Any]:
+    """``n`` documents' structures: mostly a window result's kind of object, a key and a value of any shape."""
+    rng = random.Random(seed)
+    return [("dict", {"key": ("leaf", "str"), "v": _skeleton(rng)}) if rng.random() < 0.7 else _skeleton(rng)
+            for _ in range(n)]
+
+
+def _documents(seed: int) -> list[Any]:
+    rng = random.Random(seed + 10_000)
+    return [_fill(rng, sk) for sk in _skeletons(seed)]
+
+
+def test_a_shape_is_what_the_encoder_writes() -> None:
+    """The shape of a value is that of the JSON text it becomes, read back: the encoder's default
+    (an enum, a Decimal, a dataclass) and its handling of ints, floats, tuples and keys mirrored."""
+    for seed in range(300):
+        for doc in _documents(seed):
+            back = json.loads(to_json(doc))
+            assert shape(document(doc)) == shape(back), (seed, doc)
+    keys = {1: 0, 2.5: 1.5, False: 2, None: "x"}  # json.dumps names them "1", "2.5", "false", "null"
+    assert shape(keys) == shape(json.loads(json.dumps(keys)))
+    assert shape(WindowResult("k", 0, 1, 2**64, 0)) == \
+        'o{"fire_index":i,"key":s,"value":I20,"window_end":i,"window_start":i}'
+
+
+def test_shapes_tell_apart_what_spark_infers_differently() -> None:
+    assert len({shape(v) for v in (1, 2**63, 2**64 * 10, 1.0, "1", "", True, None, [1], [1.0], [], {"a": 1},
+                                    {"b": 1}, {"a": 1.0}, (1, "x"))}) == 15
+    assert shape([1, 2, 3]) == shape([5]) and shape({"a": -3}) == shape({"a": 2**63 - 1})
+    assert merge_shapes([["x"], ["y", "x"]]) == frozenset({"x", "y"})
+    assert merge_shapes([["x"], None]) is None
+
+
+def test_batches_with_the_same_shapes_infer_the_same_schema_and_a_kept_schema_reads_them_as_spark_does(
+        spark: Any) -> None:
+    frames = JsonFrames()
+    rng = random.Random(11)
+    for seed in range(20):
+        docs = _documents(seed)
+        # a second batch: the same structures, every value drawn anew, in another order, one twice
+        skeletons = _skeletons(seed)
+        values = random.Random(20_000 + seed)
+        other = [_fill(values, sk) for sk in [*skeletons, rng.choice(skeletons)]]
+        rng.shuffle(other)
+        first, second = _strings(spark, docs), _strings(spark, other)
+        shapes = frozenset(shape(document(d)) for d in docs)
+        assert shapes == frozenset(shape(document(d)) for d in other), seed
+        known, inferred = shapes in frames.schemas, frames.inferred
+        frames.frame(first, shapes)
+        kept = frames.frame(second, shapes)  # the schema kept at the first batch (or before): no inference
+        assert frames.inferred == inferred + (0 if known else 1), seed
+        spark_own = JsonFrames().frame(second, None)  # Spark's inference over the second batch
+        assert kept.schema == spark_own.schema, seed
+        if seed % 6 == 0:  # the rows too (two more jobs)
+            assert _rows(kept) == _rows(spark_own), seed
+    assert len(frames.schemas) > 10, "the random documents should make many different sets of shapes"
+
+
+def _strings(spark: Any, docs: list[Any]) -> Any:
+    """The documents' JSON as a DataFrame of one string column (made in the JVM: no Python workers)."""
+    from pyspark.sql import functions as F
+
+    return spark.range(1).select(F.explode(F.array(*[F.lit(to_json(d)) for d in docs])).alias("json"))
+
+
+def _rows(df: Any) -> list[str]:
+    def plain(v: Any) -> Any:
+        if hasattr(v, "asDict"):
+            return {k: plain(x) for k, x in v.asDict().items()}
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, float) and math.isnan(v):
+            return "NaN"
+        return v
+
+    return sorted(json.dumps(plain(r), default=str, sort_keys=True) for r in df.collect())
