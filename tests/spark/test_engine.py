@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -205,11 +206,18 @@ def test_killed_and_restarted_queries_equal_uninterrupted_runs(spark: Any, tmp_p
     assert write_frames(tmp_path / "log", log) == 18  # 6 segments of 3 partitions: 3 files a batch
     clean: dict[str, tuple[list[Any], list[Any]]] = {}
     last: set[int] = set()
-    for shape, sessions in CRASH_SHAPES.items():  # the uninterrupted runs in-process, as crash_job.main runs them
+
+    def uninterrupted(shape: str, sessions: bool) -> Any:
         env = StreamExecutionEnvironment()
         build_crash_job(env, str(log), str(tmp_path / "out-clean" / shape), sessions=sessions, spark=spark)
-        job = SparkRuntime(str(tmp_path / "ck-clean" / shape), spark=spark, path=path,  # type: ignore[arg-type]
-                           clock=lambda b: 1_000 * b, end_of_input=True).execute(env, f"crash test {shape}")
+        return SparkRuntime(str(tmp_path / "ck-clean" / shape), spark=spark, path=path,  # type: ignore[arg-type]
+                            clock=lambda b: 1_000 * b, end_of_input=True).execute(env, f"crash test {shape}")
+
+    # the uninterrupted runs in-process, two queries at once as crash_job.main runs them
+    with ThreadPoolExecutor(len(CRASH_SHAPES)) as pool:
+        jobs = {shape: pool.submit(uninterrupted, shape, sessions) for shape, sessions in CRASH_SHAPES.items()}
+    for shape, sessions in CRASH_SHAPES.items():
+        job = jobs[shape].result()
         in_columns = sum(b["metrics"].get("keys_in_columns", 0) for b in job.batches())
         assert (in_columns > 0) == (sessions and path == "keyed"), in_columns
         clean[shape] = _contents(tmp_path / "out-clean" / shape)

@@ -134,14 +134,35 @@ def test_batches_with_the_same_shapes_infer_the_same_schema_and_a_kept_schema_re
         shapes = frozenset(shape(document(d)) for d in docs)
         assert shapes == frozenset(shape(document(d)) for d in other), seed
         known, inferred = shapes in frames.schemas, frames.inferred
-        frames.frame(first, shapes)
-        kept = frames.frame(second, shapes)  # the schema kept at the first batch (or before): no inference
+        frames.frame(first, "json", shapes)
+        kept = frames.frame(second, "json", shapes)  # the schema kept at the first batch (or before): no inference
         assert frames.inferred == inferred + (0 if known else 1), seed
-        spark_own = JsonFrames().frame(second, None)  # Spark's inference over the second batch
+        spark_own = JsonFrames().frame(second, "json", None)  # Spark's inference over the second batch
         assert kept.schema == spark_own.schema, seed
         if seed % 6 == 0:  # the rows too (two more jobs)
             assert _rows(kept) == _rows(spark_own), seed
     assert len(frames.schemas) > 10, "the random documents should make many different sets of shapes"
+
+
+def test_window_results_get_the_window_struct_with_a_kept_schema_as_when_inferred(spark: Any) -> None:
+    batches = {
+        "results": ([WindowResult("a", 0, 1_000, 3), WindowResult("b", 1_000, 2_000, 5, 1)],
+                    [WindowResult("c", 5_000, 6_000, -2**63)]),
+        "a field named window": ([{"window_start": 0, "window_end": 10, "window": "w"}],
+                                 [{"window_start": 7, "window_end": 9, "window": "v"}]),
+        "not a window": ([{"window_start": "x", "window_end": 1}], [{"window_start": "y", "window_end": 2}]),
+    }
+    for what, (first, second) in batches.items():
+        frames = JsonFrames()
+        shapes = frozenset(shape(document(d)) for d in first)
+        frames.frame(_strings(spark, first), "json", shapes)
+        kept = frames.frame(_strings(spark, second), "json", shapes)
+        assert frames.inferred == 1, what
+        inferred = JsonFrames().frame(_strings(spark, second), "json", None)
+        assert kept.schema == inferred.schema, what
+        assert _rows(kept) == _rows(inferred), what
+        assert ("window" in kept.columns) == (what != "not a window"), what
+    assert str(kept.schema["window_start"].dataType) == "StringType()"
 
 
 def _strings(spark: Any, docs: list[Any]) -> Any:

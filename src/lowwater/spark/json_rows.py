@@ -41,21 +41,47 @@ def _json_default(o: Any) -> Any:
 def document(value: Any) -> Any:
     """The object an output value is written as (``to_dict``: a window result's fields, a dict as
     it is, anything else as ``{"value": ...}``), a dataclass left for the encoder to read."""
+    if type(value) is dict:
+        return value
     from lowwater.spark.sinks.files import to_dict
 
     return value if dataclasses.is_dataclass(value) and not isinstance(value, type) else to_dict(value)
+
+
+_ENCODER = json.JSONEncoder(default=_json_default, allow_nan=True)
+"""What ``json.dumps(doc, default=_json_default, allow_nan=True)`` makes anew at each call."""
 
 
 def to_json(value: Any) -> str:
     """An output value as a JSON object, the row a DataFrame sink gets (:func:`document`); what
     JSON cannot say becomes text. A dataclass is read field by field as the encoder meets it: what
     ``dataclasses.asdict`` gives, without its deep copy."""
-    return json.dumps(document(value), default=_json_default, allow_nan=True)
+    return _ENCODER.encode(document(value))
 
 
-def _name(key: Any) -> str:
-    """A dict key as ``json.dumps`` names the field (a string, a number, a boolean or None; it refuses others)."""
-    return key if isinstance(key, str) else json.dumps(key)
+_QUOTED: dict[Any, str] = {}
+_DATACLASS_FIELDS: dict[type, list[tuple[str, str]]] = {}
+
+
+def _quoted(key: Any) -> str:
+    """A dict key as ``json.dumps`` names the field (a string, a number, a boolean or None; it
+    refuses others), quoted: each name's shape part is ``"name":shape``."""
+    q = _QUOTED.get(key) if type(key) is str else None
+    if q is None:
+        q = json.dumps(key if isinstance(key, str) else json.dumps(key))
+        if type(key) is str and len(_QUOTED) < 4096:
+            _QUOTED[key] = q
+    return q
+
+
+def _dataclass_fields(t: type) -> list[tuple[str, str]]:
+    """A dataclass's fields as the encoder's default writes them: (quoted name, attribute), in the
+    order :func:`shape` writes an object's fields (by quoted name: two quoted names differ before
+    the ``:`` that follows them)."""
+    fields = _DATACLASS_FIELDS.get(t)
+    if fields is None:
+        fields = _DATACLASS_FIELDS[t] = sorted((_quoted(f.name), f.name) for f in dataclasses.fields(t))
+    return fields
 
 
 def shape(o: Any) -> str:
@@ -69,9 +95,27 @@ def shape(o: Any) -> str:
     * ``f`` a float, NaN and the infinities too (DOUBLE);
     * ``a[...]`` an array and the set of its elements' shapes;
     * ``o{...}`` an object and its named fields' shapes, in order of name;
-    * anything else as the encoder's ``default`` makes it."""
-    if isinstance(o, str):
+    * anything else as the encoder's ``default`` makes it.
+
+    Per output row on the executors, so the common kinds are tested first by exact type."""
+    t = type(o)
+    if t is str:
         return "s" if o else "e"  # Spark infers an empty string as it does a null
+    if t is int:
+        return "i" if -_LONG <= o < _LONG else f"I{len(str(abs(o)))}"
+    if t is float:
+        return "f"
+    if o is None:
+        return "n"
+    if dataclasses.is_dataclass(t) and not isinstance(o, (str, int, float, list, tuple, dict)):
+        return "o{" + ",".join([q + ":" + shape(getattr(o, a)) for q, a in _dataclass_fields(t)]) + "}"
+    return _shape(o)
+
+
+def _shape(o: Any) -> str:
+    """:func:`shape` of the rest, in the encoder's order of ``isinstance`` tests."""
+    if isinstance(o, str):
+        return "s" if o else "e"
     if o is None:
         return "n"
     if o is True or o is False:
@@ -83,7 +127,7 @@ def shape(o: Any) -> str:
     if isinstance(o, (list, tuple)):
         return "a[" + ",".join(sorted({shape(x) for x in o})) + "]"
     if isinstance(o, dict):
-        return "o{" + ",".join(sorted(json.dumps(_name(k)) + ":" + shape(v) for k, v in o.items())) + "}"
+        return "o{" + ",".join(sorted([_quoted(k) + ":" + shape(v) for k, v in o.items()])) + "}"
     return shape(_json_default(o))
 
 
@@ -108,25 +152,39 @@ class JsonFrames:
         self.inferred = 0
         """How many times Spark inferred a schema (a job each)."""
 
-    def frame(self, rows: DataFrame, shapes: frozenset[str] | None) -> DataFrame:
-        """``rows`` (one JSON string column) as the DataFrame they describe, with Spark's ``window``
-        struct beside a window result's epoch-ms fields."""
+    def frame(self, rows: DataFrame, column: str, shapes: frozenset[str] | None) -> DataFrame:
+        """The JSON strings of ``rows``' ``column`` as the DataFrame they describe, with Spark's
+        ``window`` struct beside a window result's epoch-ms fields. With a kept schema, two
+        projections of ``rows`` (each new DataFrame is analysed in the driver, 10–40 ms here)."""
         from pyspark.sql import functions as F
 
         schema = None if shapes is None else self.schemas.get(shapes)
-        if schema is not None:
-            column = rows.columns[0]
-            df = rows.select(F.from_json(column, schema).alias("_lw_r")).select("_lw_r.*")
-        else:
-            df = _infer(rows)
+        if schema is None:
+            df = _infer(rows.select(column))
             self.inferred += 1
             if shapes is not None and len(self.schemas) < self.limit:
                 self.schemas[shapes] = df.schema
-        types = dict(df.dtypes)
-        if types.get("window_start") == "bigint" and types.get("window_end") == "bigint":
-            df = df.withColumn("window", F.struct(F.timestamp_millis("window_start").alias("start"),
-                                                  F.timestamp_millis("window_end").alias("end")))
-        return df
+            types = dict(df.dtypes)
+            return df.withColumn("window", _window(F.col)) if _windowed(types) else df
+        types = {f.name: f.dataType.simpleString() for f in schema.fields}
+        parsed = rows.select(F.from_json(column, schema).alias("_lw_r"))
+        if _windowed(types) and "window" not in types:
+            return parsed.select("_lw_r.*", _window(lambda name: F.col(f"_lw_r.{name}")).alias("window"))
+        df = parsed.select("_lw_r.*")
+        return df.withColumn("window", _window(F.col)) if _windowed(types) else df
+
+
+def _windowed(types: dict[str, str]) -> bool:
+    """Whether the rows are window results, which get a ``window`` struct."""
+    return types.get("window_start") == "bigint" and types.get("window_end") == "bigint"
+
+
+def _window(col: Any) -> Any:
+    """Spark's ``window`` struct of the columns ``col("window_start")`` and ``col("window_end")``."""
+    from pyspark.sql import functions as F
+
+    return F.struct(F.timestamp_millis(col("window_start")).alias("start"),
+                    F.timestamp_millis(col("window_end")).alias("end"))
 
 
 def _infer(frame: DataFrame) -> DataFrame:

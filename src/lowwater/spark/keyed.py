@@ -367,7 +367,7 @@ class _JsonOutput(Output):
         if self.frame is None:
             return None
         if self._df is None:
-            self._df = self.frames.frame(self.frame.select("json"), self.shapes)
+            self._df = self.frames.frame(self.frame, "json", self.shapes)
         return self._df
 
     _df: DataFrame | None = None
