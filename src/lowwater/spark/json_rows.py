@@ -32,10 +32,17 @@ MAX_SHAPES = 32
 _LONG = 1 << 63
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _json_default(o: Any) -> Any:
-    if dataclasses.is_dataclass(o) and not isinstance(o, type):
-        return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
-    return str(o)
+    """What the encoder writes of a value JSON has no kind for: a dataclass's fields, else the text."""
+    names = _FIELD_NAMES.get(type(o))
+    if names is None:
+        if not dataclasses.is_dataclass(o) or isinstance(o, type):
+            return str(o)
+        names = _FIELD_NAMES[type(o)] = tuple(f.name for f in dataclasses.fields(o))
+    return {n: getattr(o, n) for n in names}
 
 
 def document(value: Any) -> Any:
@@ -107,8 +114,11 @@ def shape(o: Any) -> str:
         return "f"
     if o is None:
         return "n"
-    if dataclasses.is_dataclass(t) and not isinstance(o, (str, int, float, list, tuple, dict)):
-        return "o{" + ",".join([q + ":" + shape(getattr(o, a)) for q, a in _dataclass_fields(t)]) + "}"
+    fields = _DATACLASS_FIELDS.get(t)
+    if fields is None and dataclasses.is_dataclass(t) and not isinstance(o, (str, int, float, list, tuple, dict)):
+        fields = _dataclass_fields(t)
+    if fields is not None:
+        return "o{" + ",".join([q + ":" + shape(getattr(o, a)) for q, a in fields]) + "}"
     return _shape(o)
 
 
