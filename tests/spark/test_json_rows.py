@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from lowwater.core.windows.events import WindowResult
-from lowwater.spark.json_rows import JsonFrames, document, merge_shapes, shape, to_json
+from lowwater.spark.json_rows import MAX_SHAPES, JsonFrames, document, json_row, merge_shapes, reported, shape, to_json
 
 NAMES = ("a", "b", "B", "value", "x y", 'q"t', "1")
 
@@ -109,6 +109,17 @@ def test_a_shape_is_what_the_encoder_writes() -> None:
     assert shape(keys) == shape(json.loads(json.dumps(keys)))
     assert shape(WindowResult("k", 0, 1, 2**64, 0)) == \
         'o{"fire_index":i,"key":s,"value":I20,"window_end":i,"window_start":i}'
+
+
+def test_a_bucket_reports_its_shapes_until_there_are_too_many() -> None:
+    shapes: set[str] = set()
+    docs = [{f"f{i}": i} for i in range(MAX_SHAPES)]
+    assert [json_row(d, shapes) for d in docs] == [to_json(d) for d in docs]
+    assert reported(shapes) == sorted(shape(d) for d in docs)
+    json_row({"one": "more"}, shapes)
+    json_row({"and": "more"}, shapes)
+    assert reported(shapes) is None and len(shapes) == MAX_SHAPES + 1  # stops collecting
+    assert merge_shapes([reported({"x"}), reported(shapes)]) is None
 
 
 def test_shapes_tell_apart_what_spark_infers_differently() -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["MAX_SHAPES", "JsonFrames", "document", "merge_shapes", "shape", "to_json"]
+__all__ = ["MAX_SHAPES", "JsonFrames", "document", "json_row", "merge_shapes", "reported", "shape", "to_json"]
 
 MAX_SHAPES = 32
 """Distinct shapes of one output kind a bucket reports at most; beyond it, none (infer)."""
@@ -64,6 +64,20 @@ def to_json(value: Any) -> str:
     JSON cannot say becomes text. A dataclass is read field by field as the encoder meets it: what
     ``dataclasses.asdict`` gives, without its deep copy."""
     return _ENCODER.encode(document(value))
+
+
+def json_row(value: Any, shapes: set[str]) -> str:
+    """:func:`to_json` of ``value``, its :func:`shape` added to ``shapes`` while they are at most
+    :data:`MAX_SHAPES` (one more marks the bucket as having too many: :func:`reported`)."""
+    doc = document(value)
+    if len(shapes) <= MAX_SHAPES:
+        shapes.add(shape(doc))
+    return _ENCODER.encode(doc)
+
+
+def reported(shapes: set[str]) -> list[str] | None:
+    """A bucket's shapes of one output as its statistics carry them: None if there were too many."""
+    return sorted(shapes) if len(shapes) <= MAX_SHAPES else None
 
 
 _QUOTED: dict[Any, str] = {}

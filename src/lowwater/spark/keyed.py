@@ -88,7 +88,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.json_rows import MAX_SHAPES, JsonFrames, document, merge_shapes, shape, to_json
+from lowwater.spark.json_rows import JsonFrames, json_row, merge_shapes, reported
 from lowwater.spark.keyed_sessions import ColumnarSessions, result_value
 from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
@@ -714,10 +714,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         shapes: dict[str, set[str]] = {}  # per kind written as JSON, its documents' shapes
 
         def encoded(kind: str, value: Any) -> tuple[Any, ...]:
-            text = None
-            if as_json is None or kind in as_json:
-                text = to_json(value)
-                shapes.setdefault(kind, set()).add(shape(document(value)))
+            text = json_row(value, shapes.setdefault(kind, set())) if as_json is None or kind in as_json else None
             return (kind, None, *order, len(out), _dumps(value) if pickled is None or kind in pickled else None,
                     None, None, None, text)
 
@@ -814,7 +811,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         stats = {"kinds": kinds, "op_rows_in": node.rows_in + counted["elements"], "op_dead": node.rows_dead_lettered,
                  "unvisited": others.num_rows, "columnar_keys": 0 if fast is None else len(fast),
                  "stored_rows": states_table.num_rows, "live_keys": live_keys,
-                 "shapes": {k: sorted(v) if len(v) <= MAX_SHAPES else None for k, v in shapes.items()}}
+                 "shapes": {k: reported(v) for k, v in shapes.items()}}
         if isinstance(node, WindowNode):
             stats.update(windowed=node.operator.windowed_count + counted["elements"], late=node.operator.late_count,
                          unassigned=node.operator.unassigned_count, fired=node.operator.fired_count + counted["fired"],
