@@ -269,7 +269,7 @@ def test_a_late_element_whose_window_merges_into_a_live_session_is_not_late() ->
 
 def test_an_element_late_for_its_own_session_that_touches_nothing_is_late() -> None:
     events = _run(2, [("e", "a", 20), ("w", 11), ("e", "a", 5)])  # [5, 8): 7 + 2 <= 11
-    assert [type(e) for e in events] == [LateElement]
+    assert [(type(e), e.windows) for e in events] == [(LateElement, (TimeWindow(5, 8),))]
 
 
 def test_touching_sessions_merge() -> None:

@@ -318,7 +318,7 @@ def test_a_session_late_for_its_lateness_is_a_late_element() -> None:
     op = _session_op(gap=1_000, lateness=0)
     op.advance_watermark(5_000)
     events = op.process_element("k", 1, 100)
-    assert events == [LateElement("k", 1, 100, 5_000)]
+    assert events == [LateElement("k", 1, 100, 5_000, (TimeWindow(100, 1_100),))]  # its own session
     assert op.state_size() == 0
 
 

@@ -115,7 +115,7 @@ def test_an_element_whose_window_the_watermark_has_passed_is_late_without_latene
     op = _sum_op()
     op.advance_watermark(9)
     events = op.process_element("a", 7, 3)
-    assert events == [LateElement("a", 7, 3, 9)]
+    assert events == [LateElement("a", 7, 3, 9, (TimeWindow(0, 10),))]  # the window that rejected it
     assert op.late_count == 1
     assert op.open_windows() == 0
 
@@ -184,7 +184,7 @@ def test_after_cleanup_an_element_for_the_window_is_late_not_a_new_window() -> N
     op.process_element("a", 1, 1)
     op.advance_watermark(14)
     events = op.process_element("a", 100, 3)
-    assert events == [LateElement("a", 100, 3, 14)]
+    assert events == [LateElement("a", 100, 3, 14, (TimeWindow(0, 10),))]
     assert op.open_windows() == 0
 
 
@@ -203,7 +203,7 @@ def test_a_sliding_element_late_for_all_its_windows_is_late() -> None:
         SlidingEventTimeWindows(10, 5), AggregatingContents(builtin_aggregate("sum"))
     )
     op.advance_watermark(14)
-    assert [type(e) for e in op.process_element("a", 7, 8)] == [LateElement]
+    assert op.process_element("a", 7, 8) == [LateElement("a", 7, 8, 14, (TimeWindow(5, 15), TimeWindow(0, 10)))]
 
 
 def test_purging_trigger_with_lateness_refires_with_only_the_new_contents() -> None:

@@ -451,5 +451,58 @@ def test_dataframe_sinks_get_frames_the_executors_built_with_the_window_struct(
     assert results.where("unix_millis(window.start) != window_start OR unix_millis(window.end) != window_end"
                          ).count() == 0
     assert sum(len(f) for f in frames) == len(got)
+    # the late rows: the element, where it came from, and the session that rejected it (its own, [ts, ts + gap):
+    # a session it would have merged with is still open, so it is not late)
     late_rows = read_directory(tmp_path / "late")
+    assert all(r.pop("rejected_windows") == [{"start": r["ts"], "end": r["ts"] + 400}] for r in late_rows), late_rows
+    positions = {(r.pop("partition"), r.pop("offset")) for r in late_rows}
+    assert len(positions) == len(late_rows) and all(p in (0, 1, 2) and o >= 0 for p, o in positions), positions
     assert sorted(json.dumps(r, sort_keys=True) for r in late_rows) == _rows(expected[1])
+
+
+def test_the_late_output_has_the_native_path_s_columns(spark: Any, tmp_path: Path) -> None:
+    """A window's late output to a DataFrame sink has, on the keyed path as on the native path, the
+    element's fields, where it came from (``source_partition`` here, the element having a field
+    ``partition``), and the windows that rejected it, with the same types; a row-list sink gets the
+    element alone, as Flink's side output gives it, on both paths."""
+    from lowwater.spark.sinks import DirectorySink
+
+    batches = [[{"key": "a", "ts": 1000, "value": 1, "partition": 0}, {"key": "b", "ts": 7000, "value": 2,
+                                                                        "partition": 1}],
+               [{"key": "a", "ts": 31_000, "value": 4, "partition": 0}, {"key": "b", "ts": 31_000, "value": 4,
+                                                                         "partition": 1}],
+               [{"key": "b", "ts": 6000, "value": 8, "partition": 1}, {"key": "a", "ts": 12_000, "value": 16,
+                                                                       "partition": 0},
+                {"key": "a", "ts": 27_000, "value": 32, "partition": 0}],  # late for its windows but 27 s, on time
+               [{"key": "c", "ts": 44_000, "value": 64, "partition": 1}],
+               [{"key": "c", "ts": 3000, "value": 128, "partition": 1}]]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    frames = {}
+    for path in ("native", "keyed"):
+        env = StreamExecutionEnvironment()
+        late = OutputTag("late")
+        out = (env.from_source(BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0, 1]),
+                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+               .key_by("key").window(SlidingEventTimeWindows.of(10_000, 5000)).side_output_late_data(late)
+               .max("value"))
+        out.collect()
+        out.get_side_output(late).add_sink(DirectorySink(tmp_path / path, "parquet"))
+        rows = out.get_side_output(late).collect()
+        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path,  # type: ignore[arg-type]
+                           end_of_input=True).execute(env)
+        assert job.path == path, job.reason
+        assert sorted(r["ts"] for r in rows.results) == [3000, 6000, 12_000], path
+        assert all(set(r) == {"key", "ts", "value", "partition"} for r in rows.results), rows.results
+        frames[path] = spark.read.parquet(str(tmp_path / path / "batch=*"))
+
+    position = ["source_partition", "offset", "rejected_windows"]
+    native, keyed = frames["native"], frames["keyed"]
+    assert native.columns[-3:] == keyed.columns[-3:] == position
+    assert [t for c, t in native.dtypes if c in position] == [t for c, t in keyed.dtypes if c in position] \
+        == ["int", "bigint", "array<struct<start:bigint,end:bigint>>"]
+    columns = ["key", "ts", "value", "partition", *position]
+    got = {path: sorted(tuple(r) for r in df.select(*columns).collect()) for path, df in frames.items()}
+    assert got["keyed"] == got["native"], got
+    assert [(r[1], [tuple(w) for w in r[6]]) for r in sorted(got["keyed"], key=lambda r: r[1])] == [
+        (3000, [(0, 10_000), (-5000, 5000)]), (6000, [(5000, 15_000), (0, 10_000)]),
+        (12_000, [(10_000, 20_000), (5000, 15_000)])]

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["MAX_SHAPES", "JsonFrames", "document", "json_row", "merge_shapes", "reported", "shape", "to_json"]
+__all__ = ["MAX_SHAPES", "JsonFrames", "document", "json_row", "late_document", "merge_shapes", "reported", "shape",
+           "to_json"]
 
 MAX_SHAPES = 32
 """Distinct shapes of one output kind a bucket reports at most; beyond it, none (infer)."""
@@ -53,6 +54,20 @@ def document(value: Any) -> Any:
     from lowwater.spark.sinks.files import to_dict
 
     return value if dataclasses.is_dataclass(value) and not isinstance(value, type) else to_dict(value)
+
+
+def late_document(value: Any, partition: int | None, offset: int | None, windows: tuple[Any, ...]) -> dict[str, Any]:
+    """A late element as the late output's row: its fields (:func:`document`), then where it came
+    from (``partition``, ``offset``; ``source_partition``, ``source_offset`` when the element has
+    fields of those names) and the windows that rejected it, as the native path's late output has
+    them (:func:`lowwater.spark.native_sql.late_ddl`)."""
+    from lowwater.spark.sinks.files import to_dict
+
+    doc = dict(to_dict(value))
+    doc["source_partition" if "partition" in doc else "partition"] = partition
+    doc["source_offset" if "offset" in doc else "offset"] = offset
+    doc["rejected_windows"] = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
+    return doc
 
 
 _ENCODER = json.JSONEncoder(default=_json_default, allow_nan=True)
@@ -176,10 +191,12 @@ class JsonFrames:
         self.inferred = 0
         """How many times Spark inferred a schema (a job each)."""
 
-    def frame(self, rows: DataFrame, column: str, shapes: frozenset[str] | None) -> DataFrame:
+    def frame(self, rows: DataFrame, column: str, shapes: frozenset[str] | None, late: bool = False) -> DataFrame:
         """The JSON strings of ``rows``' ``column`` as the DataFrame they describe, with Spark's
         ``window`` struct beside a window result's epoch-ms fields. With a kept schema, two
-        projections of ``rows`` (each new DataFrame is analysed in the driver, 10–40 ms here)."""
+        projections of ``rows`` (each new DataFrame is analysed in the driver, 10–40 ms here).
+        ``late``: the rows are late documents (:func:`late_document`), whose position and rejected windows get
+        the native late output's types and place (:func:`_late_columns`)."""
         from pyspark.sql import functions as F
 
         schema = None if shapes is None else self.schemas.get(shapes)
@@ -189,13 +206,40 @@ class JsonFrames:
             if shapes is not None and len(self.schemas) < self.limit:
                 self.schemas[shapes] = df.schema
             types = dict(df.dtypes)
+            if late:
+                return _late_columns(df, F.col, types)
             return df.withColumn("window", _window(F.col)) if _windowed(types) else df
         types = {f.name: f.dataType.simpleString() for f in schema.fields}
         parsed = rows.select(F.from_json(column, schema).alias("_lw_r"))
+        if late:
+            return _late_columns(parsed, lambda name: F.col(f"_lw_r.{name}"), types)
         if _windowed(types) and "window" not in types:
             return parsed.select("_lw_r.*", _window(lambda name: F.col(f"_lw_r.{name}")).alias("window"))
         df = parsed.select("_lw_r.*")
         return df.withColumn("window", _window(F.col)) if _windowed(types) else df
+
+
+_WINDOWS = "array<struct<start:bigint,end:bigint>>"
+
+
+def _late_columns(df: DataFrame, col: Any, types: dict[str, str]) -> DataFrame:
+    """The late output's columns in one projection of ``df`` (``col(name)`` each column of
+    ``types``, in the order inferred): the element's fields, then its partition (INT), offset
+    (BIGINT) and the windows that rejected it (``array<struct<start: BIGINT, end: BIGINT>>``: the
+    inference puts a struct's fields in order of name), as the native path gives them."""
+    from pyspark.sql import functions as F
+
+    part = "source_partition" if "source_partition" in types else "partition"
+    off = "source_offset" if "source_offset" in types else "offset"
+    position = {part, off, "rejected_windows"}
+    if types["rejected_windows"].startswith("array<struct"):
+        windows = F.transform(col("rejected_windows"), lambda w: F.struct(
+            w["start"].cast("bigint").alias("start"), w["end"].cast("bigint").alias("end")))
+    else:  # every row's list was empty (an assigner that gave no window): nothing to infer from
+        windows = F.when(col("rejected_windows").isNotNull(), F.array().cast(_WINDOWS)).otherwise(
+            F.lit(None).cast(_WINDOWS))
+    return df.select(*[col(n).alias(n) for n in types if n not in position], col(part).cast("int").alias(part),
+                     col(off).cast("bigint").alias(off), windows.alias("rejected_windows"))
 
 
 def _windowed(types: dict[str, str]) -> bool:

@@ -88,7 +88,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.json_rows import JsonFrames, json_row, merge_shapes, reported
+from lowwater.spark.json_rows import JsonFrames, json_row, late_document, merge_shapes, reported
 from lowwater.spark.keyed_sessions import ColumnarSessions, result_value
 from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
@@ -357,17 +357,19 @@ class _JsonOutput(Output):
     """One kind of stage B's rows: their JSON as a DataFrame (:class:`~lowwater.spark.json_rows.JsonFrames`,
     given the batch's shapes of them), their pickled values as rows."""
 
-    def __init__(self, frame: DataFrame | None, to_rows: Any, frames: JsonFrames, shapes: frozenset[str] | None
-                 ) -> None:
+    def __init__(self, frame: DataFrame | None, to_rows: Any, frames: JsonFrames, shapes: frozenset[str] | None,
+                 late: bool = False) -> None:
         super().__init__(frame, to_rows)
         self.frames = frames
         self.shapes = shapes
+        self.late = late
+        """The window's late output: rows of :func:`~lowwater.spark.json_rows.late_document`."""
 
     def dataframe(self) -> DataFrame | None:
         if self.frame is None:
             return None
         if self._df is None:
-            self._df = self.frames.frame(self.frame, "json", self.shapes)
+            self._df = self.frames.frame(self.frame, "json", self.shapes, late=self.late)
         return self._df
 
     _df: DataFrame | None = None
@@ -713,8 +715,10 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
 
         shapes: dict[str, set[str]] = {}  # per kind written as JSON, its documents' shapes
 
-        def encoded(kind: str, value: Any) -> tuple[Any, ...]:
-            text = json_row(value, shapes.setdefault(kind, set())) if as_json is None or kind in as_json else None
+        def encoded(kind: str, value: Any, row: Any = None) -> tuple[Any, ...]:
+            """``row``: what a DataFrame sink gets instead of ``value`` (a late element's row)."""
+            text = json_row(value if row is None else row, shapes.setdefault(kind, set())) \
+                if as_json is None or kind in as_json else None
             return (kind, None, *order, len(out), _dumps(value) if pickled is None or kind in pickled else None,
                     None, None, None, text)
 
@@ -725,8 +729,15 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             if tag in tags:
                 out.append(encoded(f"side:{tags.index(tag)}", record.value))
 
+        def emit_late(tag: OutputTag, record: Record, windows: tuple[Any, ...]) -> None:
+            if tag in tags:  # a row-list sink gets the element; a DataFrame sink also where it came from
+                out.append(encoded(f"side:{tags.index(tag)}", record.value,
+                                   late_document(record.value, record.partition, record.offset, windows)))
+
         node.emit = emit  # type: ignore[method-assign]
         node.emit_side = emit_side  # type: ignore[method-assign]
+        if isinstance(node, WindowNode):
+            node.emit_late = emit_late  # type: ignore[method-assign]
         visited: set[str] = set()
         to_visit, others = _visits(states_table, elements_table["_kb"], due, clock_ms)
         live_keys = to_visit.num_rows + others.num_rows
@@ -1100,11 +1111,16 @@ class KeyedProcessor:
             return [result_value(bytes(r["blob"])) for r in
                     frame.orderBy("o1", "o2", "o3", "o4", "_kb", "o5").select("blob").collect()]
 
+        t = self.plan.operator
+        late_tag = t.late_tag if isinstance(t, WindowTransformation) else None
+        late_kind = f"side:{tags.index(late_tag)}" if late_tag in tags else None
+
         def output(kind: str) -> Output:
             if kind not in made:
                 made[kind] = _JsonOutput(stage_b.filter(f"kind = '{kind}'") if kinds.get(kind) else None, to_rows,
                                          self.json_frames, merge_shapes([s_["shapes"].get(kind) for s_ in stats
-                                                                         if kind in s_["kinds"]]))
+                                                                         if kind in s_["kinds"]]),
+                                         late=kind == late_kind)
             return made[kind]
 
         return [output("result" if tag is None else f"side:{tags.index(tag)}") for tag in self.plan.outputs]

@@ -45,6 +45,8 @@ class LateElement:
     element: Any
     timestamp: int
     watermark: int
+    windows: tuple[Window, ...] = ()
+    """The windows that rejected it: those it was assigned (after merging, for merging windows)."""
 
 
 @dataclass(frozen=True)

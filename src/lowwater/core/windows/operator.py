@@ -110,11 +110,13 @@ class WindowOperator:
         """Process one element of ``key`` with its event ``timestamp``."""
         windows = self.assigner.assign_windows(element, timestamp, self)
         skipped = True
+        rejected: list[Any] = []
         if self.is_merging:
-            skipped = self._process_merging(key, element, timestamp, windows)
+            skipped = self._process_merging(key, element, timestamp, windows, rejected)
         else:
             for window in windows:
                 if self._is_window_late(window):
+                    rejected.append(window)
                     continue
                 skipped = False
                 self._add(key, window, element)
@@ -128,14 +130,15 @@ class WindowOperator:
         if skipped:
             if self.is_event_time and timestamp + self.allowed_lateness_ms <= self.current_watermark:
                 self.late_count += 1
-                self._out.append(LateElement(key, element, timestamp, self.current_watermark))
+                self._out.append(LateElement(key, element, timestamp, self.current_watermark, tuple(rejected)))
             else:
                 self.unassigned_count += 1
         else:
             self.windowed_count += 1
         return self._drain()
 
-    def _process_merging(self, key: Hashable, element: Any, timestamp: int, windows: Iterable[Any]) -> bool:
+    def _process_merging(self, key: Hashable, element: Any, timestamp: int, windows: Iterable[Any],
+                         rejected: list[Any]) -> bool:
         skipped = True
         mset = self.merging_sets.get(key)
         if mset is None:
@@ -149,6 +152,7 @@ class WindowOperator:
             actual = mset.add_window(window, merge)
             if self._is_window_late(actual):
                 mset.retire_window(actual)
+                rejected.append(actual)
                 continue
             skipped = False
             state_window = mset.get_state_window(actual)

@@ -190,7 +190,7 @@ class SessionWindowOperator:
             del mapping[actual]
             if timestamp + self.allowed_lateness_ms <= wm:
                 self.late_count += 1
-                self._out.append(LateElement(key, element, timestamp, wm))
+                self._out.append(LateElement(key, element, timestamp, wm, (TimeWindow(*actual),)))
             else:
                 self.unassigned_count += 1
         else:

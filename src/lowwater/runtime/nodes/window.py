@@ -11,7 +11,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.core.windows.aggregations import BuiltinAggregate
 from lowwater.core.windows.session_operator import SessionWindowOperator
-from lowwater.graph.transformations import WindowTransformation
+from lowwater.graph.transformations import OutputTag, WindowTransformation
 from lowwater.runtime.nodes.node import Node, _fn_name
 from lowwater.runtime.nodes.single_lane import _lane_labels, _SingleLaneNode
 from lowwater.runtime.records import Record
@@ -108,10 +108,16 @@ class WindowNode(_SingleLaneNode):
                 p = record.partition
                 self.late_by_partition[p] = self.late_by_partition.get(p, 0) + 1
                 if self.t.late_tag is not None:
-                    self.emit_side(self.t.late_tag, Record(ev.element, ev.timestamp, self.out_lane,
-                                                           record.partition, record.offset))
+                    self.emit_late(self.t.late_tag, Record(ev.element, ev.timestamp, self.out_lane,
+                                                           record.partition, record.offset), ev.windows)
             elif isinstance(ev, SideOutput):
                 self.emit_side(ev.tag, Record(ev.value, None, self.out_lane))
+
+    def emit_late(self, tag: OutputTag, record: Record, windows: tuple[Any, ...]) -> None:
+        """A late element to the late side output: the element, as Flink's operator gives it.
+        ``windows`` rejected it; the keyed path on Spark adds them, with the element's source
+        position, to the late rows a DataFrame sink takes, as the native path does."""
+        self.emit_side(tag, record)
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
         self.end_batch_of(self.operator, self.clock, self._handle, batch_id, f"window function of {self.name}")

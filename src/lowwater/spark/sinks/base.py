@@ -28,7 +28,10 @@ fields as a JSON string). On the keyed path (any window or process function, per
 executors) each output value becomes a JSON object on the executors (a window result's fields;
 a dict as it is; anything else as ``value``) and Spark reads them with its JSON schema
 inference: window results get the same columns (``fire_index`` BIGINT, and ``window`` beside
-``window_start``/``window_end``), other outputs the fields of their values.
+``window_start``/``window_end``), a window's late output the same columns as on the native path
+(the element's fields in order of name, then ``partition``, ``offset`` and
+``rejected_windows``), other outputs the fields of their values. A row-list sink on the late
+output gets the elements alone, as Flink's side output gives them, on every path.
 
 The reference runtime keeps row-list sinks (:class:`lowwater.graph.sinks.Sink`); on Spark a
 row-list sink still works, by collecting the batch's rows to the driver for it (that is
