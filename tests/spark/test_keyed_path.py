@@ -506,3 +506,30 @@ def test_the_late_output_has_the_native_path_s_columns(spark: Any, tmp_path: Pat
     assert [(r[1], [tuple(w) for w in r[6]]) for r in sorted(got["keyed"], key=lambda r: r[1])] == [
         (3000, [(0, 10_000), (-5000, 5000)]), (6000, [(5000, 15_000), (0, 10_000)]),
         (12_000, [(10_000, 20_000), (5000, 15_000)])]
+
+
+@pytest.mark.parametrize("path", ["native", "keyed"])
+def test_an_element_field_named_as_a_late_column_keeps_its_value(spark: Any, tmp_path: Path, path: str) -> None:
+    """An element with fields ``offset`` and ``rejected_windows`` keeps them in the late output; the
+    late output's own columns of those names are ``source_offset`` and ``source_rejected_windows``
+    (on the keyed path its JSON document used to overwrite the element's field)."""
+    from lowwater.spark.sinks import DirectorySink
+
+    batches = [[{"key": "a", "ts": 21_000, "value": 1, "offset": "o-1", "rejected_windows": "mine"}],
+               [{"key": "a", "ts": 2000, "value": 2, "offset": "o-2", "rejected_windows": "kept"}]]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    out = (env.from_source(BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0]),
+                           WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+           .key_by("key").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).sum("value"))
+    out.collect()
+    out.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "parquet"))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+    assert job.path == path, job.reason
+    rows = [r.asDict(recursive=True) for r in spark.read.parquet(str(tmp_path / "late" / "batch=*")).collect()]
+    assert rows == [{"key": "a", "ts": 2000, "value": 2, "offset": "o-2", "rejected_windows": "kept", "partition": 0,
+                     "source_offset": rows[0]["source_offset"],
+                     "source_rejected_windows": [{"start": 0, "end": 10_000}]}], rows
+    assert isinstance(rows[0]["source_offset"], int)

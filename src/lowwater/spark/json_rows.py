@@ -59,14 +59,15 @@ def document(value: Any) -> Any:
 def late_document(value: Any, partition: int | None, offset: int | None, windows: tuple[Any, ...]) -> dict[str, Any]:
     """A late element as the late output's row: its fields (:func:`document`), then where it came
     from (``partition``, ``offset``; ``source_partition``, ``source_offset`` when the element has
-    fields of those names) and the windows that rejected it, as the native path's late output has
-    them (:func:`lowwater.spark.native_sql.late_ddl`)."""
+    fields of those names, :func:`~lowwater.spark.native_sql.late_names`) and the windows that
+    rejected it, as the native path's late output has them (:func:`~lowwater.spark.native_sql.late_ddl`)."""
+    from lowwater.spark.native_sql import late_names
     from lowwater.spark.sinks.files import to_dict
 
     doc = dict(to_dict(value))
-    doc["source_partition" if "partition" in doc else "partition"] = partition
-    doc["source_offset" if "offset" in doc else "offset"] = offset
-    doc["rejected_windows"] = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
+    part, off, rejected = late_names(doc)
+    doc[part], doc[off] = partition, offset
+    doc[rejected] = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
     return doc
 
 
@@ -229,17 +230,17 @@ def _late_columns(df: DataFrame, col: Any, types: dict[str, str]) -> DataFrame:
     inference puts a struct's fields in order of name), as the native path gives them."""
     from pyspark.sql import functions as F
 
-    part = "source_partition" if "source_partition" in types else "partition"
-    off = "source_offset" if "source_offset" in types else "offset"
-    position = {part, off, "rejected_windows"}
-    if types["rejected_windows"].startswith("array<struct"):
-        windows = F.transform(col("rejected_windows"), lambda w: F.struct(
+    from lowwater.spark.native_sql import LATE_COLUMNS
+
+    # the document's own names (late_names): prefixed where the element had the name
+    part, off, rejected = (f"source_{c}" if f"source_{c}" in types else c for c in LATE_COLUMNS)
+    if types[rejected].startswith("array<struct"):
+        windows = F.transform(col(rejected), lambda w: F.struct(
             w["start"].cast("bigint").alias("start"), w["end"].cast("bigint").alias("end")))
     else:  # every row's list was empty (an assigner that gave no window): nothing to infer from
-        windows = F.when(col("rejected_windows").isNotNull(), F.array().cast(_WINDOWS)).otherwise(
-            F.lit(None).cast(_WINDOWS))
-    return df.select(*[col(n).alias(n) for n in types if n not in position], col(part).cast("int").alias(part),
-                     col(off).cast("bigint").alias(off), windows.alias("rejected_windows"))
+        windows = F.when(col(rejected).isNotNull(), F.array().cast(_WINDOWS)).otherwise(F.lit(None).cast(_WINDOWS))
+    return df.select(*[col(n).alias(n) for n in types if n not in (part, off, rejected)],
+                     col(part).cast("int").alias(part), col(off).cast("bigint").alias(off), windows.alias(rejected))
 
 
 def _windowed(types: dict[str, str]) -> bool:

@@ -61,6 +61,7 @@ from lowwater.spark.native_sql import (
     base_types,
     dead_ddl,
     late_ddl,
+    late_names,
     literal,
     merge_exprs,
     partial_aggregates,
@@ -534,14 +535,12 @@ class NativeProcessor:
         """The late output: the element's fields, its source position and the windows that rejected it."""
         p = self.plan
         fields = [f for f in p.source.fields() if f in base.columns]
-        names = set(fields)
-        part = "source_partition" if "partition" in names else "partition"
-        off = "source_offset" if "offset" in names else "offset"
+        part, off, windows = late_names(fields)
         n = math.ceil(p.size_ms / p.slide_ms)
         rejected = (f"filter(transform(sequence(0, {n - 1}), i -> named_struct('start', _last - i * {p.slide_ms}, "
                     f"'end', _last - i * {p.slide_ms} + {p.size_ms})), w -> w.start > _ts - {p.size_ms})")
         return base.selectExpr(*[quote(f) for f in fields], f"_partition AS {part}", f"_offset AS {off}",
-                               f"{rejected} AS rejected_windows", "_seq", "_partition", "_offset")
+                               f"{rejected} AS {quote(windows)}", "_seq", "_partition", "_offset")
 
     def _late_rows(self, df: DataFrame) -> list[dict[str, Any]]:
         fields = [f for f in self.plan.source.fields() if f in df.columns]

@@ -22,7 +22,7 @@ cast back to ``DECIMAL(p,s)``, which failed the query (ANSI) once a total passed
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, WindowSpec
 
 __all__ = [
-    "AGGREGATE_SQL", "INTEGRAL", "RESULT_COLUMNS", "WRAP", "Accumulator", "AggregateSql", "base_types",
+    "AGGREGATE_SQL", "INTEGRAL", "LATE_COLUMNS", "RESULT_COLUMNS", "WRAP", "Accumulator", "AggregateSql", "base_types",
     "dead_ddl", "late_ddl", "late_names", "literal", "merge_exprs", "partial_aggregates", "partial_columns",
     "partial_ddl", "quote", "result_ddl", "running_accumulators", "schema_json", "sql_of", "value_expr", "window_sql",
 ]
@@ -208,18 +208,24 @@ def result_ddl(agg: AggregateSql, schema: dict[str, Any]) -> str:
             "fire_index INT, window STRUCT<start: TIMESTAMP, end: TIMESTAMP>")
 
 
-def late_names(schema: dict[str, Any]) -> tuple[str, str]:
-    """The late output's source position columns (``source_`` when the element has the name)."""
-    names = {f for f, _ in schema["fields"]}
-    return ("source_partition" if "partition" in names else "partition",
-            "source_offset" if "offset" in names else "offset")
+LATE_COLUMNS = ("partition", "offset", "rejected_windows")
+"""The late output's own columns, after the element's fields."""
+
+
+def late_names(fields: Iterable[str]) -> tuple[str, str, str]:
+    """The late output's own columns (:data:`LATE_COLUMNS`) beside an element of ``fields``: each
+    prefixed with ``source_`` where the element has a field of that name (the same rule on every
+    path: :mod:`lowwater.spark.json_rows` for the keyed path)."""
+    names = set(fields)
+    part, off, windows = (f"source_{c}" if c in names else c for c in LATE_COLUMNS)
+    return part, off, windows
 
 
 def late_ddl(schema: dict[str, Any]) -> str:
-    part, off = late_names(schema)
+    part, off, windows = late_names(f for f, _ in schema["fields"])
     cols = [f"{quote(f)} {t}" for f, t in schema["fields"]]
     return ", ".join([*cols, f"{part} INT", f"{off} BIGINT",
-                      "rejected_windows ARRAY<STRUCT<start: BIGINT, end: BIGINT>>"])
+                      f"{windows} ARRAY<STRUCT<start: BIGINT, end: BIGINT>>"])
 
 
 def dead_ddl(_: dict[str, Any]) -> str:
