@@ -176,6 +176,42 @@ def test_window_results_get_the_window_struct_with_a_kept_schema_as_when_inferre
     assert str(kept.schema["window_start"].dataType) == "StringType()"
 
 
+def test_late_documents_get_the_native_late_columns_with_a_kept_schema_as_when_inferred(spark: Any) -> None:
+    """The late output's columns from late documents: the element's fields, then the position and
+    the rejected windows typed as the native path types them (``source_`` names where the element
+    has the field), also when every list of windows in a batch is empty (a user assigner that gave
+    the element none: the inference has no struct to read)."""
+    from lowwater.core.windows import TimeWindow
+    from lowwater.spark.json_rows import late_document
+
+    native = ["int", "bigint", "array<struct<start:bigint,end:bigint>>"]
+    batches = {
+        "windows": ([late_document({"key": "a", "ts": 5}, 1, 7, (TimeWindow(0, 10), TimeWindow(-5, 5)))],
+                    [late_document({"key": "b", "ts": 15}, 0, 9, (TimeWindow(10, 20),))],
+                    ["key", "ts", "partition", "offset", "rejected_windows"]),
+        "no windows": ([late_document({"key": "a", "ts": 5}, 1, 7, ())],
+                       [late_document({"key": "b", "ts": 6}, 2, 3, ())],
+                       ["key", "ts", "partition", "offset", "rejected_windows"]),
+        "the element's names": ([late_document({"offset": "x", "rejected_windows": 1}, 1, 7, (TimeWindow(0, 10),))],
+                                [late_document({"offset": "y", "rejected_windows": 2}, 0, 8, (TimeWindow(0, 10),))],
+                                ["offset", "rejected_windows", "partition", "source_offset",
+                                 "source_rejected_windows"]),
+    }
+    for what, (first, second, columns) in batches.items():
+        frames = JsonFrames()
+        shapes = frozenset(shape(document(d)) for d in first)
+        inferred = frames.frame(_strings(spark, first), "json", shapes, late=True)
+        kept = frames.frame(_strings(spark, second), "json", shapes, late=True)
+        assert frames.inferred == 1, what
+        for df in (inferred, kept):
+            assert df.columns == columns, (what, df.columns)
+            assert [t for _, t in df.dtypes[-3:]] == native, (what, df.dtypes)
+        assert kept.schema == JsonFrames().frame(_strings(spark, second), "json", None, late=True).schema, what
+    got = [r.asDict(recursive=True) for r in inferred.collect()]
+    assert got == [{"offset": "x", "rejected_windows": 1, "partition": 1, "source_offset": 7,
+                    "source_rejected_windows": [{"start": 0, "end": 10}]}], got
+
+
 def _strings(spark: Any, docs: list[Any]) -> Any:
     """The documents' JSON as a DataFrame of one string column (made in the JVM: no Python workers)."""
     from pyspark.sql import functions as F
