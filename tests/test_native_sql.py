@@ -60,6 +60,8 @@ def test_the_late_output_renames_its_source_position_when_the_element_has_those_
     schema["fields"].append(["rejected_windows", "string"])  # an element's own field keeps its name
     assert sql.late_ddl(schema).endswith(", `rejected_windows` string, partition INT, source_offset BIGINT, "
                                          "source_rejected_windows ARRAY<STRUCT<start: BIGINT, end: BIGINT>>")
+    assert sql.late_names(["partition", "source_partition"]) == ("source_source_partition", "offset",
+                                                                 "rejected_windows")
 
 
 def test_a_batch_writes_its_partials_with_one_task_per_ten_thousand_within_the_shuffle_partitions() -> None:

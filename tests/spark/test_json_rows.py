@@ -196,6 +196,10 @@ def test_late_documents_get_the_native_late_columns_with_a_kept_schema_as_when_i
                                 [late_document({"offset": "y", "rejected_windows": 2}, 0, 8, (TimeWindow(0, 10),))],
                                 ["offset", "rejected_windows", "partition", "source_offset",
                                  "source_rejected_windows"]),
+        "a prefixed name": ([late_document({"source_partition": "x", "partition": 1}, 1, 7, ())],
+                            [late_document({"source_partition": "y", "partition": 2}, 0, 8, ())],
+                            ["partition", "source_partition", "source_source_partition", "offset",
+                             "rejected_windows"]),
     }
     for what, (first, second, columns) in batches.items():
         frames = JsonFrames()
@@ -208,6 +212,10 @@ def test_late_documents_get_the_native_late_columns_with_a_kept_schema_as_when_i
             assert [t for _, t in df.dtypes[-3:]] == native, (what, df.dtypes)
         assert kept.schema == JsonFrames().frame(_strings(spark, second), "json", None, late=True).schema, what
     got = [r.asDict(recursive=True) for r in inferred.collect()]
+    assert got[0]["source_source_partition"] == 1 and got[0]["source_partition"] == "x", got
+    frames = JsonFrames()
+    docs = [late_document({"offset": "x", "rejected_windows": 1}, 1, 7, (TimeWindow(0, 10),))]
+    got = [r.asDict(recursive=True) for r in frames.frame(_strings(spark, docs), "json", None, late=True).collect()]
     assert got == [{"offset": "x", "rejected_windows": 1, "partition": 1, "source_offset": 7,
                     "source_rejected_windows": [{"start": 0, "end": 10}]}], got
 

@@ -57,18 +57,18 @@ def document(value: Any) -> Any:
 
 
 def late_document(value: Any, partition: int | None, offset: int | None, windows: tuple[Any, ...]) -> dict[str, Any]:
-    """A late element as the late output's row: its fields (:func:`document`), then where it came
-    from (``partition``, ``offset``; ``source_partition``, ``source_offset`` when the element has
-    fields of those names, :func:`~lowwater.spark.native_sql.late_names`) and the windows that
-    rejected it, as the native path's late output has them (:func:`~lowwater.spark.native_sql.late_ddl`)."""
-    from lowwater.spark.native_sql import late_names
+    """A late element as the late output's row: its fields (:func:`document`), and in one field
+    (:data:`_LATE`) where it came from and the windows that rejected it, which the frame names and
+    types as the native path's late output has them (:func:`_late_columns`)."""
     from lowwater.spark.sinks.files import to_dict
 
-    doc = dict(to_dict(value))
-    part, off, rejected = late_names(doc)
-    doc[part], doc[off] = partition, offset
-    doc[rejected] = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
-    return doc
+    windows_ = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
+    return {**to_dict(value), _LATE: {"partition": partition, "offset": offset, "rejected_windows": windows_}}
+
+
+_LATE = "_lw_late"
+"""The field of a late document that holds its position and rejected windows: the frame names
+them after the element's other fields (:func:`~lowwater.spark.native_sql.late_names`)."""
 
 
 _ENCODER = json.JSONEncoder(default=_json_default, allow_nan=True)
@@ -230,17 +230,19 @@ def _late_columns(df: DataFrame, col: Any, types: dict[str, str]) -> DataFrame:
     inference puts a struct's fields in order of name), as the native path gives them."""
     from pyspark.sql import functions as F
 
-    from lowwater.spark.native_sql import LATE_COLUMNS
+    from lowwater.spark.native_sql import late_names
 
-    # the document's own names (late_names): prefixed where the element had the name
-    part, off, rejected = (f"source_{c}" if f"source_{c}" in types else c for c in LATE_COLUMNS)
-    if types[rejected].startswith("array<struct"):
-        windows = F.transform(col(rejected), lambda w: F.struct(
+    fields = [n for n in types if n != _LATE]
+    part, off, rejected = late_names(fields)
+    late = col(_LATE)
+    if "rejected_windows:array<struct" in types[_LATE]:
+        windows = F.transform(late["rejected_windows"], lambda w: F.struct(
             w["start"].cast("bigint").alias("start"), w["end"].cast("bigint").alias("end")))
     else:  # every row's list was empty (an assigner that gave no window): nothing to infer from
-        windows = F.when(col(rejected).isNotNull(), F.array().cast(_WINDOWS)).otherwise(F.lit(None).cast(_WINDOWS))
-    return df.select(*[col(n).alias(n) for n in types if n not in (part, off, rejected)],
-                     col(part).cast("int").alias(part), col(off).cast("bigint").alias(off), windows.alias(rejected))
+        windows = F.when(late["rejected_windows"].isNotNull(), F.array().cast(_WINDOWS)).otherwise(
+            F.lit(None).cast(_WINDOWS))
+    return df.select(*[col(n).alias(n) for n in fields], late["partition"].cast("int").alias(part),
+                     late["offset"].cast("bigint").alias(off), windows.alias(rejected))
 
 
 def _windowed(types: dict[str, str]) -> bool:

@@ -214,10 +214,16 @@ LATE_COLUMNS = ("partition", "offset", "rejected_windows")
 
 def late_names(fields: Iterable[str]) -> tuple[str, str, str]:
     """The late output's own columns (:data:`LATE_COLUMNS`) beside an element of ``fields``: each
-    prefixed with ``source_`` where the element has a field of that name (the same rule on every
-    path: :mod:`lowwater.spark.json_rows` for the keyed path)."""
+    prefixed with ``source_`` (again, until no field has the name) where the element has a field of
+    that name (the same rule on every path: :mod:`lowwater.spark.json_rows` for the keyed path)."""
     names = set(fields)
-    part, off, windows = (f"source_{c}" if c in names else c for c in LATE_COLUMNS)
+
+    def free(name: str) -> str:
+        while name in names:
+            name = f"source_{name}"
+        return name
+
+    part, off, windows = (free(c) for c in LATE_COLUMNS)
     return part, off, windows
 
 

@@ -23,7 +23,8 @@ The columns of each output (``lowwater.spark.native``): window results have ``ke
 ``fire_index`` (INT) and ``window`` (``struct<start: TIMESTAMP, end: TIMESTAMP>``, as
 Spark's ``window()`` gives it); the late output has the source's fields, ``partition``,
 ``offset`` and ``rejected_windows`` (``array<struct<start: BIGINT, end: BIGINT>>``), each named
-with the prefix ``source_`` where the element has a field of that name, which keeps its own; dead
+with the prefix ``source_`` (repeated while taken) where the element has a field of that name,
+which keeps its own; dead
 letters have ``reason``, ``partition``, ``offset``, ``file`` and ``record`` (the source
 fields as a JSON string). On the keyed path (any window or process function, per key on the
 executors) each output value becomes a JSON object on the executors (a window result's fields;
