@@ -12,6 +12,7 @@ import enum
 import json
 import math
 import random
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -132,6 +133,10 @@ def test_shapes_tell_apart_what_spark_infers_differently() -> None:
 
 def test_batches_with_the_same_shapes_infer_the_same_schema_and_a_kept_schema_reads_them_as_spark_does(
         spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from lowwater.spark.json_rows import _infer
+
     frames = JsonFrames()
     rng = random.Random(11)
     for seed in range(20):
@@ -145,13 +150,13 @@ def test_batches_with_the_same_shapes_infer_the_same_schema_and_a_kept_schema_re
         shapes = frozenset(shape(document(d)) for d in docs)
         assert shapes == frozenset(shape(document(d)) for d in other), seed
         known, inferred = shapes in frames.schemas, frames.inferred
-        frames.frame(first, "json", shapes)
-        kept = frames.frame(second, "json", shapes)  # the schema kept at the first batch (or before): no inference
+        frames.schema(first, "json", shapes)
+        kept = frames.schema(second, "json", shapes)  # the schema kept at the first batch (or before): no inference
         assert frames.inferred == inferred + (0 if known else 1), seed
-        spark_own = JsonFrames().frame(second, "json", None)  # Spark's inference over the second batch
-        assert kept.schema == spark_own.schema, seed
+        spark_own = _infer(second)  # Spark's inference over the second batch, and its read
+        assert kept == spark_own.schema, seed
         if seed % 6 == 0:  # the rows too (two more jobs)
-            assert _rows(kept) == _rows(spark_own), seed
+            assert _rows(second.select(F.from_json("json", kept).alias("r")).select("r.*")) == _rows(spark_own), seed
     assert len(frames.schemas) > 10, "the random documents should make many different sets of shapes"
 
 
@@ -166,10 +171,10 @@ def test_window_results_get_the_window_struct_with_a_kept_schema_as_when_inferre
     for what, (first, second) in batches.items():
         frames = JsonFrames()
         shapes = frozenset(shape(document(d)) for d in first)
-        frames.frame(_strings(spark, first), "json", shapes)
-        kept = frames.frame(_strings(spark, second), "json", shapes)
+        _, schema = frames.settled(_strings(spark, first), "json", shapes, None, what, 0)
+        kept, _ = frames.settled(_strings(spark, second), "json", shapes, schema, what, 1)
         assert frames.inferred == 1, what
-        inferred = JsonFrames().frame(_strings(spark, second), "json", None)
+        inferred, _ = JsonFrames().settled(_strings(spark, second), "json", None, None, what, 0)
         assert kept.schema == inferred.schema, what
         assert _rows(kept) == _rows(inferred), what
         assert ("window" in kept.columns) == (what != "not a window"), what
@@ -204,18 +209,19 @@ def test_late_documents_get_the_native_late_columns_with_a_kept_schema_as_when_i
     for what, (first, second, columns) in batches.items():
         frames = JsonFrames()
         shapes = frozenset(shape(document(d)) for d in first)
-        inferred = frames.frame(_strings(spark, first), "json", shapes, late=True)
-        kept = frames.frame(_strings(spark, second), "json", shapes, late=True)
+        inferred, schema = frames.settled(_strings(spark, first), "json", shapes, None, what, 0, late=True)
+        kept, _ = frames.settled(_strings(spark, second), "json", shapes, schema, what, 1, late=True)
         assert frames.inferred == 1, what
         for df in (inferred, kept):
             assert df.columns == columns, (what, df.columns)
             assert [t for _, t in df.dtypes[-3:]] == native, (what, df.dtypes)
-        assert kept.schema == JsonFrames().frame(_strings(spark, second), "json", None, late=True).schema, what
+        assert kept.schema == JsonFrames().settled(_strings(spark, second), "json", None, None, what, 0,
+                                                   late=True)[0].schema, what
     got = [r.asDict(recursive=True) for r in inferred.collect()]
     assert got[0]["source_source_partition"] == 1 and got[0]["source_partition"] == "x", got
-    frames = JsonFrames()
     docs = [late_document({"offset": "x", "rejected_windows": 1}, 1, 7, (TimeWindow(0, 10),))]
-    got = [r.asDict(recursive=True) for r in frames.frame(_strings(spark, docs), "json", None, late=True).collect()]
+    got = [r.asDict(recursive=True) for r in JsonFrames().settled(_strings(spark, docs), "json", None, None, "late", 0,
+                                                                   late=True)[0].collect()]
     assert got == [{"offset": "x", "rejected_windows": 1, "partition": 1, "source_offset": 7,
                     "source_rejected_windows": [{"start": 0, "end": 10}]}], got
 
@@ -238,3 +244,62 @@ def _rows(df: Any) -> list[str]:
         return v
 
     return sorted(json.dumps(plain(r), default=str, sort_keys=True) for r in df.collect())
+
+
+def test_settled_frames_keep_their_columns_types_from_batch_to_batch(spark: Any) -> None:
+    """A field null in every row of a batch is no column until a batch gives it a value (nested
+    too); a kept column a batch lacks is null in its rows, a new field is a column after the
+    others; a DOUBLE column takes whole numbers and a STRING column any value as its JSON text;
+    any other change of a type (nested, in a list) fails, naming the field."""
+    import pytest
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from lowwater.spark.json_rows import OutputSchemaError
+
+    frames = JsonFrames()
+    batches = [
+        [{"k": "a", "x": 0.5, "n": None, "s": {"p": None, "q": 1}, "l": [1]}, {"k": "b", "x": 1.5, "n": None}],
+        [{"k": "c", "x": 2, "n": 7, "s": {"p": "t", "q": 2}, "t": 5}],
+    ]
+    first, kept = frames.settled(_strings(spark, batches[0]), "json", _shapes(batches[0]), None, "the output", 0)
+    assert first.dtypes == [("k", "string"), ("l", "array<bigint>"), ("s", "struct<q:bigint>"), ("x", "double")]
+    second, kept = frames.settled(_strings(spark, batches[1]), "json", _shapes(batches[1]), kept, "the output", 1)
+    assert second.dtypes == [("k", "string"), ("l", "array<bigint>"), ("s", "struct<q:bigint,p:string>"),
+                             ("x", "double"), ("n", "bigint"), ("t", "bigint")]
+    assert [r.asDict(recursive=True) for r in second.collect()] == [
+        {"k": "c", "l": None, "s": {"q": 2, "p": "t"}, "x": 2.0, "n": 7, "t": 5}]
+    third = [{"k": "d", "x": 3, "n": None, "t": "text"}]
+    with pytest.raises(OutputSchemaError, match=r"the output: in batch 2 the field t holds STRING values, "
+                                                r"where the batches before it made it a BIGINT column"):
+        frames.settled(_strings(spark, third), "json", _shapes(third), kept, "the output", 2)
+    for docs, field in (([{"k": "f", "s": {"q": 1.5}}], "s.q"), ([{"k": "f", "l": ["x"]}], "l[]")):
+        with pytest.raises(OutputSchemaError, match=rf"the field {re.escape(field)} holds"):
+            frames.settled(_strings(spark, docs), "json", None, kept, "out", 3)
+    as_text = StructType([StructField("k", StringType()), StructField("t", StringType())])
+    text, _ = frames.settled(_strings(spark, [{"k": "e", "t": 1}]), "json", None, as_text, "out", 4)
+    assert [tuple(r) for r in text.collect()] == [("e", "1")]
+
+
+def _shapes(docs: list[Any]) -> frozenset[str]:
+    return frozenset(shape(document(d)) for d in docs)
+
+
+def test_a_late_output_keeps_the_windows_type_when_a_batch_has_none(spark: Any) -> None:
+    """The late output's rejected windows are ``array<struct<start, end>>`` from the first batch
+    on, also when that batch's elements had no window (the inference would make it an array of
+    strings, which a later batch's windows, kept as text, would not fit)."""
+    from lowwater.core.windows import TimeWindow
+    from lowwater.spark.json_rows import late_document
+
+    frames = JsonFrames()
+    kept = None
+    got = []
+    for i, doc in enumerate([late_document({"key": "a"}, 0, 1, ()), late_document({"key": "b"}, 1, 2, (
+            TimeWindow(0, 10),))]):
+        df, kept = frames.settled(_strings(spark, [doc]), "json", frozenset([shape(document(doc))]), kept, "late", i,
+                                  late=True)
+        assert df.dtypes == [("key", "string"), ("partition", "int"), ("offset", "bigint"),
+                             ("rejected_windows", "array<struct<start:bigint,end:bigint>>")], df.dtypes
+        got += [r.asDict(recursive=True) for r in df.collect()]
+    assert got == [{"key": "a", "partition": 0, "offset": 1, "rejected_windows": []},
+                   {"key": "b", "partition": 1, "offset": 2, "rejected_windows": [{"start": 0, "end": 10}]}]

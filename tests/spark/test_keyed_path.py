@@ -533,3 +533,72 @@ def test_an_element_field_named_as_a_late_column_keeps_its_value(spark: Any, tmp
                      "source_offset": rows[0]["source_offset"],
                      "source_rejected_windows": [{"start": 0, "end": 10_000}]}], rows
     assert isinstance(rows[0]["source_offset"], int)
+
+
+def _best(key: Any, context: Any, elements: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    """A process window function whose result has a field that is null in some windows (``best_even``)."""
+    best = max(int(e["value"]) for e in elements)
+    yield {"key": key, "start": context.window.start, "best_even": best if best % 2 == 0 else None,
+           "ratio": best / 2}
+
+
+def _whole_or_not(key: Any, context: Any, elements: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    """``ratio`` an int where it is whole: a BIGINT in one batch, a DOUBLE in another."""
+    best = max(int(e["value"]) for e in elements)
+    yield {"key": key, "ratio": best if best < 2 else best / 2}
+
+
+def test_a_dataframe_output_keeps_its_columns_types_across_batches_and_a_restart(spark: Any, tmp_path: Path) -> None:
+    """Each batch of a keyed output to a DataFrame sink has the columns the batches before it had:
+    a field null in every row of a batch is no column until a value gives it a type (Spark's
+    inference made it a STRING, and the table's files could not be read together); the schema is
+    kept in the checkpoint (after the restart every ``best_even`` is null, and the column stays);
+    a function that changes a field's type fails the batch, naming the field, before anything of
+    the batch is written."""
+    import os
+    import shutil
+
+    from lowwater.core.errors import PipelineError
+    from lowwater.spark.sinks import DirectorySink
+
+    batches = [[{"key": "a", "ts": 1000, "value": 1}], [{"key": "a", "ts": 12_000, "value": 2}],
+               [{"key": "a", "ts": 25_000, "value": 3}], [{"key": "a", "ts": 26_000, "value": 3}],
+               [{"key": "a", "ts": 40_000, "value": 5}], [{"key": "a", "ts": 55_000, "value": 1}]]
+    BatchFilesSource.write(tmp_path / "all", batches)
+    files = sorted((tmp_path / "all").iterdir())
+    fields = BatchFilesSource.infer_fields(batches)
+
+    def run(fn: Any, out: Path, ck: Path, upto: int, end: bool) -> None:
+        (tmp_path / "in").mkdir(exist_ok=True)
+        for i, f in enumerate(files[:upto]):
+            if not (tmp_path / "in" / f.name).exists():
+                shutil.copy(f, tmp_path / "in" / f.name)
+                os.utime(tmp_path / "in" / f.name, (1_700_000_000 + i, 1_700_000_000 + i))  # Spark reads in this order
+        env = StreamExecutionEnvironment()
+        results = (env.from_source(BatchFilesSource(tmp_path / "in", fields, [0]),
+                                   WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+                   .key_by("key").window(TumblingEventTimeWindows.of(10_000)).process(fn))
+        results.add_sink(DirectorySink(out, "parquet"))
+        job = SparkRuntime(str(ck), spark=spark, end_of_input=end).execute(env)
+        assert job.path == "keyed", job.reason
+
+    def columns(d: Path) -> dict[str, str]:
+        return dict(spark.read.parquet(str(d)).dtypes)
+
+    run(_best, tmp_path / "out", tmp_path / "ck", 4, False)  # [0, 10 s) fires alone (best 1), then [10, 20 s)
+    first = sorted((tmp_path / "out").glob("batch=*"))
+    assert [columns(d) for d in first] == [{"key": "string", "start": "bigint", "ratio": "double"},
+                                           {"key": "string", "start": "bigint", "ratio": "double",
+                                            "best_even": "bigint"}]
+    run(_best, tmp_path / "out", tmp_path / "ck", 6, True)  # after a restart: best 3, 5, 1, all odd
+    later = sorted(set((tmp_path / "out").glob("batch=*")) - set(first))
+    assert later and all(columns(d) == columns(first[1]) for d in later), [columns(d) for d in later]
+    got = sorted(tuple(r) for r in spark.read.option("mergeSchema", "true").parquet(str(tmp_path / "out" / "batch=*"))
+                 .select("start", "best_even", "ratio").collect())
+    assert got == [(0, None, 0.5), (10_000, 2, 1.0), (20_000, None, 1.5), (40_000, None, 2.5), (50_000, None, 0.5)]
+
+    shutil.rmtree(tmp_path / "in")
+    with pytest.raises(PipelineError, match=r"the field ratio holds DOUBLE values, where the batches "
+                                            r"before it made it a BIGINT column"):
+        run(_whole_or_not, tmp_path / "out2", tmp_path / "ck2", 6, True)  # 1.0 after 1
+    assert [columns(d) for d in sorted((tmp_path / "out2").glob("batch=*"))] == [{"key": "string", "ratio": "bigint"}]

@@ -1,5 +1,6 @@
 """The keyed path's outputs for DataFrame sinks: Python values as JSON rows, and those rows as a
-DataFrame, its schema inferred by Spark only when the batch's rows have shapes not seen before.
+DataFrame whose columns keep their types from batch to batch, its schema inferred by Spark only
+when the batch's rows have shapes not seen before.
 
 Stage B (:mod:`lowwater.spark.keyed`) writes each output value a DataFrame sink takes as one
 JSON object (:func:`to_json`) and reports, per output kind, the set of the objects' *shapes*
@@ -8,11 +9,14 @@ its values (a ``long``, an integer of ``d`` digits beyond it, a floating-point n
 a boolean, a null, an array, an object and its field names) and merges what it finds over the
 rows with a merge that is commutative, associative and idempotent: the schema it infers is a
 function of the *set* of the rows' shapes. So :class:`JsonFrames` runs Spark's inference (a
-job over every row) the first time a set of shapes comes, and parses the rows of a later batch
-with the same set with ``from_json`` and the schema kept: the same DataFrame, one job fewer for
-each output a DataFrame sink takes. A bucket that meets more distinct shapes than
-:data:`MAX_SHAPES` reports none, and its batch infers as before.
-"""
+job over every row) the first time a set of shapes comes, and keeps the schema for a later
+batch with the same set: one job fewer for each output a DataFrame sink takes. A bucket that
+meets more distinct shapes than :data:`MAX_SHAPES` reports none, and its batch infers as before.
+
+A batch's own schema is not its DataFrame's: the output keeps one schema, as a streaming
+DataFrame has one, kept in the checkpoint with the batch's state. A batch may add columns to it
+and may not change a column's type (:meth:`JsonFrames.settled`), so what a sink writes batch by
+batch (a table, files read together) has one type per column."""
 
 from __future__ import annotations
 
@@ -20,12 +24,14 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
+from lowwater.core.errors import PipelineError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["MAX_SHAPES", "JsonFrames", "document", "json_row", "late_document", "merge_shapes", "reported", "shape",
-           "to_json"]
+__all__ = ["MAX_SHAPES", "JsonFrames", "OutputSchemaError", "document", "json_row", "late_document", "merge_shapes",
+           "reported", "shape", "to_json"]
 
 MAX_SHAPES = 32
 """Distinct shapes of one output kind a bucket reports at most; beyond it, none (infer)."""
@@ -192,41 +198,183 @@ class JsonFrames:
         self.inferred = 0
         """How many times Spark inferred a schema (a job each)."""
 
-    def frame(self, rows: DataFrame, column: str, shapes: frozenset[str] | None, late: bool = False) -> DataFrame:
-        """The JSON strings of ``rows``' ``column`` as the DataFrame they describe, with Spark's
-        ``window`` struct beside a window result's epoch-ms fields. With a kept schema, two
-        projections of ``rows`` (each new DataFrame is analysed in the driver, 10–40 ms here).
-        ``late``: the rows are late documents (:func:`late_document`), whose position and rejected windows get
-        the native late output's types and place (:func:`_late_columns`)."""
-        from pyspark.sql import functions as F
-
+    def schema(self, rows: DataFrame, column: str, shapes: frozenset[str] | None) -> StructType:
+        """The schema Spark infers from the JSON strings of ``rows``' ``column``: a job over every
+        row the first time a set of shapes comes, kept for that set after."""
         schema = None if shapes is None else self.schemas.get(shapes)
         if schema is None:
-            df = _infer(rows.select(column))
+            schema = _infer(rows.select(column)).schema
             self.inferred += 1
             if shapes is not None and len(self.schemas) < self.limit:
-                self.schemas[shapes] = df.schema
-            types = dict(df.dtypes)
-            if late:
-                return _late_columns(df, F.col, types)
-            return df.withColumn("window", _window(F.col)) if _windowed(types) else df
+                self.schemas[shapes] = schema
+        return schema
+
+    def settled(self, rows: DataFrame, column: str, shapes: frozenset[str] | None, kept: StructType | None,
+                what: str, batch_id: int, late: bool = False) -> tuple[DataFrame, StructType]:
+        """The JSON strings of ``rows``' ``column`` as a DataFrame whose columns keep their types from
+        batch to batch, as a streaming DataFrame's do: with ``kept``, the schema of the output's
+        batches so far (None before its first rows), the batch's own (:meth:`schema`) may add
+        columns and may not change a column's type. Returns the frame and the schema kept from now on.
+
+        * A field that is null (or absent) in every row of the batch says nothing of its type: it is
+          left out of the batch's schema (:func:`_null_fields`), so it is a column once a batch
+          gives it a value (Spark's inference would make it a STRING, which a later batch's number
+          would contradict).
+        * A column of ``kept`` the batch does not have is null in its rows; a field ``kept`` does
+          not have becomes a column after the others.
+        * A number in a DOUBLE column and any value in a STRING column (as its JSON text) fit;
+          any other change of type raises :class:`OutputSchemaError`, which names the field: a
+          file, table or database written batch by batch cannot hold both types in one column.
+
+        Rows are parsed with ``FAILFAST``: a value that would not fit its column fails the batch,
+        it is never read as a null."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructField, StructType
+
+        got = self.schema(rows, column, shapes)
+        if late:  # the position and windows have one type, whatever a batch's values (nulls, no windows)
+            got = StructType([StructField(f.name, _late_type()) if f.name == _LATE else f for f in got.fields])
+        got = _without(got, _null_fields(shapes))
+        try:
+            schema = _settle(kept, got, "")
+        except _Conflict as e:
+            raise OutputSchemaError(what, batch_id, e.path, e.kept, e.got) from None
+        assert isinstance(schema, StructType)
         types = {f.name: f.dataType.simpleString() for f in schema.fields}
-        parsed = rows.select(F.from_json(column, schema).alias("_lw_r"))
+        parsed = rows.select(F.from_json(column, schema, {"mode": "FAILFAST"}).alias("_lw_r"))
         if late:
-            return _late_columns(parsed, lambda name: F.col(f"_lw_r.{name}"), types)
+            return _late_columns(parsed, lambda name: F.col(f"_lw_r.{name}"), types), schema
         if _windowed(types) and "window" not in types:
-            return parsed.select("_lw_r.*", _window(lambda name: F.col(f"_lw_r.{name}")).alias("window"))
+            return parsed.select("_lw_r.*", _window(lambda name: F.col(f"_lw_r.{name}")).alias("window")), schema
         df = parsed.select("_lw_r.*")
-        return df.withColumn("window", _window(F.col)) if _windowed(types) else df
+        return (df.withColumn("window", _window(F.col)) if _windowed(types) else df), schema
 
 
-_WINDOWS = "array<struct<start:bigint,end:bigint>>"
+def _late_type() -> StructType:
+    """The type of a late document's :data:`_LATE` field, as Spark infers it from one with windows
+    (fields in order of name)."""
+    from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+
+    window = StructType([StructField("end", LongType()), StructField("start", LongType())])
+    return StructType([StructField("offset", LongType()), StructField("partition", LongType()),
+                       StructField("rejected_windows", ArrayType(window))])
+
+
+class OutputSchemaError(PipelineError):
+    """A keyed-path output whose batch gives a column a type other than the batches before it."""
+
+    def __init__(self, what: str, batch_id: int, path: str, kept: Any, got: Any) -> None:
+        super().__init__(
+            f"{what}: in batch {batch_id} the field {path} holds {got.simpleString().upper()} values, where the "
+            f"batches before it made it a {kept.simpleString().upper()} column. A DataFrame sink writes each batch "
+            f"into the same columns (a table, files read together), so an output value's field must keep its "
+            f"type: return one type for it (float(x) for a number that is sometimes whole, str(x) for text), "
+            f"then restart; processing resumes from the last completed batch.")
+        self.path = path
+
+
+class _Conflict(Exception):
+    def __init__(self, path: str, kept: Any, got: Any) -> None:
+        super().__init__(path)
+        self.path, self.kept, self.got = path, kept, got
+
+
+def _settle(kept: Any, got: Any, path: str) -> Any:
+    """The type a column keeps when it held ``kept`` (None: new) and a batch gives it ``got``
+    (:meth:`JsonFrames.settled`); raises :class:`_Conflict` where they differ."""
+    from pyspark.sql.types import ArrayType, DecimalType, DoubleType, LongType, StringType, StructField, StructType
+
+    if kept is None:
+        return got
+    if isinstance(kept, StructType) and isinstance(got, StructType):
+        new = {f.name: f for f in got.fields}
+        fields = []
+        for f in kept.fields:
+            g = new.pop(f.name, None)
+            fields.append(f if g is None else StructField(f.name, _settle(f.dataType, g.dataType,
+                                                                          f"{path}.{f.name}" if path else f.name)))
+        return StructType(fields + [f for f in got.fields if f.name in new])
+    if isinstance(kept, ArrayType) and isinstance(got, ArrayType):
+        return ArrayType(_settle(kept.elementType, got.elementType, f"{path}[]"))
+    if kept == got or isinstance(kept, StringType) or (
+            isinstance(kept, DoubleType) and isinstance(got, (LongType, DecimalType))):
+        return kept
+    raise _Conflict(path, kept, got)
+
+
+def _parse_shape(text: str, i: int = 0) -> tuple[Any, int]:
+    """A :func:`shape` read back: ``("o", {name: shape})``, ``("a", [shapes])`` or a scalar's letters;
+    and where it ends."""
+    c = text[i]
+    if c == "o" or c == "a":
+        close = "}" if c == "o" else "]"
+        i += 2
+        fields: dict[str, Any] = {}
+        items: list[Any] = []
+        while text[i] != close:
+            if c == "o":
+                name, i = _DECODER.raw_decode(text, i)
+                value, i = _parse_shape(text, i + 1)  # past the ":"
+                fields[name] = value
+            else:
+                value, i = _parse_shape(text, i)
+                items.append(value)
+            if text[i] == ",":
+                i += 1
+        return ((c, fields) if c == "o" else (c, items)), i + 1
+    j = i + 1
+    while j < len(text) and text[j].isdigit():
+        j += 1
+    return text[i:j], j
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _null_fields(shapes: frozenset[str] | None) -> dict[str, Any]:
+    """The documents' fields that are null or absent in each of ``shapes`` (``True``), and of the
+    fields that are objects wherever they are not null, theirs (a dict): what a batch says nothing
+    of the type of. None known (``{}``) without the shapes."""
+    if not shapes:
+        return {}
+    return _nulls([parsed[1] for parsed in (_parse_shape(s)[0] for s in shapes) if parsed[0] == "o"])
+
+
+def _nulls(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in {n for o in objects for n in o}:
+        values = [o[name] for o in objects if name in o and o[name] != "n"]
+        if not values:
+            out[name] = True
+        elif all(isinstance(v, tuple) and v[0] == "o" for v in values):
+            inner = _nulls([v[1] for v in values])
+            if inner:
+                out[name] = inner
+    return out
+
+
+def _without(schema: StructType, nulls: dict[str, Any]) -> StructType:
+    """``schema`` without the fields ``nulls`` marks (:func:`_null_fields`), nor a struct left empty."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = []
+    for f in schema.fields:
+        mark = nulls.get(f.name)
+        if mark is True:
+            continue
+        if isinstance(mark, dict) and isinstance(f.dataType, StructType):
+            inner = _without(f.dataType, mark)
+            if not inner.fields:
+                continue
+            f = StructField(f.name, inner, f.nullable)
+        fields.append(f)
+    return StructType(fields)
 
 
 def _late_columns(df: DataFrame, col: Any, types: dict[str, str]) -> DataFrame:
     """The late output's columns in one projection of ``df`` (``col(name)`` each column of
-    ``types``, in the order inferred): the element's fields, then its partition (INT), offset
-    (BIGINT) and the windows that rejected it (``array<struct<start: BIGINT, end: BIGINT>>``: the
+    ``types``, in their order): the element's fields, then its partition (INT), offset (BIGINT)
+    and the windows that rejected it (``array<struct<start: BIGINT, end: BIGINT>>``: the
     inference puts a struct's fields in order of name), as the native path gives them."""
     from pyspark.sql import functions as F
 
@@ -234,13 +382,9 @@ def _late_columns(df: DataFrame, col: Any, types: dict[str, str]) -> DataFrame:
 
     fields = [n for n in types if n != _LATE]
     part, off, rejected = late_names(fields)
-    late = col(_LATE)
-    if "rejected_windows:array<struct" in types[_LATE]:
-        windows = F.transform(late["rejected_windows"], lambda w: F.struct(
-            w["start"].cast("bigint").alias("start"), w["end"].cast("bigint").alias("end")))
-    else:  # every row's list was empty (an assigner that gave no window): nothing to infer from
-        windows = F.when(late["rejected_windows"].isNotNull(), F.array().cast(_WINDOWS)).otherwise(
-            F.lit(None).cast(_WINDOWS))
+    late = col(_LATE)  # its type is _late_type(), whatever the rows (JsonFrames.settled)
+    windows = F.transform(late["rejected_windows"],
+                          lambda w: F.struct(w["start"].alias("start"), w["end"].alias("end")))
     return df.select(*[col(n).alias(n) for n in fields], late["partition"].cast("int").alias(part),
                      late["offset"].cast("bigint").alias(off), windows.alias(rejected))
 

@@ -258,6 +258,10 @@ class KeyedState:
     totals: dict[str, int] = field(default_factory=dict)
     late_by_partition: dict[int, int] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    schemas: dict[str, str] = field(default_factory=dict)
+    """Per output a DataFrame sink takes (``result``, ``side:<i>``), the schema (Spark's JSON) its
+    DataFrames have had so far: its columns keep their types from batch to batch and across
+    restarts (:meth:`~lowwater.spark.json_rows.JsonFrames.settled`)."""
 
     @staticmethod
     def for_inputs(n: int) -> KeyedState:
@@ -308,7 +312,7 @@ def state_to_json(st: KeyedState) -> dict[str, Any]:
             "state_dirs": list(st.state_dirs), "pending_delete": list(st.pending_delete),
             "compact_next": st.compact_next, "totals": dict(st.totals),
             "late_by_partition": {str(p): n for p, n in st.late_by_partition.items()},
-            "metrics": st.metrics}
+            "metrics": st.metrics, "schemas": dict(st.schemas)}
 
 
 def state_from_json(data: dict[str, Any], plan: KeyedPlan) -> KeyedState:
@@ -339,6 +343,7 @@ def state_from_json(data: dict[str, Any], plan: KeyedPlan) -> KeyedState:
     st.totals = {k: int(v) for k, v in data["totals"].items()}
     st.late_by_partition = {int(p): int(n) for p, n in data["late_by_partition"].items()}
     st.metrics = dict(data.get("metrics") or {})
+    st.schemas = {str(k): str(v) for k, v in (data.get("schemas") or {}).items()}
     return st
 
 
@@ -354,25 +359,16 @@ class KeyedOutput:
 
 
 class _JsonOutput(Output):
-    """One kind of stage B's rows: their JSON as a DataFrame (:class:`~lowwater.spark.json_rows.JsonFrames`,
-    given the batch's shapes of them), their pickled values as rows."""
+    """One kind of stage B's rows: their JSON as a DataFrame (built before the batch's state is
+    committed, with the schema the output keeps: :meth:`KeyedProcessor._outputs`), their pickled
+    values as rows."""
 
-    def __init__(self, frame: DataFrame | None, to_rows: Any, frames: JsonFrames, shapes: frozenset[str] | None,
-                 late: bool = False) -> None:
+    def __init__(self, frame: DataFrame | None, to_rows: Any, df: DataFrame | None) -> None:
         super().__init__(frame, to_rows)
-        self.frames = frames
-        self.shapes = shapes
-        self.late = late
-        """The window's late output: rows of :func:`~lowwater.spark.json_rows.late_document`."""
+        self._df = df
 
     def dataframe(self) -> DataFrame | None:
-        if self.frame is None:
-            return None
-        if self._df is None:
-            self._df = self.frames.frame(self.frame, "json", self.shapes, late=self.late)
         return self._df
-
-    _df: DataFrame | None = None
 
 
 def _dumps(value: Any) -> bytes:
@@ -1042,7 +1038,7 @@ class KeyedProcessor:
             elif wrote:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
             lap("state_write_ms")
-            per_sink = self._outputs(stage_b, kinds, stats)
+            per_sink = self._outputs(st, stage_b, kinds, stats, batch_id)
             dead = [json.loads(r["_dead"]) for r in rejected.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
                 if rejected is not None else []
@@ -1102,8 +1098,12 @@ class KeyedProcessor:
         replace_with_parquet(rows, target, self.fs)
         return True
 
-    def _outputs(self, stage_b: DataFrame, kinds: dict[str, int], stats: list[dict[str, Any]]) -> list[Output]:
-        """One :class:`Output` per sink; sinks on the same output share it (its rows are collected once)."""
+    def _outputs(self, st: KeyedState, stage_b: DataFrame, kinds: dict[str, int], stats: list[dict[str, Any]],
+                 batch_id: int) -> list[Output]:
+        """One :class:`Output` per sink; sinks on the same output share it (its rows are collected once).
+        An output a DataFrame sink takes gets its DataFrame here, before the batch's state is
+        committed, since its schema is part of it (``st.schemas``: a batch whose values change a
+        column's type fails here, with :class:`~lowwater.spark.json_rows.OutputSchemaError`)."""
         tags = [tag for tag in self.plan.outputs if tag is not None]
         made: dict[str, Output] = {}
 
@@ -1117,10 +1117,20 @@ class KeyedProcessor:
 
         def output(kind: str) -> Output:
             if kind not in made:
-                made[kind] = _JsonOutput(stage_b.filter(f"kind = '{kind}'") if kinds.get(kind) else None, to_rows,
-                                         self.json_frames, merge_shapes([s_["shapes"].get(kind) for s_ in stats
-                                                                         if kind in s_["kinds"]]),
-                                         late=kind == late_kind)
+                frame = stage_b.filter(f"kind = '{kind}'") if kinds.get(kind) else None
+                df = None
+                if frame is not None and (self.encodings is None or kind in self.encodings.as_json):
+                    from pyspark.sql.types import StructType
+
+                    kept = st.schemas.get(kind)
+                    what = (f"the output of {t.name!r}" if kind == "result" else
+                            f"the side output {tags[int(kind.split(':')[1])].name!r} of {t.name!r}")
+                    df, schema = self.json_frames.settled(
+                        frame, "json", merge_shapes([s_["shapes"].get(kind) for s_ in stats if kind in s_["kinds"]]),
+                        None if kept is None else StructType.fromJson(json.loads(kept)), what, batch_id,
+                        late=kind == late_kind)
+                    st.schemas[kind] = schema.json()
+                made[kind] = _JsonOutput(frame, to_rows, df)
             return made[kind]
 
         return [output("result" if tag is None else f"side:{tags.index(tag)}") for tag in self.plan.outputs]

@@ -32,7 +32,10 @@ a dict as it is; anything else as ``value``) and Spark reads them with its JSON 
 inference: window results get the same columns (``fire_index`` BIGINT, and ``window`` beside
 ``window_start``/``window_end``), a window's late output the same columns as on the native path
 (the element's fields in order of name, then ``partition``, ``offset`` and
-``rejected_windows``), other outputs the fields of their values. A row-list sink on the late
+``rejected_windows``), other outputs the fields of their values. An output's columns keep their
+types from batch to batch and across restarts: a batch may add a column (a field is no column
+while it has been null in every row), and a batch whose values would change a column's type
+fails with :class:`~lowwater.spark.json_rows.OutputSchemaError`, naming the field. A row-list sink on the late
 output gets the elements alone, as Flink's side output gives them, on every path.
 
 The reference runtime keeps row-list sinks (:class:`lowwater.graph.sinks.Sink`); on Spark a
