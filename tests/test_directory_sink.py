@@ -36,3 +36,39 @@ def test_a_parquet_batch_keeps_every_row_s_fields_not_only_the_first_row_s(tmp_p
     assert [d.get("file") for d in dead] == [None, "/log/partition=0/segment-0.jsonl"]
     assert [d["offset"] for d in dead] == [2, 6]
     assert out == [{"value": 5, "user": None, "total": None}, {"value": None, "user": "a", "total": 7}]
+
+
+def test_parquet_batches_keep_their_columns_types_and_a_change_of_type_fails_naming_the_field(tmp_path: Path) -> None:
+    """Each Parquet batch has the columns of the batches before it (the reference runtime's and the
+    general path's rows; the keyed path's DataFrames keep theirs the same way): a field with only
+    nulls or empty lists so far, in a struct too, is no column yet; a DOUBLE column takes integers,
+    a STRING column any scalar; a replay keeps the schema of the batches before it, not its own
+    first attempt's; any other change of type fails, naming the field, before the batch is written."""
+    import pyarrow.parquet as pq
+    import pytest
+
+    from lowwater.core.errors import OutputSchemaError
+
+    sink = DirectorySink(tmp_path / "out", "parquet")
+
+    def schema(batch: int) -> dict[str, str]:
+        return {f.name: str(f.type) for f in pq.read_schema(tmp_path / "out" / f"batch={batch}" / "part.parquet")}
+
+    sink.write_batch(0, [{"k": "a", "x": 0.5, "n": None, "s": {"p": None, "q": 1}, "l": [], "t": "u"}])
+    assert schema(0) == {"k": "string", "x": "double", "s": "struct<q: int64>", "t": "string"}
+    sink.write_batch(1, [])
+    sink.write_batch(2, [{"k": "b", "x": 2, "n": 7, "s": {"p": "v", "q": 2}, "l": [1], "t": 5}])
+    assert schema(2) == {"k": "string", "x": "double", "s": "struct<q: int64, p: string>", "t": "string", "n": "int64",
+                         "l": "list<element: int64>"}
+    assert pq.read_table(tmp_path / "out" / "batch=2" / "part.parquet").to_pylist() == [
+        {"k": "b", "x": 2.0, "s": {"q": 2, "p": "v"}, "t": "5", "n": 7, "l": [1]}]
+    sink.write_batch(3, [{"k": "c", "z": 1}])
+    assert schema(3) == {**schema(2), "z": "int64"}
+    sink.write_batch(3, [{"k": "c", "z": "w"}])  # a replay: its first attempt's z is not a kept column
+    assert schema(3) == {**schema(2), "z": "string"}
+    with pytest.raises(OutputSchemaError, match=r"in batch 4 the field n holds DOUBLE values, where the batches "
+                                                r"before it made it a BIGINT column"):
+        sink.write_batch(4, [{"k": "d", "n": 1.5}])
+    with pytest.raises(OutputSchemaError, match=r"the field s\.q holds STRING"):
+        sink.write_batch(4, [{"k": "d", "s": {"q": "text"}}])
+    assert not (tmp_path / "out" / "batch=4").exists()

@@ -247,27 +247,29 @@ def _rows(df: Any) -> list[str]:
 
 
 def test_settled_frames_keep_their_columns_types_from_batch_to_batch(spark: Any) -> None:
-    """A field null in every row of a batch is no column until a batch gives it a value (nested
-    too); a kept column a batch lacks is null in its rows, a new field is a column after the
-    others; a DOUBLE column takes whole numbers and a STRING column any value as its JSON text;
-    any other change of a type (nested, in a list) fails, naming the field."""
+    """A field null (or a list of nothing but nulls) in every row of a batch is no column until a
+    batch gives it a value (nested too); a kept column a batch lacks is null in its rows, a new
+    field is a column after the others; a DOUBLE column takes whole numbers and a STRING column
+    any value as its JSON text; any other change of a type (nested, in a list) fails, naming the
+    field."""
     import pytest
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from lowwater.spark.json_rows import OutputSchemaError
+    from lowwater.core.errors import OutputSchemaError
 
     frames = JsonFrames()
     batches = [
-        [{"k": "a", "x": 0.5, "n": None, "s": {"p": None, "q": 1}, "l": [1]}, {"k": "b", "x": 1.5, "n": None}],
-        [{"k": "c", "x": 2, "n": 7, "s": {"p": "t", "q": 2}, "t": 5}],
+        [{"k": "a", "x": 0.5, "n": None, "s": {"p": None, "q": 1}, "l": [1], "m": []},
+         {"k": "b", "x": 1.5, "n": None, "m": [None]}],
+        [{"k": "c", "x": 2, "n": 7, "s": {"p": "t", "q": 2}, "t": 5, "m": [3]}],
     ]
     first, kept = frames.settled(_strings(spark, batches[0]), "json", _shapes(batches[0]), None, "the output", 0)
     assert first.dtypes == [("k", "string"), ("l", "array<bigint>"), ("s", "struct<q:bigint>"), ("x", "double")]
     second, kept = frames.settled(_strings(spark, batches[1]), "json", _shapes(batches[1]), kept, "the output", 1)
     assert second.dtypes == [("k", "string"), ("l", "array<bigint>"), ("s", "struct<q:bigint,p:string>"),
-                             ("x", "double"), ("n", "bigint"), ("t", "bigint")]
+                             ("x", "double"), ("m", "array<bigint>"), ("n", "bigint"), ("t", "bigint")]
     assert [r.asDict(recursive=True) for r in second.collect()] == [
-        {"k": "c", "l": None, "s": {"q": 2, "p": "t"}, "x": 2.0, "n": 7, "t": 5}]
+        {"k": "c", "l": None, "s": {"q": 2, "p": "t"}, "x": 2.0, "m": [3], "n": 7, "t": 5}]
     third = [{"k": "d", "x": 3, "n": None, "t": "text"}]
     with pytest.raises(OutputSchemaError, match=r"the output: in batch 2 the field t holds STRING values, "
                                                 r"where the batches before it made it a BIGINT column"):

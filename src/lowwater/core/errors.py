@@ -7,6 +7,7 @@ __all__ = [
     "ConfigurationError",
     "LowwaterError",
     "MonotonyViolationError",
+    "OutputSchemaError",
     "PipelineError",
     "UserFunctionError",
 ]
@@ -26,6 +27,20 @@ class ConfigurationError(LowwaterError, ValueError):
 
 class PipelineError(LowwaterError):
     """The pipeline is wired in a way that cannot run (for example a window without a key)."""
+
+
+class OutputSchemaError(PipelineError):
+    """An output whose batch gives a column another type than the batches before it gave it:
+    a table, or files read together, cannot hold both in one column."""
+
+    def __init__(self, what: str, batch_id: int, field: str, kept: str, got: str) -> None:
+        super().__init__(
+            f"{what}: in batch {batch_id} the field {field} holds {got} values, where the batches before it made it "
+            f"a {kept} column. A DataFrame sink writes each batch into the same columns (a table, files read "
+            f"together), so an output value's field must keep its type: return one type for it (float(x) for a "
+            f"number that is sometimes whole, str(x) for text), then restart; processing resumes from the last "
+            f"completed batch.")
+        self.field = field
 
 
 class BadRecordError(LowwaterError):

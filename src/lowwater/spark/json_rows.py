@@ -24,13 +24,13 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
-from lowwater.core.errors import PipelineError
+from lowwater.core.errors import OutputSchemaError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["MAX_SHAPES", "JsonFrames", "OutputSchemaError", "document", "json_row", "late_document", "merge_shapes",
+__all__ = ["MAX_SHAPES", "JsonFrames", "document", "json_row", "late_document", "merge_shapes",
            "reported", "shape", "to_json"]
 
 MAX_SHAPES = 32
@@ -223,7 +223,7 @@ class JsonFrames:
         * A column of ``kept`` the batch does not have is null in its rows; a field ``kept`` does
           not have becomes a column after the others.
         * A number in a DOUBLE column and any value in a STRING column (as its JSON text) fit;
-          any other change of type raises :class:`OutputSchemaError`, which names the field: a
+          any other change of type raises :class:`~lowwater.core.errors.OutputSchemaError`, which names the field: a
           file, table or database written batch by batch cannot hold both types in one column.
 
         Rows are parsed with ``FAILFAST``: a value that would not fit its column fails the batch,
@@ -231,14 +231,14 @@ class JsonFrames:
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructField, StructType
 
-        got = self.schema(rows, column, shapes)
+        got = _without(self.schema(rows, column, shapes), _null_fields(shapes))
         if late:  # the position and windows have one type, whatever a batch's values (nulls, no windows)
-            got = StructType([StructField(f.name, _late_type()) if f.name == _LATE else f for f in got.fields])
-        got = _without(got, _null_fields(shapes))
+            got = StructType([f for f in got.fields if f.name != _LATE] + [StructField(_LATE, _late_type())])
         try:
             schema = _settle(kept, got, "")
         except _Conflict as e:
-            raise OutputSchemaError(what, batch_id, e.path, e.kept, e.got) from None
+            raise OutputSchemaError(what, batch_id, e.path, e.kept.simpleString().upper(),
+                                    e.got.simpleString().upper()) from None
         assert isinstance(schema, StructType)
         types = {f.name: f.dataType.simpleString() for f in schema.fields}
         parsed = rows.select(F.from_json(column, schema, {"mode": "FAILFAST"}).alias("_lw_r"))
@@ -258,19 +258,6 @@ def _late_type() -> StructType:
     window = StructType([StructField("end", LongType()), StructField("start", LongType())])
     return StructType([StructField("offset", LongType()), StructField("partition", LongType()),
                        StructField("rejected_windows", ArrayType(window))])
-
-
-class OutputSchemaError(PipelineError):
-    """A keyed-path output whose batch gives a column a type other than the batches before it."""
-
-    def __init__(self, what: str, batch_id: int, path: str, kept: Any, got: Any) -> None:
-        super().__init__(
-            f"{what}: in batch {batch_id} the field {path} holds {got.simpleString().upper()} values, where the "
-            f"batches before it made it a {kept.simpleString().upper()} column. A DataFrame sink writes each batch "
-            f"into the same columns (a table, files read together), so an output value's field must keep its "
-            f"type: return one type for it (float(x) for a number that is sometimes whole, str(x) for text), "
-            f"then restart; processing resumes from the last completed batch.")
-        self.path = path
 
 
 class _Conflict(Exception):
@@ -332,9 +319,9 @@ _DECODER = json.JSONDecoder()
 
 
 def _null_fields(shapes: frozenset[str] | None) -> dict[str, Any]:
-    """The documents' fields that are null or absent in each of ``shapes`` (``True``), and of the
-    fields that are objects wherever they are not null, theirs (a dict): what a batch says nothing
-    of the type of. None known (``{}``) without the shapes."""
+    """The documents' fields that are null, absent, or a list with nothing but nulls in each of
+    ``shapes`` (``True``), and of the fields that are objects wherever they are not null, theirs
+    (a dict): what a batch says nothing of the type of. None known (``{}``) without the shapes."""
     if not shapes:
         return {}
     return _nulls([parsed[1] for parsed in (_parse_shape(s)[0] for s in shapes) if parsed[0] == "o"])
@@ -344,8 +331,8 @@ def _nulls(objects: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in {n for o in objects for n in o}:
         values = [o[name] for o in objects if name in o and o[name] != "n"]
-        if not values:
-            out[name] = True
+        if all(isinstance(v, tuple) and v[0] == "a" and all(x == "n" for x in v[1]) for v in values):
+            out[name] = True  # only nulls and lists of nulls or of nothing: no type
         elif all(isinstance(v, tuple) and v[0] == "o" for v in values):
             inner = _nulls([v[1] for v in values])
             if inner:

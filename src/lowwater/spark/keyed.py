@@ -1103,7 +1103,7 @@ class KeyedProcessor:
         """One :class:`Output` per sink; sinks on the same output share it (its rows are collected once).
         An output a DataFrame sink takes gets its DataFrame here, before the batch's state is
         committed, since its schema is part of it (``st.schemas``: a batch whose values change a
-        column's type fails here, with :class:`~lowwater.spark.json_rows.OutputSchemaError`)."""
+        column's type fails here, with :class:`~lowwater.core.errors.OutputSchemaError`)."""
         tags = [tag for tag in self.plan.outputs if tag is not None]
         made: dict[str, Output] = {}
 

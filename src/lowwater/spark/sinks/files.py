@@ -41,7 +41,10 @@ class DirectorySink(DataFrameSink):
     unless ``empty_batches=False``: then a batch known to have no rows for this output (no
     window fired; nothing late) writes no directory and runs no Spark job, as Spark's own file
     sink writes no file for it. Use it with an interval trigger, which would otherwise leave a
-    directory per trigger.
+    directory per trigger. A Parquet batch written from rows keeps the columns' types of the
+    batches before it, so the directories can be read together (``mergeSchema`` for the columns
+    added later); a batch whose values change a column's type fails with
+    :class:`~lowwater.core.errors.OutputSchemaError`, naming the field.
     """
 
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
@@ -91,18 +94,100 @@ class DirectorySink(DataFrameSink):
         elif self.fmt != "parquet":
             raise ConfigurationError("fmt", f"{self.fmt!r} is written by Spark only; use parquet or jsonl here")
         elif records:
-            import pyarrow as pa
             import pyarrow.parquet as pq
 
-            # every row's fields, in first-seen order: from_pylist alone takes the first row's names
-            # and drops the fields later rows add (a dead letter's "file", a dict after a scalar)
-            names = list(dict.fromkeys(k for r in records for k in r))
-            pq.write_table(pa.Table.from_pylist([{n: r.get(n) for n in names} for r in records]), tmp / "part.parquet")
+            pq.write_table(_settled_table(records, self._kept_schema(batch_id), f"{self!r}", batch_id),
+                           tmp / "part.parquet")
         faults.at("dir_sink_write", batch_id)
         (tmp / "_SUCCESS").write_text(str(len(records)))
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
+
+
+    def _kept_schema(self, batch_id: int) -> Any:
+        """The schema of the newest Parquet batch before ``batch_id`` (None if there is none): the
+        columns the batches written so far have, which a batch's rows keep (:func:`_settled_table`)."""
+        import pyarrow.parquet as pq
+
+        if not self.path.is_dir():
+            return None
+        written = [(int(d.name.split("=", 1)[1]), d) for d in self.path.glob("batch=*")
+                   if d.name.split("=", 1)[1].isdigit()]
+        for _, d in sorted((b, d) for b, d in written if b < batch_id)[::-1]:
+            if (d / "part.parquet").exists():
+                return pq.read_schema(d / "part.parquet")
+        return None
+
+
+def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id: int) -> Any:
+    """``records`` as an Arrow table whose columns keep the types of ``kept`` (the schema of the
+    batches before, None for the first), as the Spark paths' DataFrames keep theirs
+    (:meth:`~lowwater.spark.json_rows.JsonFrames.settled`): a field with no value but nulls (or
+    empty lists) so far is no column yet, nor is such a field of a struct; a new field is a column
+    after the others; a kept column the records lack is null; a DOUBLE column takes integers and
+    a STRING column any scalar; any other change of type raises
+    :class:`~lowwater.core.errors.OutputSchemaError`, naming the field. Every record's fields count,
+    in first-seen order (``from_pylist`` alone takes the first record's names and drops the fields
+    later records add: a dead letter's "file", a dict after a scalar)."""
+    import pyarrow as pa
+
+    names = list(dict.fromkeys(k for r in records for k in r))
+    table = pa.Table.from_pylist([{n: r.get(n) for n in names} for r in records])
+    kept = kept if kept is not None else pa.schema([])
+    fields, columns = [], []
+    for name in [*kept.names, *(n for n in table.column_names if n not in kept.names)]:
+        old = kept.field(name).type if name in kept.names else None
+        new = _known(table[name].type) if name in table.column_names else None
+        target = _merged(old, new, name, what, batch_id)
+        if target is None:
+            continue
+        fields.append(pa.field(name, target))
+        columns.append(table[name].cast(target) if name in table.column_names else pa.nulls(table.num_rows, target))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _known(t: Any) -> Any:
+    """``t`` without what says nothing of a type: a null, a list of nulls, a struct's such fields
+    (None if nothing is left)."""
+    import pyarrow as pa
+
+    if pa.types.is_null(t):
+        return None
+    if pa.types.is_struct(t):
+        known = [pa.field(f.name, k) for f in t for k in [_known(f.type)] if k is not None]
+        return pa.struct(known) if known else None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        value = _known(t.value_type)
+        return None if value is None else pa.list_(value)
+    return t
+
+
+def _merged(old: Any, new: Any, path: str, what: str, batch_id: int) -> Any:
+    """The type a column keeps that had ``old`` (None: none yet) when a batch gives it ``new``."""
+    import pyarrow as pa
+
+    from lowwater.core.errors import OutputSchemaError
+
+    if old is None or new is None or old == new:
+        return new if old is None else old
+    if pa.types.is_struct(old) and pa.types.is_struct(new):
+        known = {f.name: f for f in old}
+        merged = [pa.field(f.name, _merged(f.type, new.field(f.name).type if new.get_field_index(f.name) >= 0
+                                           else None, f"{path}.{f.name}", what, batch_id)) for f in old]
+        return pa.struct(merged + [f for f in new if f.name not in known])
+    if pa.types.is_list(old) and pa.types.is_list(new):
+        return pa.list_(_merged(old.value_type, new.value_type, f"{path}[]", what, batch_id))
+    if (pa.types.is_floating(old) and pa.types.is_integer(new)) or (
+            pa.types.is_string(old) and not pa.types.is_nested(new)):
+        return old
+    raise OutputSchemaError(what, batch_id, path, _type_name(old), _type_name(new))
+
+
+def _type_name(t: Any) -> str:
+    """An Arrow type as Spark SQL names the type it reads it as (``BIGINT``), else Arrow's name."""
+    return {"int64": "BIGINT", "int32": "INT", "double": "DOUBLE", "string": "STRING", "large_string": "STRING",
+            "bool": "BOOLEAN"}.get(str(t), str(t).upper())
 
 
 def read_directory(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
