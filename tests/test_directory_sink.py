@@ -66,8 +66,8 @@ def test_parquet_batches_keep_their_columns_types_and_a_change_of_type_fails_nam
     assert schema(3) == {**schema(2), "z": "int64"}
     sink.write_batch(3, [{"k": "c", "z": "w"}])  # a replay: its first attempt's z is not a kept column
     assert schema(3) == {**schema(2), "z": "string"}
-    with pytest.raises(OutputSchemaError, match=r"in batch 4 the field n holds DOUBLE values, where the batches "
-                                                r"before it made it a BIGINT column"):
+    with pytest.raises(OutputSchemaError, match=r"in batch 4 the field n holds DOUBLE values, where earlier "
+                                                r"batches made it a BIGINT column"):
         sink.write_batch(4, [{"k": "d", "n": 1.5}])
     with pytest.raises(OutputSchemaError, match=r"the field s\.q holds STRING"):
         sink.write_batch(4, [{"k": "d", "s": {"q": "text"}}])

@@ -272,7 +272,7 @@ def test_settled_frames_keep_their_columns_types_from_batch_to_batch(spark: Any)
         {"k": "c", "l": None, "s": {"q": 2, "p": "t"}, "x": 2.0, "m": [3], "n": 7, "t": 5}]
     third = [{"k": "d", "x": 3, "n": None, "t": "text"}]
     with pytest.raises(OutputSchemaError, match=r"the output: in batch 2 the field t holds STRING values, "
-                                                r"where the batches before it made it a BIGINT column"):
+                                                r"where earlier batches made it a BIGINT column"):
         frames.settled(_strings(spark, third), "json", _shapes(third), kept, "the output", 2)
     for docs, field in (([{"k": "f", "s": {"q": 1.5}}], "s.q"), ([{"k": "f", "l": ["x"]}], "l[]")):
         with pytest.raises(OutputSchemaError, match=rf"the field {re.escape(field)} holds"):

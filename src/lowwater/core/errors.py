@@ -35,11 +35,9 @@ class OutputSchemaError(PipelineError):
 
     def __init__(self, what: str, batch_id: int, field: str, kept: str, got: str) -> None:
         super().__init__(
-            f"{what}: in batch {batch_id} the field {field} holds {got} values, where the batches before it made it "
-            f"a {kept} column. A DataFrame sink writes each batch into the same columns (a table, files read "
-            f"together), so an output value's field must keep its type: return one type for it (float(x) for a "
-            f"number that is sometimes whole, str(x) for text), then restart; processing resumes from the last "
-            f"completed batch.")
+            f"{what}: in batch {batch_id} the field {field} holds {got} values, where earlier batches made it a "
+            f"{kept} column (a sink writes every batch into the same columns). Return one type for it (float(x) "
+            f"for a number that is sometimes whole), then restart: processing resumes from the last completed batch.")
         self.field = field
 
 
