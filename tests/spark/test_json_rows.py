@@ -135,7 +135,7 @@ def test_batches_with_the_same_shapes_infer_the_same_schema_and_a_kept_schema_re
         spark: Any) -> None:
     from pyspark.sql import functions as F
 
-    from lowwater.spark.json_rows import _infer
+    from lowwater.spark.json_rows import _infer, _parse_shape
 
     frames = JsonFrames()
     rng = random.Random(11)
@@ -149,6 +149,7 @@ def test_batches_with_the_same_shapes_infer_the_same_schema_and_a_kept_schema_re
         first, second = _strings(spark, docs), _strings(spark, other)
         shapes = frozenset(shape(document(d)) for d in docs)
         assert shapes == frozenset(shape(document(d)) for d in other), seed
+        assert all(_parse_shape(s)[1] == len(s) for s in shapes), seed  # read back whole (JsonFrames.settled)
         known, inferred = shapes in frames.schemas, frames.inferred
         frames.schema(first, "json", shapes)
         kept = frames.schema(second, "json", shapes)  # the schema kept at the first batch (or before): no inference

@@ -216,10 +216,10 @@ class JsonFrames:
         batches so far (None before its first rows), the batch's own (:meth:`schema`) may add
         columns and may not change a column's type. Returns the frame and the schema kept from now on.
 
-        * A field that is null (or absent) in every row of the batch says nothing of its type: it is
-          left out of the batch's schema (:func:`_null_fields`), so it is a column once a batch
-          gives it a value (Spark's inference would make it a STRING, which a later batch's number
-          would contradict).
+        * A field that is null, absent or a list of nothing but nulls in every row of the batch
+          says nothing of its type: it is left out of the batch's schema (:func:`_null_fields`),
+          so it is a column once a batch gives it a value (Spark's inference would make it a
+          STRING, which a later batch's number would contradict).
         * A column of ``kept`` the batch does not have is null in its rows; a field ``kept`` does
           not have becomes a column after the others.
         * A number in a DOUBLE column and any value in a STRING column (as its JSON text) fit;

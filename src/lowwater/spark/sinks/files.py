@@ -104,7 +104,6 @@ class DirectorySink(DataFrameSink):
             shutil.rmtree(final)
         os.replace(tmp, final)
 
-
     def _kept_schema(self, batch_id: int) -> Any:
         """The schema of the newest Parquet batch before ``batch_id`` (None if there is none): the
         columns the batches written so far have, which a batch's rows keep (:func:`_settled_table`)."""
