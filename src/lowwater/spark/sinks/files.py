@@ -81,23 +81,25 @@ class DirectorySink(DataFrameSink):
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         if not rows and not self.empty_batches:  # as on Spark: no directory for a batch without rows
             return
+        if self.fmt not in ("jsonl", "json", "parquet"):
+            raise ConfigurationError("fmt", f"{self.fmt!r} is written by Spark only; use parquet or jsonl here")
+        records = [to_dict(r) for r in rows]
+        # settled before anything is written: a batch whose types do not fit leaves no directory
+        table = _settled_table(records, self._kept_schema(batch_id), f"{self!r}", batch_id) \
+            if self.fmt == "parquet" and records else None
         self.path.mkdir(parents=True, exist_ok=True)
         final = self.path / f"batch={batch_id}"
         tmp = self.path / f".batch={batch_id}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        records = [to_dict(r) for r in rows]
         if self.fmt in ("jsonl", "json"):
             with open(tmp / "part.jsonl", "w") as f:
                 for r in records:
                     f.write(json.dumps(r, default=str) + "\n")
-        elif self.fmt != "parquet":
-            raise ConfigurationError("fmt", f"{self.fmt!r} is written by Spark only; use parquet or jsonl here")
-        elif records:
+        elif table is not None:
             import pyarrow.parquet as pq
 
-            pq.write_table(_settled_table(records, self._kept_schema(batch_id), f"{self!r}", batch_id),
-                           tmp / "part.parquet")
+            pq.write_table(table, tmp / "part.parquet")
         faults.at("dir_sink_write", batch_id)
         (tmp / "_SUCCESS").write_text(str(len(records)))
         if final.exists():
