@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
-from lowwater.core.errors import ConfigurationError
-from lowwater.spark.sinks import PostgresUpsertSink
-from lowwater.spark.sinks.postgres import execute_statements
+from lowwater.core.errors import ConfigurationError, OutputSchemaError
+from lowwater.spark.sinks import PostgresSink, PostgresUpsertSink
+from lowwater.spark.sinks.postgres import execute_statements, holds, query_rows
 
 pytestmark = pytest.mark.spark
 
@@ -25,19 +27,7 @@ def _write(spark, sink, batch_id, rows):
 
 
 def _query(spark, pg, sql):
-    jvm = spark._jvm
-    props = jvm.java.util.Properties()
-    props.setProperty("user", pg.user)
-    conn = jvm.java.sql.DriverManager.getConnection(pg.jdbc_url, props)
-    try:
-        rs = conn.createStatement().executeQuery(sql)
-        width = rs.getMetaData().getColumnCount()
-        out = []
-        while rs.next():
-            out.append(tuple(rs.getObject(i) for i in range(1, width + 1)))
-        return out
-    finally:
-        conn.close()
+    return query_rows(spark, pg.jdbc_url, sql, user=pg.user)
 
 
 def _contents(spark, pg, table):
@@ -159,3 +149,66 @@ def test_results_without_fire_index_are_a_configuration_error(spark, pg):
     df = spark.createDataFrame([("a", 0, 10, 1.0)], WINDOW)
     with pytest.raises(ConfigurationError, match="fire_index"):
         _sink(pg, "no_fire_index").write(df, 0)
+
+
+def _result(key, value, fire_index=0):
+    return {"key": key, "window_start": 0, "window_end": 10, "value": value, "fire_index": fire_index}
+
+
+def test_a_batch_whose_values_the_tables_column_would_round_fails_and_writes_nothing(spark, pg):
+    # The general path writes a batch of rows; whole sums made the value column BIGINT, and
+    # PostgreSQL would store a later 2.5 in it as 2.
+    sink = PostgresSink(pg.jdbc_url, "widening", user=pg.user)
+    sink.write_batch(0, [_result("a", 3)])
+    with pytest.raises(OutputSchemaError) as err:
+        sink.write_batch(1, [_result("b", 2.5), _result("a", 4.5, 1)])
+    assert err.value.field == "value"
+    assert "BIGINT column" in str(err.value) and "DOUBLE PRECISION values" in str(err.value)
+    assert _query(spark, pg, "SELECT key, value, fire_index FROM widening ORDER BY key") == [("a", 3, 0)]
+    assert _staging_tables(spark, pg) == []
+
+    # A DOUBLE PRECISION column takes whole numbers as they are.
+    doubles = PostgresSink(pg.jdbc_url, "widening_ok", user=pg.user)
+    doubles.write_batch(0, [_result("a", 2.5)])
+    doubles.write_batch(1, [_result("b", 3), _result("c", 2**53)])
+    assert _query(spark, pg, "SELECT key, value FROM widening_ok ORDER BY key") == [
+        ("a", 2.5), ("b", 3.0), ("c", float(2**53))]
+
+
+def test_a_table_made_beforehand_takes_what_its_columns_hold_and_refuses_rounding(spark, pg):
+    execute_statements(spark, pg.jdbc_url, [
+        "CREATE TABLE premade (key varchar(64) NOT NULL, window_start bigint NOT NULL, window_end bigint NOT NULL, "
+        "value numeric(12,2), fire_index bigint, PRIMARY KEY (key, window_start, window_end))"], user=pg.user)
+    sink = _sink(pg, "premade")
+    exact = spark.createDataFrame([("a", 0, 10, Decimal("7.00"), 0)], "key string, window_start long, window_end long, "
+                                                       "value decimal(10,2), fire_index int")
+    assert sink.write(exact, 0) == 1
+    with pytest.raises(OutputSchemaError, match=r"field value holds DOUBLE PRECISION values, where the table has it "
+                                                r"as a NUMERIC\(12,2\) column.*ALTER"):
+        sink.write(spark.createDataFrame([("a", 0, 10, 7.125, 1)], f"{WINDOW}, fire_index int"), 1)
+    assert [(k, float(v), f) for k, v, f in _query(spark, pg, "SELECT key, value, fire_index FROM premade")] == [
+        ("a", 7.0, 0)]
+
+
+@pytest.mark.parametrize(("column", "values", "expected"), [
+    ("bigint", "bigint", True),
+    ("bigint", "double precision", False),  # 2.5 would be stored as 2
+    ("integer", "bigint", True),  # too large a value fails loudly: integer out of range
+    ("double precision", "bigint", True),
+    ("double precision", "numeric(38,18)", True),
+    ("double precision", "real", True),
+    ("real", "double precision", False),
+    ("numeric(12,2)", "numeric(10,2)", True),
+    ("numeric(12,2)", "numeric(10,3)", False),  # rounded to cents
+    ("numeric(12,2)", "double precision", False),
+    ("numeric", "numeric(38,18)", True),
+    ("numeric(20,0)", "bigint", True),
+    ("text", "bigint", True),
+    ("character varying(64)", "text", True),
+    ("text", "bytea", False),
+    ("timestamp without time zone", "timestamp with time zone", False),  # shifted to the session's zone
+    ("date", "timestamp without time zone", False),
+    ("boolean", "bigint", False),
+])
+def test_which_batch_types_a_column_holds_without_change(column, values, expected):
+    assert holds(column, values) is expected

@@ -33,11 +33,13 @@ class OutputSchemaError(PipelineError):
     """An output whose batch gives a column another type than the batches before it gave it:
     a table, or files read together, cannot hold both in one column."""
 
-    def __init__(self, what: str, batch_id: int, field: str, kept: str, got: str) -> None:
+    def __init__(self, what: str, batch_id: int, field: str, kept: str, got: str,
+                 kept_by: str = "earlier batches made it",
+                 fix: str = "Return one type for it (float(x) for a number that is sometimes whole)") -> None:
         super().__init__(
-            f"{what}: in batch {batch_id} the field {field} holds {got} values, where earlier batches made it a "
-            f"{kept} column (a sink writes every batch into the same columns). Return one type for it (float(x) "
-            f"for a number that is sometimes whole), then restart: processing resumes from the last completed batch.")
+            f"{what}: in batch {batch_id} the field {field} holds {got} values, where {kept_by} a "
+            f"{kept} column (a sink writes every batch into the same columns). {fix}, then restart: processing "
+            f"resumes from the last completed batch.")
         self.field = field
 
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
-from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.core.errors import ConfigurationError, OutputSchemaError, PipelineError
 from lowwater.spark import faults
 from lowwater.spark.sinks.base import DataFrameSink
 
@@ -108,6 +108,87 @@ def postgres_type(dtype: T.DataType) -> str:
     raise ValueError(f"no PostgreSQL column type for Spark type {dtype.simpleString()}")
 
 
+def _connect(spark: SparkSession, jdbc_url: str, user: str | None, password: str | None) -> Any:
+    """A JDBC connection from Spark's driver JVM (the caller closes it)."""
+    jvm: Any = getattr(spark, "_jvm", None)
+    if jvm is None:
+        raise ConfigurationError(
+            "spark", "needs a classic (py4j) SparkSession; Spark Connect has no driver JVM access"
+        )
+    check_jdbc_driver(spark)
+    props = jvm.java.util.Properties()
+    if user is not None:
+        props.setProperty("user", user)
+    if password is not None:
+        props.setProperty("password", password)
+    # check_jdbc_driver registered it with Spark's DriverRegistry, which makes drivers loaded by
+    # Spark's class loaders (spark.jars) visible to DriverManager too
+    return jvm.java.sql.DriverManager.getConnection(jdbc_url, props)
+
+
+def query_rows(spark: SparkSession, jdbc_url: str, sql: str, user: str | None = None,
+               password: str | None = None) -> list[tuple[Any, ...]]:
+    """The rows of one SQL query, run over JDBC in Spark's driver JVM (for small answers)."""
+    conn = _connect(spark, jdbc_url, user, password)
+    try:
+        stmt = conn.createStatement()
+        try:
+            rs = stmt.executeQuery(sql)
+            width = rs.getMetaData().getColumnCount()
+            out = []
+            while rs.next():
+                out.append(tuple(rs.getObject(i) for i in range(1, width + 1)))
+            return out
+        finally:
+            stmt.close()
+    finally:
+        conn.close()
+
+
+_INTEGER_DIGITS = {"smallint": 5, "integer": 10, "bigint": 19}
+_NUMERIC = re.compile(r"numeric\((\d+),(\d+)\)")
+
+
+def _digits(pg_type: str) -> tuple[int, int] | None:
+    """(integer digits, fraction digits) a numeric type holds; None if it is not one
+    (unconstrained ``numeric`` holds any)."""
+    if pg_type in _INTEGER_DIGITS:
+        return _INTEGER_DIGITS[pg_type], 0
+    if pg_type == "numeric":
+        return 1000, 1000
+    m = _NUMERIC.fullmatch(pg_type)
+    return (int(m[1]) - int(m[2]), int(m[2])) if m else None
+
+
+def holds(column: str, values: str) -> bool:
+    """Whether a PostgreSQL column of type ``column`` takes values of type ``values`` without
+    changing one in silence (both as ``format_type`` names them: ``bigint``, ``numeric(38,18)``).
+    PostgreSQL converts more on INSERT: a ``double precision`` into a ``bigint`` column is rounded
+    (2.5 is stored as 2), into ``numeric(10,2)`` rounded to cents, a ``timestamp with time zone``
+    into a ``timestamp`` shifted to the session's zone. What passes: the same type, as an output's
+    columns keep theirs from batch to batch on the other sinks; a ``double precision`` column for
+    ``real``, integers and decimals; a text column (``text``, ``varchar(n)``, ``char(n)``) for
+    anything but bytes; an integer or ``numeric`` column for integers and decimals with no more
+    fraction digits than it keeps (a value with more integer digits than a column holds fails
+    loudly in PostgreSQL, "out of range", so a narrower integer column passes here)."""
+    if column == values:
+        return True
+    if column == "double precision":
+        return values == "real" or _digits(values) is not None
+    if column == "text" or column.startswith(("character varying", "character(")):
+        return values != "bytea"
+    have, need = _digits(column), _digits(values)
+    return have is not None and need is not None and have[1] >= need[1]
+
+
+_FORMAT_NAMES = {"TIMESTAMP": "timestamp without time zone"}
+
+
+def format_name(pg_type: str) -> str:
+    """A :func:`postgres_type` as PostgreSQL's ``format_type`` names it (``bigint``)."""
+    return _FORMAT_NAMES.get(pg_type, pg_type.lower())
+
+
 def execute_statements(
     spark: SparkSession,
     jdbc_url: str,
@@ -123,20 +204,7 @@ def execute_statements(
     ``before_commit`` is called after the last statement, inside the transaction (the crash
     tests kill the driver there).
     """
-    jvm: Any = getattr(spark, "_jvm", None)
-    if jvm is None:
-        raise ConfigurationError(
-            "spark", "needs a classic (py4j) SparkSession; Spark Connect has no driver JVM access"
-        )
-    check_jdbc_driver(spark)
-    props = jvm.java.util.Properties()
-    if user is not None:
-        props.setProperty("user", user)
-    if password is not None:
-        props.setProperty("password", password)
-    # check_jdbc_driver registered it with Spark's DriverRegistry, which makes drivers loaded by
-    # Spark's class loaders (spark.jars) visible to DriverManager too
-    conn = jvm.java.sql.DriverManager.getConnection(jdbc_url, props)
+    conn = _connect(spark, jdbc_url, user, password)
     try:
         conn.setAutoCommit(False)
         counts = []
@@ -168,7 +236,10 @@ class PostgresUpsertSink:
         jdbc_url: ``jdbc:postgresql://host:port/database``.
         table: ``name`` or ``schema.name`` (letters, digits, underscores; folded to lower case
             like an unquoted SQL name). Created on the first write if missing, with a primary
-            key on ``key_columns`` and column types derived from the DataFrame's schema.
+            key on ``key_columns`` and column types derived from the DataFrame's schema. A batch
+            whose values a column of the table would change in silence (:func:`holds`: a DOUBLE
+            into BIGINT is rounded) fails with :class:`~lowwater.core.errors.OutputSchemaError`
+            before anything is staged.
         user, password: credentials, if the server wants them.
         key_columns: the columns identifying one window's result.
     """
@@ -303,8 +374,26 @@ class PostgresUpsertSink:
             raise PipelineError(f"PostgreSQL upsert into {self.table} at {mask_jdbc_url(self.jdbc_url)} failed "
                                 f"(batch {batch_id}): {mask_jdbc_url(first.lstrip(': '))}") from None
 
+    def columns(self, spark: SparkSession) -> dict[str, str]:
+        """The table's columns and their types as ``format_type`` names them (none if it is missing)."""
+        sql = ("SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+               f"WHERE a.attrelid = to_regclass('{self._qualified(self._name)}') AND a.attnum > 0 "
+               "AND NOT a.attisdropped")
+        return {str(name): str(kind) for name, kind in query_rows(spark, self.jdbc_url, sql, self.user, self.password)}
+
+    def check_types(self, spark: SparkSession, fields: Sequence[T.StructField], batch_id: int) -> None:
+        """Refuse a batch whose values a column of the table would change in silence (:func:`holds`)."""
+        table = self.columns(spark)
+        for f in fields:
+            column, values = table.get(f.name), format_name(postgres_type(f.dataType))
+            if column is not None and not holds(column, values):
+                raise OutputSchemaError(f"the PostgreSQL table {self.table}", batch_id, f.name, column.upper(),
+                                        values.upper(), kept_by="the table has it as",
+                                        fix=f"Return {column.upper()} values for it (or ALTER the column's TYPE)")
+
     def _write(self, df: DataFrame, fields: list[T.StructField], batch_id: int) -> int:
         check_jdbc_driver(df.sparkSession)
+        self.check_types(df.sparkSession, fields, batch_id)
         props = {"user": self.user, "password": self.password}
         writer = (
             df.write.format("jdbc")
