@@ -72,3 +72,24 @@ def test_parquet_batches_keep_their_columns_types_and_a_change_of_type_fails_nam
     with pytest.raises(OutputSchemaError, match=r"the field s\.q holds STRING"):
         sink.write_batch(4, [{"k": "d", "s": {"q": "text"}}])
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"batch={b}" for b in range(4)]  # no .tmp
+
+
+def test_a_parquet_batch_whose_field_holds_values_of_two_kinds_writes_their_json_texts(tmp_path: Path) -> None:
+    """No one Arrow type holds a number and a word: pyarrow raised ArrowInvalid and the batch
+    failed. Spark's JSON inference reads such a field as STRING on the keyed path; so does this
+    sink, each value's JSON text (a string as it is), and the STRING column stays one after."""
+    import pyarrow.parquet as pq
+
+    from lowwater.spark.sinks import read_directory
+
+    sink = DirectorySink(tmp_path / "out", "parquet")
+    sink.write_batch(0, [{"status": 1, "flag": True, "big": 2**70, "detail": {"n": 1}},
+                         {"status": "error", "flag": 0, "big": 3, "detail": "none"}])
+    sink.write_batch(1, [{"status": 2, "flag": "yes", "big": 4, "detail": {"n": 2}}])
+    assert {f.name: str(f.type) for f in pq.read_schema(tmp_path / "out" / "batch=0" / "part.parquet")} == {
+        "status": "string", "flag": "string", "big": "string", "detail": "string"}
+    assert read_directory(tmp_path / "out") == [
+        {"status": "1", "flag": "true", "big": str(2**70), "detail": '{"n":1}'},
+        {"status": "error", "flag": "0", "big": "3", "detail": "none"},
+        {"status": "2", "flag": "yes", "big": "4", "detail": '{"n":2}'},
+    ]

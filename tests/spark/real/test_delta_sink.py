@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from lowwater.core.errors import OutputSchemaError
 from lowwater.core.windows.events import WindowResult
 from lowwater.spark.sinks.delta import DeltaSink
 
@@ -39,3 +40,37 @@ def test_a_replayed_batch_adds_nothing_and_a_new_one_appends(spark: Any, tmp_pat
     assert ("cat", 0, 1.0, 0, 1) in _table(spark, table)
     history = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").collect()
     assert len(history) == 3  # batch 0, batch 1, the other writer's batch 1: no commit for the replays
+
+
+def test_rows_keep_the_tables_column_types_from_batch_to_batch(spark: Any, tmp_path: Path) -> None:
+    # The general path's outputs other than window results (dicts of a process function, late
+    # elements, dead letters) reach write_batch as rows; their types come from their values.
+    table = tmp_path / "ratios"
+    sink = DeltaSink(str(table))
+    sink.write_batch(0, [{"key": "a", "ratio": 1.5, "count": None}])
+    # a whole ratio, and a count first given: batch 1's values alone would make ratio BIGINT
+    # and Delta's schema merge would refuse it; count, null in all of batch 0, was no column
+    sink.write_batch(1, [{"key": "b", "ratio": 2, "count": 5, "tags": [1, 2]}])
+    # one batch's values of two kinds (a number, a word) make a STRING column of their JSON texts
+    sink.write_batch(2, [{"key": "c", "ratio": 0.5, "tags": [], "level": 3}, {"key": "d", "level": "high"}])
+
+    df = spark.read.format("delta").load(str(table))
+    assert {f.name: f.dataType.simpleString() for f in df.schema.fields} == {
+        "key": "string", "ratio": "double", "batch_id": "bigint", "count": "bigint", "tags": "array<bigint>",
+        "level": "string"}
+    assert sorted((r.key, r.ratio, r["count"], r.tags, r.level, r.batch_id) for r in df.collect()) == [
+        ("a", 1.5, None, None, None, 0),
+        ("b", 2.0, 5, [1, 2], None, 1),
+        ("c", 0.5, None, [], "3", 2),
+        ("d", None, None, None, "high", 2),
+    ]
+
+
+def test_rows_whose_values_change_a_columns_type_fail_before_anything_is_written(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "typed"
+    sink = DeltaSink(str(table))
+    sink.write_batch(0, [{"key": "a", "ratio": 1.5}])
+    with pytest.raises(OutputSchemaError, match=r"batch 1 the field ratio holds STRING values, where earlier batches "
+                                                r"made it a DOUBLE column"):
+        sink.write_batch(1, [{"key": "b", "ratio": "n/a"}])
+    assert [(r.key, r.ratio) for r in spark.read.format("delta").load(str(table)).collect()] == [("a", 1.5)]

@@ -31,12 +31,16 @@ from lowwater.core.errors import ConfigurationError
 from lowwater.spark.sinks.base import DataFrameSink
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["WINDOW_RESULT_SCHEMA", "DeltaSink"]
 
 #: the columns of a window result row (``WindowResult``)
 WINDOW_RESULT_SCHEMA = "key STRING, window_start BIGINT, window_end BIGINT, value DOUBLE, fire_index INT"
+
+# what reading a table that is not there yet raises (AnalysisException's condition)
+_NO_TABLE = frozenset({"DELTA_MISSING_DELTA_TABLE", "PATH_NOT_FOUND", "DELTA_PATH_DOES_NOT_EXIST",
+                       "DELTA_TABLE_NOT_FOUND", "DELTA_MISSING_TRANSACTION_LOG"})
 
 
 class DeltaSink(DataFrameSink):
@@ -67,6 +71,9 @@ class DeltaSink(DataFrameSink):
         self.app_id = app_id or "lowwater-" + hashlib.sha1(f"{self.path}\0{name}".encode()).hexdigest()[:16]
         self.schema = schema
         self.with_batch_id = with_batch_id
+
+    def __repr__(self) -> str:
+        return f"DeltaSink({self.path!r})"
 
     def batch_target(self) -> str:
         """The table and app id: Delta skips a batch id the app id has committed, so a second
@@ -109,7 +116,37 @@ class DeltaSink(DataFrameSink):
         elif schema is not None:
             df = spark.createDataFrame(records, schema)
         else:
-            import json
-
-            df = spark.read.json(spark.sparkContext.parallelize([json.dumps(r, default=str) for r in records], 1))
+            df = self._settled(spark, records, batch_id)
         self.write_dataframe(df, batch_id)
+
+    def _settled(self, spark: SparkSession, records: list[dict[str, Any]], batch_id: int) -> DataFrame:
+        """The rows as a DataFrame whose columns keep the table's types, by the keyed path's rules
+        (:meth:`~lowwater.spark.json_rows.JsonFrames.settled`): a batch may add a column, a DOUBLE
+        column takes whole numbers, a STRING column any value as text, a field null in every row
+        is no column yet; another change of type is an ``OutputSchemaError`` before anything is
+        written. Types inferred from each batch alone made a field that was whole in one batch
+        and not in the next fail Delta's schema merge (``DELTA_FAILED_TO_MERGE_FIELDS``)."""
+        from lowwater.spark.json_rows import JsonFrames, json_row, merge_shapes, reported
+
+        shapes: set[str] = set()
+        rows = spark.createDataFrame([(json_row(r, shapes),) for r in records], "_lw_json STRING")
+        df, _ = JsonFrames().settled(rows, "_lw_json", merge_shapes([reported(shapes)]), self._kept(spark),
+                                     f"{self!r}", batch_id)
+        return df
+
+    def _kept(self, spark: SparkSession) -> Any:
+        """The table's columns that rows give (not the ``batch_id`` this sink adds, nor the
+        ``window`` struct computed from ``window_start``/``window_end``); None before the table exists."""
+        from pyspark.errors import AnalysisException
+        from pyspark.sql.types import StructType
+
+        try:
+            schema = spark.read.format("delta").load(self.path).schema
+        except AnalysisException as e:
+            if e.getCondition() in _NO_TABLE:
+                return None
+            raise
+        computed = {"batch_id"} if self.with_batch_id else set()
+        if {"window_start", "window_end"} <= set(schema.fieldNames()):
+            computed.add("window")
+        return StructType([f for f in schema.fields if f.name not in computed])

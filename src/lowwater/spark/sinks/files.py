@@ -127,25 +127,54 @@ def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id
     (:meth:`~lowwater.spark.json_rows.JsonFrames.settled`): a field with no value but nulls (or
     empty lists) so far is no column yet, nor is such a field of a struct; a new field is a column
     after the others; a kept column the records lack is null; a DOUBLE column takes integers and
-    a STRING column any scalar; any other change of type raises
+    a top-level STRING column any value (a list or struct as its JSON text); a field whose values
+    no one type holds (a number and a word) is a STRING column (:func:`_column`); any other change
+    of type raises
     :class:`~lowwater.core.errors.OutputSchemaError`, naming the field. Every record's fields count,
     in first-seen order (``from_pylist`` alone takes the first record's names and drops the fields
     later records add: a dead letter's "file", a dict after a scalar)."""
     import pyarrow as pa
 
     names = list(dict.fromkeys(k for r in records for k in r))
-    table = pa.Table.from_pylist([{n: r.get(n) for n in names} for r in records])
+    table = pa.table({n: _column([r.get(n) for r in records]) for n in names})
     kept = kept if kept is not None else pa.schema([])
     fields, columns = [], []
     for name in [*kept.names, *(n for n in table.column_names if n not in kept.names)]:
         old = kept.field(name).type if name in kept.names else None
         new = _known(table[name].type) if name in table.column_names else None
-        target = _merged(old, new, name, what, batch_id)
+        # a STRING column takes any value, a list or struct as its JSON text (_texts below)
+        target = old if old is not None and new is not None and pa.types.is_string(old) \
+            else _merged(old, new, name, what, batch_id)
         if target is None:
             continue
         fields.append(pa.field(name, target))
-        columns.append(table[name].cast(target) if name in table.column_names else pa.nulls(table.num_rows, target))
+        if name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, target))
+        elif pa.types.is_string(target) and pa.types.is_nested(table[name].type):
+            columns.append(_texts([r.get(name) for r in records]))
+        else:
+            columns.append(table[name].cast(target))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _column(values: list[Any]) -> Any:
+    """``values`` as an Arrow array; where no one type holds them all (a number and a word, a
+    boolean and a number, an integer past 64 bits), a STRING array of their JSON texts (a string
+    as it is), as Spark's JSON inference reads such a field on the keyed path."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return _texts(values)
+
+
+def _texts(values: list[Any]) -> Any:
+    """``values`` as a STRING array of their JSON texts (a string as it is, a null a null)."""
+    import pyarrow as pa
+
+    return pa.array([v if v is None or isinstance(v, str) else json.dumps(v, separators=(",", ":"), default=str)
+                     for v in values], pa.string())
 
 
 def _known(t: Any) -> Any:
