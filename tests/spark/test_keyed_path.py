@@ -554,12 +554,14 @@ def test_a_dataframe_output_keeps_its_columns_types_across_batches_and_a_restart
     inference made it a STRING, and the table's files could not be read together); the schema is
     kept in the checkpoint (after the restart every ``best_even`` is null, and the column stays);
     a function that changes a field's type fails the batch, naming the field, before anything of
-    the batch is written."""
+    the batch is written. Once the columns are known, a batch without output gets an empty
+    DataFrame of them, as Spark's foreachBatch gets one: a directory per batch, a call per batch
+    (no DataFrame before the first rows: nothing says the columns yet)."""
     import os
     import shutil
 
     from lowwater.core.errors import PipelineError
-    from lowwater.spark.sinks import DirectorySink
+    from lowwater.spark.sinks import DirectorySink, ForeachDataFrameSink
 
     batches = [[{"key": "a", "ts": 1000, "value": 1}], [{"key": "a", "ts": 12_000, "value": 2}],
                [{"key": "a", "ts": 25_000, "value": 3}], [{"key": "a", "ts": 26_000, "value": 3}],
@@ -579,17 +581,23 @@ def test_a_dataframe_output_keeps_its_columns_types_across_batches_and_a_restart
                                    WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
                    .key_by("key").window(TumblingEventTimeWindows.of(10_000)).process(fn))
         results.add_sink(DirectorySink(out, "parquet"))
+        results.add_sink(ForeachDataFrameSink(lambda df, b: calls.append((b, len(df.columns), df.count()))))
         job = SparkRuntime(str(ck), spark=spark, end_of_input=end).execute(env)
         assert job.path == "keyed", job.reason
 
     def columns(d: Path) -> dict[str, str]:
         return dict(spark.read.parquet(str(d)).dtypes)
 
+    calls: list[tuple[int, int, int]] = []
     run(_best, tmp_path / "out", tmp_path / "ck", 4, False)  # [0, 10 s) fires alone (best 1), then [10, 20 s)
     first = sorted((tmp_path / "out").glob("batch=*"))
+    assert [d.name for d in first] == ["batch=1", "batch=2", "batch=3"]
     assert [columns(d) for d in first] == [{"key": "string", "start": "bigint", "ratio": "double"},
                                            {"key": "string", "start": "bigint", "ratio": "double",
-                                            "best_even": "bigint"}]
+                                            "best_even": "bigint"},
+                                           {"key": "string", "start": "bigint", "ratio": "double",
+                                            "best_even": "bigint"}]  # no window fired: no rows, the columns
+    assert calls == [(1, 3, 1), (2, 4, 1), (3, 4, 0)]
     run(_best, tmp_path / "out", tmp_path / "ck", 6, True)  # after a restart: best 3, 5, 1, all odd
     later = sorted(set((tmp_path / "out").glob("batch=*")) - set(first))
     assert later and all(columns(d) == columns(first[1]) for d in later), [columns(d) for d in later]

@@ -1119,14 +1119,18 @@ class KeyedProcessor:
             if kind not in made:
                 frame = stage_b.filter(f"kind = '{kind}'") if kinds.get(kind) else None
                 df = None
-                if frame is not None and (self.encodings is None or kind in self.encodings.as_json):
+                kept = st.schemas.get(kind)
+                # a batch without rows gets an empty DataFrame once the output's columns are known
+                # (its first rows), as Spark's foreachBatch gets one: a directory sink writes it
+                if (frame is not None or kept is not None) and (self.encodings is None or
+                                                                kind in self.encodings.as_json):
                     from pyspark.sql.types import StructType
 
-                    kept = st.schemas.get(kind)
                     what = (f"the output of {t.name!r}" if kind == "result" else
                             f"the side output {tags[int(kind.split(':')[1])].name!r} of {t.name!r}")
                     df, schema = self.json_frames.settled(
-                        frame, "json", merge_shapes([s_["shapes"].get(kind) for s_ in stats if kind in s_["kinds"]]),
+                        frame if frame is not None else empty_frame(stage_b.sparkSession, "json STRING"), "json",
+                        merge_shapes([s_["shapes"].get(kind) for s_ in stats if kind in s_["kinds"]]),
                         None if kept is None else StructType.fromJson(json.loads(kept)), what, batch_id,
                         late=kind == late_kind)
                     st.schemas[kind] = schema.json()

@@ -35,7 +35,8 @@ inference: window results get the same columns (``fire_index`` BIGINT, and ``win
 ``rejected_windows``), other outputs the fields of their values. An output's columns keep their
 types from batch to batch and across restarts: a batch may add a column (a field is no column
 while it has been null in every row), and a batch whose values would change a column's type
-fails with :class:`~lowwater.core.errors.OutputSchemaError`, naming the field. A row-list sink on the late
+fails with :class:`~lowwater.core.errors.OutputSchemaError`, naming the field; a batch without rows gets an
+empty DataFrame of those columns (none before the output's first rows). A row-list sink on the late
 output gets the elements alone, as Flink's side output gives them, on every path.
 
 The reference runtime keeps row-list sinks (:class:`lowwater.graph.sinks.Sink`); on Spark a
