@@ -212,3 +212,12 @@ def test_a_table_made_beforehand_takes_what_its_columns_hold_and_refuses_roundin
 ])
 def test_which_batch_types_a_column_holds_without_change(column, values, expected):
     assert holds(column, values) is expected
+
+
+def test_rows_that_are_not_window_results_are_a_configuration_error(spark, pg):
+    # a PostgresSink on a late output gets its elements; it failed with KeyError: 'window_start'
+    with pytest.raises(ConfigurationError, match=r"window results need the fields \['window_start', 'window_end', "
+                                                 r"'fire_index'\] \(a row has \['key', 'ts', 'value'\]\)"):
+        PostgresSink(pg.jdbc_url, "late_rows", user=pg.user).write_batch(0, [_result("a", 1), {"key": "a", "ts": 5,
+                                                                                              "value": 2}])
+    assert _query(spark, pg, "SELECT to_regclass('late_rows') IS NULL") == [(True,)]
