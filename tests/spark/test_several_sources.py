@@ -145,3 +145,36 @@ def test_a_dead_letter_of_a_union_on_the_keyed_path_names_its_source(spark: Any,
     assert job.path == "keyed"
     assert [(r.key, r.value) for r in out.results] == [("x", 2)]
     assert [(d["source"], d["partition"], d["offset"]) for d in dead.results] == [("clicks", 0, 1)]
+
+
+def test_the_late_output_of_a_union_names_each_elements_source(spark: Any, tmp_path: Path) -> None:
+    """Both sources have a partition 0 and an offset 1: without the source's name a late row would
+    not say whose element it is (a dead letter names it the same way)."""
+    from lowwater.api import OutputTag
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.io import PartitionedLogWriter
+    from lowwater.spark.sinks import ForeachDataFrameSink
+    from lowwater.spark.sources import PartitionedLogSource
+
+    fields = [("key", "STRING"), ("ts", "BIGINT"), ("source", "STRING")]
+    for name, first, late_ts in (("a", 5000, 100), ("b", 6000, 200)):
+        log = PartitionedLogWriter(tmp_path / name, "jsonl")
+        log.append(0, [{"key": "x", "ts": first, "source": f"web-{name}"}])  # batch 0: W = 4899 after it
+        log.append(0, [{"key": "x", "ts": late_ts, "source": f"web-{name}"}])  # batch 1: [0, 1 s) closed
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(100).with_timestamp_assigner("ts")
+    env = StreamExecutionEnvironment()
+    a = env.from_source(PartitionedLogSource(tmp_path / "a", fields, segments_per_batch=1), strategy, name="clicks")
+    b = env.from_source(PartitionedLogSource(tmp_path / "b", fields, segments_per_batch=1), strategy, name="orders")
+    late = OutputTag("late")
+    counts = a.union(b).key_by("key").window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).count()
+    rows: list[tuple[Any, ...]] = []
+
+    def keep(df: Any, _: int) -> None:
+        assert df.columns == ["key", "source", "ts", "source_source", "partition", "offset", "rejected_windows"]
+        rows.extend(tuple(r) for r in df.drop("rejected_windows").collect())
+
+    counts.get_side_output(late).add_sink(ForeachDataFrameSink(keep))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env, "late of a union")
+    assert job.path == "keyed"
+    assert sorted(rows) == [("x", "web-a", 100, "clicks", 0, 1), ("x", "web-b", 200, "orders", 0, 1)]

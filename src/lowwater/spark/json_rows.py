@@ -62,14 +62,20 @@ def document(value: Any) -> Any:
     return value if dataclasses.is_dataclass(value) and not isinstance(value, type) else to_dict(value)
 
 
-def late_document(value: Any, partition: int | None, offset: int | None, windows: tuple[Any, ...]) -> dict[str, Any]:
+def late_document(value: Any, partition: int | None, offset: int | None, windows: tuple[Any, ...],
+                  source: str | None = None) -> dict[str, Any]:
     """A late element as the late output's row: its fields (:func:`document`), and in one field
     (:data:`_LATE`) where it came from and the windows that rejected it, which the frame names and
-    types as the native path's late output has them (:func:`_late_columns`)."""
+    types as the native path's late output has them (:func:`_late_columns`). ``source``: the
+    source's name, where several sources reach the operator (a partition and offset alone would
+    not say whose)."""
     from lowwater.spark.sinks.files import to_dict
 
     windows_ = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
-    return {**to_dict(value), _LATE: {"partition": partition, "offset": offset, "rejected_windows": windows_}}
+    late: dict[str, Any] = {"partition": partition, "offset": offset, "rejected_windows": windows_}
+    if source is not None:
+        late["source"] = source
+    return {**to_dict(value), _LATE: late}
 
 
 _LATE = "_lw_late"
@@ -210,7 +216,8 @@ class JsonFrames:
         return schema
 
     def settled(self, rows: DataFrame, column: str, shapes: frozenset[str] | None, kept: StructType | None,
-                what: str, batch_id: int, late: bool = False) -> tuple[DataFrame, StructType]:
+                what: str, batch_id: int, late: bool = False, late_source: bool = False
+                ) -> tuple[DataFrame, StructType]:
         """The JSON strings of ``rows``' ``column`` as a DataFrame whose columns keep their types from
         batch to batch, as a streaming DataFrame's do: with ``kept``, the schema of the output's
         batches so far (None before its first rows), the batch's own (:meth:`schema`) may add
@@ -233,7 +240,7 @@ class JsonFrames:
 
         got = _without(self.schema(rows, column, shapes), _null_fields(shapes))
         if late:  # the position and windows have one type, whatever a batch's values (nulls, no windows)
-            got = StructType([f for f in got.fields if f.name != _LATE] + [StructField(_LATE, _late_type())])
+            got = StructType([f for f in got.fields if f.name != _LATE] + [StructField(_LATE, _late_type(late_source))])
         try:
             schema = _settle(kept, got, "")
         except _Conflict as e:
@@ -243,21 +250,24 @@ class JsonFrames:
         types = {f.name: f.dataType.simpleString() for f in schema.fields}
         parsed = rows.select(F.from_json(column, schema, {"mode": "FAILFAST"}).alias("_lw_r"))
         if late:
-            return _late_columns(parsed, lambda name: F.col(f"_lw_r.{name}"), types), schema
+            late_type = schema[_LATE].dataType
+            sourced = isinstance(late_type, StructType) and "source" in late_type.fieldNames()
+            return _late_columns(parsed, lambda name: F.col(f"_lw_r.{name}"), types, sourced), schema
         if _windowed(types) and "window" not in types:
             return parsed.select("_lw_r.*", _window(lambda name: F.col(f"_lw_r.{name}")).alias("window")), schema
         df = parsed.select("_lw_r.*")
         return (df.withColumn("window", _window(F.col)) if _windowed(types) else df), schema
 
 
-def _late_type() -> StructType:
+def _late_type(source: bool = False) -> StructType:
     """The type of a late document's :data:`_LATE` field, as Spark infers it from one with windows
-    (fields in order of name)."""
-    from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+    (fields in order of name); with the source's name where several sources reach the operator."""
+    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
     window = StructType([StructField("end", LongType()), StructField("start", LongType())])
     return StructType([StructField("offset", LongType()), StructField("partition", LongType()),
-                       StructField("rejected_windows", ArrayType(window))])
+                       StructField("rejected_windows", ArrayType(window))]
+                      + ([StructField("source", StringType())] if source else []))
 
 
 class _Conflict(Exception):
@@ -358,21 +368,23 @@ def _without(schema: StructType, nulls: dict[str, Any]) -> StructType:
     return StructType(fields)
 
 
-def _late_columns(df: DataFrame, col: Any, types: dict[str, str]) -> DataFrame:
+def _late_columns(df: DataFrame, col: Any, types: dict[str, str], sourced: bool = False) -> DataFrame:
     """The late output's columns in one projection of ``df`` (``col(name)`` each column of
-    ``types``, in their order): the element's fields, then its partition (INT), offset (BIGINT)
-    and the windows that rejected it (``array<struct<start: BIGINT, end: BIGINT>>``: the
-    inference puts a struct's fields in order of name), as the native path gives them."""
+    ``types``, in their order): the element's fields, then (``sourced``: several sources reach the
+    operator) its source's name, its partition (INT), offset (BIGINT) and the windows that
+    rejected it (``array<struct<start: BIGINT, end: BIGINT>>``: the inference puts a struct's
+    fields in order of name), as the native path gives them."""
     from pyspark.sql import functions as F
 
-    from lowwater.spark.native_sql import late_names
+    from lowwater.spark.native_sql import late_names, late_source_name
 
     fields = [n for n in types if n != _LATE]
     part, off, rejected = late_names(fields)
     late = col(_LATE)  # its type is _late_type(), whatever the rows (JsonFrames.settled)
     windows = F.transform(late["rejected_windows"],
                           lambda w: F.struct(w["start"].alias("start"), w["end"].alias("end")))
-    return df.select(*[col(n).alias(n) for n in fields], late["partition"].cast("int").alias(part),
+    source = [late["source"].alias(late_source_name(fields))] if sourced else []
+    return df.select(*[col(n).alias(n) for n in fields], *source, late["partition"].cast("int").alias(part),
                      late["offset"].cast("bigint").alias(off), windows.alias(rejected))
 
 

@@ -725,10 +725,13 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             if tag in tags:
                 out.append(encoded(f"side:{tags.index(tag)}", record.value))
 
+        arriving = [0]  # the source of the element being processed (a late one is emitted on its arrival)
+
         def emit_late(tag: OutputTag, record: Record, windows: tuple[Any, ...]) -> None:
             if tag in tags:  # a row-list sink gets the element; a DataFrame sink also where it came from
+                source = plan.branches[arriving[0]].name if len(plan.branches) > 1 else None
                 out.append(encoded(f"side:{tags.index(tag)}", record.value,
-                                   late_document(record.value, record.partition, record.offset, windows)))
+                                   late_document(record.value, record.partition, record.offset, windows, source)))
 
         node.emit = emit  # type: ignore[method-assign]
         node.emit_side = emit_side  # type: ignore[method-assign]
@@ -771,6 +774,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
                                              el["_ts"], values, strict=True):
             visited.add(kb)
             order[:] = [0, -1 if sq is None else sq, (src << 32) | p, -1 if off is None else off]
+            arriving[0] = src
             node.on_record(Record(v, ts, (src, p), p, off), inputs[src])
         try:
             for w in steps:
@@ -1132,7 +1136,7 @@ class KeyedProcessor:
                         frame if frame is not None else empty_frame(stage_b.sparkSession, "json STRING"), "json",
                         merge_shapes([s_["shapes"].get(kind) for s_ in stats if kind in s_["kinds"]]),
                         None if kept is None else StructType.fromJson(json.loads(kept)), what, batch_id,
-                        late=kind == late_kind)
+                        late=kind == late_kind, late_source=len(self.plan.branches) > 1)
                     st.schemas[kind] = schema.json()
                 made[kind] = _JsonOutput(frame, to_rows, df)
             return made[kind]

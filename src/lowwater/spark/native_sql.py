@@ -217,14 +217,20 @@ def late_names(fields: Iterable[str]) -> tuple[str, str, str]:
     prefixed with ``source_`` (again, until no field has the name) where the element has a field of
     that name (the same rule on every path: :mod:`lowwater.spark.json_rows` for the keyed path)."""
     names = set(fields)
-
-    def free(name: str) -> str:
-        while name in names:
-            name = f"source_{name}"
-        return name
-
-    part, off, windows = (free(c) for c in LATE_COLUMNS)
+    part, off, windows = (_free(c, names) for c in LATE_COLUMNS)
     return part, off, windows
+
+
+def late_source_name(fields: Iterable[str]) -> str:
+    """The late output's ``source`` column beside an element of ``fields`` (the keyed path's, where
+    several sources reach the operator), named by :func:`late_names`' rule."""
+    return _free("source", set(fields))
+
+
+def _free(name: str, names: set[str]) -> str:
+    while name in names:
+        name = f"source_{name}"
+    return name
 
 
 def late_ddl(schema: dict[str, Any]) -> str:

@@ -24,7 +24,8 @@ The columns of each output (``lowwater.spark.native``): window results have ``ke
 Spark's ``window()`` gives it); the late output has the source's fields, ``partition``,
 ``offset`` and ``rejected_windows`` (``array<struct<start: BIGINT, end: BIGINT>>``), each named
 with the prefix ``source_`` (repeated while taken) where the element has a field of that name,
-which keeps its own; dead
+which keeps its own (a union of several sources, on the keyed path, adds ``source``, the source's
+name, before ``partition``, named by the same rule); dead
 letters have ``reason``, ``partition``, ``offset``, ``file`` and ``record`` (the source
 fields as a JSON string). On the keyed path (any window or process function, per key on the
 executors) each output value becomes a JSON object on the executors (a window result's fields;
