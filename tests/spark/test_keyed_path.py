@@ -443,9 +443,9 @@ def test_dataframe_sinks_get_frames_the_executors_built_with_the_window_struct(
     assert _rows(rows) == _rows(expected[0])
     assert plans and not any("LocalRelation" in p for p in plans), plans[:1]
     results = spark.read.parquet(str(tmp_path / "results" / "batch=*"))
-    assert dict(results.dtypes) == {"key": "string", "window_start": "bigint", "window_end": "bigint",
-                                    "value": "bigint", "fire_index": "bigint",
-                                    "window": "struct<start:timestamp,end:timestamp>"}
+    assert results.dtypes == [("key", "string"), ("window_start", "bigint"), ("window_end", "bigint"),
+                              ("value", "bigint"), ("fire_index", "bigint"),
+                              ("window", "struct<start:timestamp,end:timestamp>")]  # the native path's order
     got = sorted((r["key"], r["window_start"], r["window_end"], r["value"], r["fire_index"]) for r in results.collect())
     assert got == sorted((r.key, r.window_start, r.window_end, r.value, r.fire_index) for r in expected[0].results)
     assert results.where("unix_millis(window.start) != window_start OR unix_millis(window.end) != window_end"
@@ -497,7 +497,7 @@ def test_the_late_output_has_the_native_path_s_columns(spark: Any, tmp_path: Pat
 
     position = ["source_partition", "offset", "rejected_windows"]
     native, keyed = frames["native"], frames["keyed"]
-    assert native.columns[-3:] == keyed.columns[-3:] == position
+    assert native.columns == keyed.columns == ["key", "ts", "value", "partition", *position]  # the source's order
     assert [t for c, t in native.dtypes if c in position] == [t for c, t in keyed.dtypes if c in position] \
         == ["int", "bigint", "array<struct<start:bigint,end:bigint>>"]
     columns = ["key", "ts", "value", "partition", *position]
@@ -611,3 +611,30 @@ def test_a_dataframe_output_keeps_its_columns_types_across_batches_and_a_restart
         run(_whole_or_not, tmp_path / "out2", tmp_path / "ck2", 6, True)  # 1.0 after 1
     assert str(failed.value).endswith("processing resumes from the last completed batch."), "cut short"
     assert [columns(d) for d in sorted((tmp_path / "out2").glob("batch=*"))] == [{"key": "string", "ratio": "bigint"}]
+
+
+def test_an_outputs_columns_come_in_the_order_its_values_name_them(spark: Any, tmp_path: Path) -> None:
+    """A process function's dicts give their DataFrame's columns in their own order, as a row-list
+    sink and the reference runtime's Parquet files have them, not in order of name (Spark's
+    inference); a field first given by a later value comes after, where that value names it."""
+    from lowwater.spark.sinks import ForeachDataFrameSink
+
+    batches = [[{"key": "a", "ts": 1000, "value": 1}, {"key": "b", "ts": 2000, "value": 2}],
+               [{"key": "a", "ts": 12_000, "value": 3}]]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    env = StreamExecutionEnvironment()
+    out = (env.from_source(BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0]),
+                           WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+           .key_by("key").window(TumblingEventTimeWindows.of(10_000)).process(_ordered))
+    columns: list[list[str]] = []
+    out.add_sink(ForeachDataFrameSink(lambda df, _: columns.append(df.columns)))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    assert job.path == "keyed", job.reason
+    assert columns == [["user", "window", "total", "average", "zeta"], ["user", "window", "total", "average", "zeta"]]
+
+
+def _ordered(key: Any, context: Any, elements: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    values = [int(e["value"]) for e in elements]
+    yield {"user": key, "window": context.window.start, "total": sum(values), "average": sum(values) / len(values)}
+    if key == "b":
+        yield {"user": key, "zeta": True, "total": 0}

@@ -171,10 +171,10 @@ def test_the_late_output_of_a_union_names_each_elements_source(spark: Any, tmp_p
     rows: list[tuple[Any, ...]] = []
 
     def keep(df: Any, _: int) -> None:
-        assert df.columns == ["key", "source", "ts", "source_source", "partition", "offset", "rejected_windows"]
+        assert df.columns == ["key", "ts", "source", "source_source", "partition", "offset", "rejected_windows"]
         rows.extend(tuple(r) for r in df.drop("rejected_windows").collect())
 
     counts.get_side_output(late).add_sink(ForeachDataFrameSink(keep))
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env, "late of a union")
     assert job.path == "keyed"
-    assert sorted(rows) == [("x", "web-a", 100, "clicks", 0, 1), ("x", "web-b", 200, "orders", 0, 1)]
+    assert sorted(rows) == [("x", 100, "web-a", "clicks", 0, 1), ("x", 200, "web-b", "orders", 0, 1)]

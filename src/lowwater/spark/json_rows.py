@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["MAX_SHAPES", "JsonFrames", "document", "json_row", "late_document", "merge_shapes",
-           "reported", "shape", "to_json"]
+__all__ = ["MAX_SHAPES", "JsonFrames", "document", "field_names", "json_row", "late_document", "merge_orders",
+           "merge_shapes", "reported", "shape", "to_json"]
 
 MAX_SHAPES = 32
 """Distinct shapes of one output kind a bucket reports at most; beyond it, none (infer)."""
@@ -94,13 +94,36 @@ def to_json(value: Any) -> str:
     return _ENCODER.encode(document(value))
 
 
-def json_row(value: Any, shapes: set[str]) -> str:
+def json_row(value: Any, shapes: set[str], order: dict[str, None] | None = None) -> str:
     """:func:`to_json` of ``value``, its :func:`shape` added to ``shapes`` while they are at most
-    :data:`MAX_SHAPES` (one more marks the bucket as having too many: :func:`reported`)."""
+    :data:`MAX_SHAPES` (one more marks the bucket as having too many: :func:`reported`). A value
+    of a shape new to ``shapes`` adds its top-level field names to ``order`` (the order in which
+    the bucket's values first named them: the columns' order, :meth:`JsonFrames.settled`)."""
     doc = document(value)
     if len(shapes) <= MAX_SHAPES:
+        seen = len(shapes)
         shapes.add(shape(doc))
+        if order is not None and len(shapes) != seen:
+            order.update(dict.fromkeys(field_names(doc)))
     return _ENCODER.encode(doc)
+
+
+def field_names(doc: Any) -> list[str]:
+    """The names of a document's top-level fields as its JSON text writes them, in its order: a
+    dict's keys (``1`` as ``"1"``), a dataclass's fields."""
+    if isinstance(doc, dict):
+        return [k if type(k) is str else json.loads(_quoted(k)) for k in doc]
+    if dataclasses.is_dataclass(doc) and not isinstance(doc, type):
+        return [f.name for f in dataclasses.fields(doc)]
+    return []
+
+
+def merge_orders(reports: list[list[str] | None]) -> list[str]:
+    """The buckets' field orders of one output kind, in the order given: each name where it first appears."""
+    merged: dict[str, None] = {}
+    for r in reports:
+        merged.update(dict.fromkeys(r or ()))
+    return list(merged)
 
 
 def reported(shapes: set[str]) -> list[str] | None:
@@ -216,8 +239,8 @@ class JsonFrames:
         return schema
 
     def settled(self, rows: DataFrame, column: str, shapes: frozenset[str] | None, kept: StructType | None,
-                what: str, batch_id: int, late: bool = False, late_source: bool = False
-                ) -> tuple[DataFrame, StructType]:
+                what: str, batch_id: int, late: bool = False, late_source: bool = False,
+                order: list[str] | None = None) -> tuple[DataFrame, StructType]:
         """The JSON strings of ``rows``' ``column`` as a DataFrame whose columns keep their types from
         batch to batch, as a streaming DataFrame's do: with ``kept``, the schema of the output's
         batches so far (None before its first rows), the batch's own (:meth:`schema`) may add
@@ -239,6 +262,9 @@ class JsonFrames:
         from pyspark.sql.types import StructField, StructType
 
         got = _without(self.schema(rows, column, shapes), _null_fields(shapes))
+        if order:  # the values' own order of fields, not the inference's order of name
+            rank = {name: i for i, name in enumerate(order)}
+            got = StructType(sorted(got.fields, key=lambda f: (rank.get(f.name, len(rank)), f.name)))
         if late:  # the position and windows have one type, whatever a batch's values (nulls, no windows)
             got = StructType([f for f in got.fields if f.name != _LATE] + [StructField(_LATE, _late_type(late_source))])
         try:

@@ -88,7 +88,7 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.json_rows import JsonFrames, json_row, late_document, merge_shapes, reported
+from lowwater.spark.json_rows import JsonFrames, json_row, late_document, merge_orders, merge_shapes, reported
 from lowwater.spark.keyed_sessions import ColumnarSessions, result_value
 from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
@@ -116,6 +116,8 @@ _A_SCHEMA = ("_source INT, _partition INT, _offset BIGINT, _seq BIGINT, _sub INT
 _A_COLUMNS = (("_source", "int32"), ("_partition", "int32"), ("_offset", "int64"), ("_seq", "int64"),
               ("_sub", "int32"), ("_ts", "int64"), ("_kb", "string"), ("_el", "binary"), ("_dead", "string"),
               ("_ctl", "string"))
+_RESULT_FIELDS = ("key", "window_start", "window_end", "value", "fire_index")
+"""A window result's fields, as the columnar sessions write them (``keyed_sessions.results_json``)."""
 _B_COLUMNS = (("kind", "string"), ("_kb", "string"), ("o1", "int64"), ("o2", "int64"), ("o3", "int64"),
               ("o4", "int64"), ("o5", "int64"), ("blob", "binary"), ("next_event", "int64"),
               ("next_proc", "int64"), ("live", "bool_"), ("json", "string"))
@@ -710,11 +712,12 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         order: list[int] = [0, 0, 0, 0]  # the position that emissions get: phase, then three numbers
 
         shapes: dict[str, set[str]] = {}  # per kind written as JSON, its documents' shapes
+        orders: dict[str, dict[str, None]] = {}  # and their fields' names, in the order first met
 
         def encoded(kind: str, value: Any, row: Any = None) -> tuple[Any, ...]:
             """``row``: what a DataFrame sink gets instead of ``value`` (a late element's row)."""
-            text = json_row(value if row is None else row, shapes.setdefault(kind, set())) \
-                if as_json is None or kind in as_json else None
+            text = json_row(value if row is None else row, shapes.setdefault(kind, set()),
+                            orders.setdefault(kind, {})) if as_json is None or kind in as_json else None
             return (kind, None, *order, len(out), _dumps(value) if pickled is None or kind in pickled else None,
                     None, None, None, text)
 
@@ -819,10 +822,12 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
                     kinds[kind] = kinds.get(kind, 0) + c
             if counted["shapes"]:
                 shapes.setdefault("result", set()).update(counted["shapes"])
+                orders.setdefault("result", {}).update(dict.fromkeys(_RESULT_FIELDS))  # results_json's
         stats = {"kinds": kinds, "op_rows_in": node.rows_in + counted["elements"], "op_dead": node.rows_dead_lettered,
                  "unvisited": others.num_rows, "columnar_keys": 0 if fast is None else len(fast),
                  "stored_rows": states_table.num_rows, "live_keys": live_keys,
-                 "shapes": {k: reported(v) for k, v in shapes.items()}}
+                 "shapes": {k: reported(v) for k, v in shapes.items()},
+                 "orders": {k: list(v) for k, v in orders.items()}}
         if isinstance(node, WindowNode):
             stats.update(windowed=node.operator.windowed_count + counted["elements"], late=node.operator.late_count,
                          unassigned=node.operator.unassigned_count, fired=node.operator.fired_count + counted["fired"],
@@ -1136,7 +1141,8 @@ class KeyedProcessor:
                         frame if frame is not None else empty_frame(stage_b.sparkSession, "json STRING"), "json",
                         merge_shapes([s_["shapes"].get(kind) for s_ in stats if kind in s_["kinds"]]),
                         None if kept is None else StructType.fromJson(json.loads(kept)), what, batch_id,
-                        late=kind == late_kind, late_source=len(self.plan.branches) > 1)
+                        late=kind == late_kind, late_source=len(self.plan.branches) > 1,
+                        order=merge_orders([s_.get("orders", {}).get(kind) for s_ in stats if kind in s_["kinds"]]))
                     st.schemas[kind] = schema.json()
                 made[kind] = _JsonOutput(frame, to_rows, df)
             return made[kind]

@@ -32,8 +32,9 @@ executors) each output value becomes a JSON object on the executors (a window re
 a dict as it is; anything else as ``value``) and Spark reads them with its JSON schema
 inference: window results get the same columns (``fire_index`` BIGINT, and ``window`` beside
 ``window_start``/``window_end``), a window's late output the same columns as on the native path
-(the element's fields in order of name, then ``partition``, ``offset`` and
-``rejected_windows``), other outputs the fields of their values. An output's columns keep their
+(the element's fields, then ``partition``, ``offset`` and
+``rejected_windows``), other outputs the fields of their values, in the order the values name them
+(Spark's inference would sort them by name). An output's columns keep their
 types from batch to batch and across restarts: a batch may add a column (a field is no column
 while it has been null in every row), and a batch whose values would change a column's type
 fails with :class:`~lowwater.core.errors.OutputSchemaError`, naming the field; a batch without rows gets an

@@ -129,9 +129,10 @@ class DeltaSink(DataFrameSink):
         from lowwater.spark.json_rows import JsonFrames, json_row, merge_shapes, reported
 
         shapes: set[str] = set()
-        rows = spark.createDataFrame([(json_row(r, shapes),) for r in records], "_lw_json STRING")
+        order: dict[str, None] = {}
+        rows = spark.createDataFrame([(json_row(r, shapes, order),) for r in records], "_lw_json STRING")
         df, _ = JsonFrames().settled(rows, "_lw_json", merge_shapes([reported(shapes)]), self._kept(spark),
-                                     f"{self!r}", batch_id)
+                                     f"{self!r}", batch_id, order=list(order))
         return df
 
     def _kept(self, spark: SparkSession) -> Any:
