@@ -221,3 +221,16 @@ def test_rows_that_are_not_window_results_are_a_configuration_error(spark, pg):
         PostgresSink(pg.jdbc_url, "late_rows", user=pg.user).write_batch(0, [_result("a", 1), {"key": "a", "ts": 5,
                                                                                               "value": 2}])
     assert _query(spark, pg, "SELECT to_regclass('late_rows') IS NULL") == [(True,)]
+
+
+def test_a_batch_that_brings_a_new_column_adds_it_to_the_table(spark, pg):
+    # as an output's later batches may add columns on the other sinks (a process function's field
+    # first given a value); the INSERT named a column the table did not have, and the batch failed
+    sink = _sink(pg, "grows")
+    _write(spark, sink, 0, [("a", 0, 10, 1.0, 0)])
+    later = spark.createDataFrame([("b", 0, 10, 2.0, 0, 1, "first note")], f"{SCHEMA}, note string")
+    assert sink.write(later, 1) == 1
+    assert sink.write(later, 1) == 1  # a replay: the column is there
+    assert _query(spark, pg, "SELECT key, value, batch_id, note FROM grows ORDER BY key") == [
+        ("a", 1.0, 0, None), ("b", 2.0, 1, "first note")]
+    assert _staging_tables(spark, pg) == []

@@ -11,7 +11,8 @@ How one micro-batch is written (:meth:`PostgresUpsertSink.write`):
    (mode ``overwrite``: a replay drops and recreates it, so leftovers of a crashed attempt,
    even duplicated rows from a retried task, cannot leak into the result).
 2. In ONE transaction, through ``java.sql.DriverManager`` in Spark's driver JVM (no Python
-   database driver needed): create the table if missing, then::
+   database driver needed): create the table if missing (or add the columns a batch brings to
+   it), then::
 
        INSERT INTO table AS t (...)
        SELECT DISTINCT ON (keys) ... FROM stage ORDER BY keys, fire_index DESC, ...
@@ -240,7 +241,8 @@ class PostgresUpsertSink:
             key on ``key_columns`` and column types derived from the DataFrame's schema. A batch
             whose values a column of the table would change in silence (:func:`holds`: a DOUBLE
             into BIGINT is rounded) fails with :class:`~lowwater.core.errors.OutputSchemaError`
-            before anything is staged.
+            before anything is staged; a column a batch brings is added to the table, in the
+            batch's transaction.
         user, password: credentials, if the server wants them.
         key_columns: the columns identifying one window's result.
     """
@@ -325,8 +327,10 @@ class PostgresUpsertSink:
                 raise ConfigurationError("df", f"column {f.name!r}: {e}") from None
         return fields
 
-    def statements(self, fields: Sequence[T.StructField], batch_id: int) -> list[str]:
-        """The SQL of step 2 (create if missing, upsert from the stage, drop the stage)."""
+    def statements(self, fields: Sequence[T.StructField], batch_id: int,
+                   new: Sequence[T.StructField] = ()) -> list[str]:
+        """The SQL of step 2 (create if missing, add the ``new`` columns a batch brings to a table
+        that exists, upsert from the stage, drop the stage)."""
         table, stage = self._qualified(self._name), self.staging_table(batch_id)
         cols = [_quote(f.name) for f in fields]
         keys = [_quote(c) for c in self.key_columns]
@@ -351,7 +355,9 @@ class PostgresUpsertSink:
             + ", ".join(f"{c} = excluded.{c}" for c in others)
             + f" WHERE excluded.{fire} >= t.{fire}"
         )
-        return [create, upsert, f"DROP TABLE {stage}"]
+        added = [f"ALTER TABLE {table} " + ", ".join(f"ADD COLUMN IF NOT EXISTS {_quote(f.name)} "
+                                                     f"{postgres_type(f.dataType)}" for f in new)] if new else []
+        return [create, *added, upsert, f"DROP TABLE {stage}"]
 
     def write(self, df: DataFrame, batch_id: int) -> int:
         """Upsert one micro-batch; returns the number of table rows inserted or updated.
@@ -382,19 +388,25 @@ class PostgresUpsertSink:
                "AND NOT a.attisdropped")
         return {str(name): str(kind) for name, kind in query_rows(spark, self.jdbc_url, sql, self.user, self.password)}
 
-    def check_types(self, spark: SparkSession, fields: Sequence[T.StructField], batch_id: int) -> None:
-        """Refuse a batch whose values a column of the table would change in silence (:func:`holds`)."""
+    def check_types(self, spark: SparkSession, fields: Sequence[T.StructField], batch_id: int
+                    ) -> list[T.StructField]:
+        """Refuse a batch whose values a column of the table would change in silence (:func:`holds`);
+        the fields the table (if it exists) has no column for yet, which the batch adds, as an
+        output's later batches may add columns on the other sinks."""
         table = self.columns(spark)
+        if not table:
+            return []
         for f in fields:
             column, values = table.get(f.name), format_name(postgres_type(f.dataType))
             if column is not None and not holds(column, values):
                 raise OutputSchemaError(f"the PostgreSQL table {self.table}", batch_id, f.name, column.upper(),
                                         values.upper(), kept_by="the table has it as",
                                         fix=f"Return {column.upper()} values for it (or ALTER the column's TYPE)")
+        return [f for f in fields if f.name not in table]
 
     def _write(self, df: DataFrame, fields: list[T.StructField], batch_id: int) -> int:
         check_jdbc_driver(df.sparkSession)
-        self.check_types(df.sparkSession, fields, batch_id)
+        new = self.check_types(df.sparkSession, fields, batch_id)
         props = {"user": self.user, "password": self.password}
         writer = (
             df.write.format("jdbc")
@@ -410,12 +422,12 @@ class PostgresUpsertSink:
         counts = execute_statements(
             df.sparkSession,
             self.jdbc_url,
-            self.statements(fields, batch_id),
+            self.statements(fields, batch_id, new),
             user=self.user,
             password=self.password,
             before_commit=lambda: faults.at("pg_uncommitted", batch_id),
         )
-        return counts[1]
+        return counts[-2]  # the upsert's
 
 
 class PostgresSink(DataFrameSink):
