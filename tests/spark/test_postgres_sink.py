@@ -234,3 +234,7 @@ def test_a_batch_that_brings_a_new_column_adds_it_to_the_table(spark, pg):
     assert _query(spark, pg, "SELECT key, value, batch_id, note FROM grows ORDER BY key") == [
         ("a", 1.0, 0, None), ("b", 2.0, 1, "first note")]
     assert _staging_tables(spark, pg) == []
+    # a column that differs from the table's only in case is no new column, but a mistake
+    cased = spark.createDataFrame([("c", 0, 10, 3.0, 0, 2, "x")], f"{SCHEMA}, Note string")
+    with pytest.raises(ConfigurationError, match="column 'Note' and the table's column 'note' differ only in case"):
+        sink.write(cased, 2)

@@ -402,7 +402,14 @@ class PostgresUpsertSink:
                 raise OutputSchemaError(f"the PostgreSQL table {self.table}", batch_id, f.name, column.upper(),
                                         values.upper(), kept_by="the table has it as",
                                         fix=f"Return {column.upper()} values for it (or ALTER the column's TYPE)")
-        return [f for f in fields if f.name not in table]
+        new = [f for f in fields if f.name not in table]
+        folded = {name.lower(): name for name in table}
+        for f in new:  # an unquoted name in the table's DDL was folded to lower case: not a new column
+            if f.name.lower() in folded:
+                raise ConfigurationError("df", f"column {f.name!r} and the table's column {folded[f.name.lower()]!r} "
+                                               f"differ only in case; rename one (PostgreSQL folds unquoted names "
+                                               f"to lower case)")
+        return new
 
     def _write(self, df: DataFrame, fields: list[T.StructField], batch_id: int) -> int:
         check_jdbc_driver(df.sparkSession)
