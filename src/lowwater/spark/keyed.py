@@ -68,6 +68,7 @@ from lowwater.core.watermarks import (
     WatermarkEvent,
     WatermarkStrategy,
 )
+from lowwater.core.windows.events import RESULT_FIELDS
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.transformations import (
     AssignTransformation,
@@ -116,8 +117,6 @@ _A_SCHEMA = ("_source INT, _partition INT, _offset BIGINT, _seq BIGINT, _sub INT
 _A_COLUMNS = (("_source", "int32"), ("_partition", "int32"), ("_offset", "int64"), ("_seq", "int64"),
               ("_sub", "int32"), ("_ts", "int64"), ("_kb", "string"), ("_el", "binary"), ("_dead", "string"),
               ("_ctl", "string"))
-_RESULT_FIELDS = ("key", "window_start", "window_end", "value", "fire_index")
-"""A window result's fields, as the columnar sessions write them (``keyed_sessions.results_json``)."""
 _B_COLUMNS = (("kind", "string"), ("_kb", "string"), ("o1", "int64"), ("o2", "int64"), ("o3", "int64"),
               ("o4", "int64"), ("o5", "int64"), ("blob", "binary"), ("next_event", "int64"),
               ("next_proc", "int64"), ("live", "bool_"), ("json", "string"))
@@ -822,7 +821,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
                     kinds[kind] = kinds.get(kind, 0) + c
             if counted["shapes"]:
                 shapes.setdefault("result", set()).update(counted["shapes"])
-                orders.setdefault("result", {}).update(dict.fromkeys(_RESULT_FIELDS))  # results_json's
+                orders.setdefault("result", {}).update(dict.fromkeys(RESULT_FIELDS))  # as results_json writes them
         stats = {"kinds": kinds, "op_rows_in": node.rows_in + counted["elements"], "op_dead": node.rows_dead_lettered,
                  "unvisited": others.num_rows, "columnar_keys": 0 if fast is None else len(fast),
                  "stored_rows": states_table.num_rows, "live_keys": live_keys,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from lowwater.core.windows.window import Window
 
-__all__ = ["FireCause", "LateElement", "SideOutput", "WindowFired", "WindowResult"]
+__all__ = ["RESULT_FIELDS", "FireCause", "LateElement", "SideOutput", "WindowFired", "WindowResult"]
 
 FireCause = Literal["watermark", "element", "processing_time", "end_of_input"]
 
@@ -22,6 +22,10 @@ class WindowResult:
     window_end: int
     value: Any
     fire_index: int = 0
+
+
+RESULT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(WindowResult))
+"""A window result's fields, in order: the columns of the results on every path."""
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,9 @@ __all__ = ["WINDOW_RESULT_SCHEMA", "DeltaSink"]
 #: the columns of a window result row (``WindowResult``)
 WINDOW_RESULT_SCHEMA = "key STRING, window_start BIGINT, window_end BIGINT, value DOUBLE, fire_index INT"
 
-# what reading a table that is not there yet raises (AnalysisException's condition)
-_NO_TABLE = frozenset({"DELTA_MISSING_DELTA_TABLE", "PATH_NOT_FOUND", "DELTA_PATH_DOES_NOT_EXIST",
-                       "DELTA_TABLE_NOT_FOUND", "DELTA_MISSING_TRANSACTION_LOG"})
+# what reading a table that is not there yet raises (AnalysisException's condition, delta-spark
+# 4.4): no directory, a directory without a Delta log
+_NO_TABLE = frozenset({"PATH_NOT_FOUND", "DELTA_TABLE_NOT_FOUND"})
 
 
 class DeltaSink(DataFrameSink):
@@ -131,8 +131,9 @@ class DeltaSink(DataFrameSink):
         shapes: set[str] = set()
         order: dict[str, None] = {}
         rows = spark.createDataFrame([(json_row(r, shapes, order),) for r in records], "_lw_json STRING")
-        df, _ = JsonFrames().settled(rows, "_lw_json", merge_shapes([reported(shapes)]), self._kept(spark),
-                                     f"{self!r}", batch_id, order=list(order))
+        frames: JsonFrames = self.__dict__.setdefault("_frames", JsonFrames())  # schemas per set of shapes, kept
+        df, _ = frames.settled(rows, "_lw_json", merge_shapes([reported(shapes)]), self._kept(spark), f"{self!r}",
+                               batch_id, order=list(order))
         return df
 
     def _kept(self, spark: SparkSession) -> Any:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import types as T
 
 from lowwater.core.errors import ConfigurationError, OutputSchemaError, PipelineError
+from lowwater.core.windows.events import RESULT_FIELDS
 from lowwater.spark import faults
 from lowwater.spark.sinks.base import DataFrameSink
 
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["PostgresSink", "PostgresUpsertSink", "execute_statements", "mask_jdbc_url", "postgres_type"]
 
 FIRE_INDEX = "fire_index"
-_RESULT_FIELDS = ("key", "window_start", "window_end", "value", FIRE_INDEX)
 _DRIVER = "org.postgresql.Driver"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TABLE = re.compile(rf"(?:{_IDENT.pattern}\.)?{_IDENT.pattern}")
@@ -481,7 +481,7 @@ class PostgresSink(DataFrameSink):
         records = [to_dict(r) for r in rows]
         if not records:
             return
-        missing = [c for c in _RESULT_FIELDS if any(c not in r for r in records)]
+        missing = [c for c in RESULT_FIELDS if any(c not in r for r in records)]
         if missing:  # a late output's elements, a process function's values: not a window's results
             raise ConfigurationError("rows", f"window results need the fields {missing} (a row has "
                                              f"{sorted(next(r for r in records if any(c not in r for c in missing)))})")
