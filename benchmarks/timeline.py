@@ -69,13 +69,18 @@ class Recorder:
         f = getattr(owner, name)
 
         def wrapped(*a: Any, **kw: Any) -> Any:
-            self.events.append((time.time(), f"begin {name} (compiled classes: {self.compiles.getCount()})"))
+            self.events.append((time.time(), f"begin {name} (compiled classes: {self.compiles.getCount()}, "
+                                             f"JIT CPU so far: {self.jit_ms()} ms)"))
             try:
                 return f(*a, **kw)
             finally:
                 self.events.append((time.time(), f"end   {name}"))
 
         setattr(owner, name, wrapped)
+
+    def jit_ms(self) -> int:
+        """The JIT compilers' CPU so far, from the last sample."""
+        return sum(t for (_, name), t in list(self.ticks.items()) if "CompilerThre" in name) * 10
 
     def sample(self) -> None:
         while not self.stop.wait(0.2):
@@ -96,6 +101,8 @@ def main() -> int:
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--stages", action="store_true", help="each job's stages")
     ap.add_argument("--tasks", action="store_true", help="the tasks of the last batch's stages")
+    ap.add_argument("--jfr", metavar="FILE", help="record the driver JVM with Java Flight Recorder (profile settings) "
+                    "into FILE; read it with `jfr print --events jdk.ExecutionSample FILE`")
     args = ap.parse_args()
 
     import scale
@@ -107,9 +114,14 @@ def main() -> int:
     window = sessions if args.engine in ("keyed", "spark-sessions") else scale
     H.write_log(work / "log", H.stream_for(window.PARTITIONS, args.keys, args.rows, window.SPAN_MS, window.BOUND_MS),
                 args.batches, args.rows)
-    spark = get_or_create_session(master="local[2]", app_name=f"timeline-{args.engine}", conf={
-        "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g",
-        "spark.ui.retainedJobs": "10000", "spark.ui.retainedStages": "10000"})
+    conf = {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g",
+            "spark.ui.retainedJobs": "10000", "spark.ui.retainedStages": "10000"}
+    if args.jfr:
+        from lowwater.spark.session import LOG4J2
+
+        conf["spark.driver.extraJavaOptions"] = (f"-Dlog4j2.configurationFile=file:{LOG4J2} "
+                                                 f"-XX:StartFlightRecording=settings=profile,filename={args.jfr}")
+    spark = get_or_create_session(master="local[2]", app_name=f"timeline-{args.engine}", conf=conf)
     rec = Recorder(spark)
     for spec in WRAPPED:
         rec.wrap(*spec)
