@@ -93,3 +93,28 @@ def test_a_parquet_batch_whose_field_holds_values_of_two_kinds_writes_their_json
         {"status": "error", "flag": "0", "big": "3", "detail": "none"},
         {"status": "2", "flag": "yes", "big": "4", "detail": '{"n":2}'},
     ]
+
+
+def test_parquet_batches_of_decimals_keep_one_decimal_column_as_totals_grow(tmp_path: Path) -> None:
+    """Arrow types a batch's Decimals by their digits (1.50 and 2.25: decimal128(3, 2)), so the
+    general path's DECIMAL sums failed the next batch whose total had more digits. Decimals are a
+    DECIMAL(38, places) column, as on the keyed path; integers beside them and fewer places fit;
+    more places would be rounded, and fail naming the field."""
+    from decimal import Decimal
+
+    import pyarrow.parquet as pq
+    import pytest
+
+    from lowwater.core.errors import OutputSchemaError
+    from lowwater.spark.sinks import read_directory
+
+    sink = DirectorySink(tmp_path / "out", "parquet")
+    sink.write_batch(0, [{"k": "a", "v": Decimal("1.50"), "l": [Decimal("0.5")]}, {"k": "b", "v": 3, "l": []}])
+    sink.write_batch(1, [{"k": "c", "v": Decimal("123456789012.1"), "l": [2]}])
+    assert str(pq.read_schema(tmp_path / "out" / "batch=1" / "part.parquet").field("v").type) == "decimal128(38, 2)"
+    assert read_directory(tmp_path / "out") == [
+        {"k": "a", "v": Decimal("1.50"), "l": [Decimal("0.5")]}, {"k": "b", "v": Decimal("3.00"), "l": []},
+        {"k": "c", "v": Decimal("123456789012.10"), "l": [Decimal("2.0")]}]
+    with pytest.raises(OutputSchemaError, match=r"the field v holds DECIMAL\(38,3\) values, where earlier batches "
+                                                r"made it a DECIMAL\(38,2\) column.*Decimal\.quantize"):
+        sink.write_batch(2, [{"k": "d", "v": Decimal("0.125")}])

@@ -317,6 +317,18 @@ def test_avg_of_values_with_a_remainder_is_a_float() -> None:
     assert _results(op.advance_watermark(9))[0].value == 1.5
 
 
+def test_avg_of_decimals_is_the_float_of_their_exact_sum_divided() -> None:
+    """The native path's avg of a DECIMAL column is CAST(exact sum AS DOUBLE) / n: every runtime gives
+    that float (ten 0.1 summed as floats are 0.9999999999999999; as Decimals, 1.0)."""
+    from decimal import Decimal
+
+    op = WindowOperator(TumblingEventTimeWindows(10), AggregatingContents(builtin_aggregate("avg")))
+    for i in range(10):
+        op.process_element("k", Decimal("0.1"), i % 10)
+    [r] = _results(op.advance_watermark(9))
+    assert type(r.value) is float and r.value == 0.1 and sum([0.1] * 10) / 10 != 0.1
+
+
 # -- configuration -----------------------------------------------------------------------------
 def test_negative_allowed_lateness_is_rejected() -> None:
     with pytest.raises(ConfigurationError) as e:

@@ -215,3 +215,41 @@ def test_a_source_timestamp_on_the_keyed_path_runs_stage_a_in_python_with_the_so
     assert job.path == "keyed"
     assert sorted((r.key, r.window_start - T0_MS, r.value["amount"]) for r in out.results) == [
         ("ann", 0, 3), ("bob", 1000, 4)]
+
+
+@pytest.mark.parametrize("path", ["native", "keyed"])
+@pytest.mark.parametrize("aggregate", ["sum", "avg"])
+def test_decimal_values_reach_a_dataframe_sink_as_every_path_types_them(
+        spark: Any, tmp_path: Path, path: str, aggregate: str) -> None:
+    """A DECIMAL(10,1) column's sum reaches a DataFrame sink as a DECIMAL(38,1) and its avg as the
+    DOUBLE of the exact sum divided, on both paths. The keyed path gave the sum as text (a STRING
+    column) and the avg as a Decimal, as text too; the native path's avg summed DOUBLEs (ten 0.1 are
+    0.9999999999999999)."""
+    from decimal import Decimal
+
+    from lowwater.spark.sinks import ForeachDataFrameSink
+
+    schema = "p INT, o BIGINT, at TIMESTAMP, user STRING, amount DECIMAL(10,1)"
+    rows = [(0, i, _at(i), "ann", Decimal("0.1")) for i in range(10)]
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(tmp_path / "in" / "b0"))
+    spark.createDataFrame([(0, 10, _at(1500), "ann", Decimal("2.5"))], schema).coalesce(1).write.parquet(
+        str(tmp_path / "in" / "b1"))
+    df = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).option("recursiveFileLookup", "true")
+          .parquet(str(tmp_path / "in")))
+    seen: list[tuple[str, list[Any]]] = []
+
+    def keep(batch: Any, batch_id: int) -> None:
+        seen.append((dict(batch.dtypes)["value"], sorted((r.window_start - T0_MS, r.value) for r in batch.collect())))
+
+    env = StreamExecutionEnvironment()
+    out = getattr(env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                                  WatermarkStrategy.for_bounded_out_of_orderness(0))
+                  .key_by("user").window(TumblingEventTimeWindows.of(1000)), aggregate)("amount")
+    out.add_sink(ForeachDataFrameSink(keep))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, end_of_input=True).execute(env)  # type: ignore[arg-type]
+    assert job.path == path
+    fired = [(t, r) for t, rs in seen for r in rs]
+    if aggregate == "sum":
+        assert fired == [("decimal(38,1)", (0, Decimal("1.0"))), ("decimal(38,1)", (1000, Decimal("2.5")))]
+    else:
+        assert fired == [("double", (0, 0.1)), ("double", (1000, 2.5))]

@@ -175,6 +175,21 @@ def test_a_batch_whose_values_the_tables_column_would_round_fails_and_writes_not
         ("a", 2.5), ("b", 3.0), ("c", float(2**53))]
 
 
+def test_the_general_path_s_decimal_sums_are_a_numeric_column_exactly(spark, pg):
+    # A DECIMAL field's sums on the general path are Decimals; they were written as DOUBLE PRECISION
+    # (cents past 2**53 rounded), now as the NUMERIC their places need, integers beside them too.
+    sink = PostgresSink(pg.jdbc_url, "decimal_sums", user=pg.user)
+    big = Decimal("90071992547409.93")  # 2**53 cents and more: not a double
+    sink.write_batch(0, [_result("a", big), _result("b", 3), _result("c", None)])
+    assert _query(spark, pg, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE "
+                             "attrelid = 'decimal_sums'::regclass AND attname = 'value'") == [("numeric(38,2)",)]
+    assert _query(spark, pg, "SELECT key, value FROM decimal_sums ORDER BY key") == [
+        ("a", big), ("b", Decimal("3.00")), ("c", None)]
+    with pytest.raises(OutputSchemaError, match=r"NUMERIC\(38,3\) values, where the table has it as a "
+                                                r"NUMERIC\(38,2\) column"):
+        sink.write_batch(1, [_result("d", Decimal("0.125"))])  # would be rounded to cents
+
+
 def test_a_table_made_beforehand_takes_what_its_columns_hold_and_refuses_rounding(spark, pg):
     execute_statements(spark, pg.jdbc_url, [
         "CREATE TABLE premade (key varchar(64) NOT NULL, window_start bigint NOT NULL, window_end bigint NOT NULL, "

@@ -42,6 +42,10 @@ class OutputSchemaError(PipelineError):
             f"resumes from the last completed batch.")
         self.field = field
 
+    PLACES = "Give its Decimals no more places than the column's (Decimal.quantize)"
+    """The fix where a batch's Decimals have more places than the column keeps (which a parse or cast
+    would round)."""
+
 
 class BadRecordError(LowwaterError):
     """A record that cannot be processed because of its data, not the pipeline's code: a

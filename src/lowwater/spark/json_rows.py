@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import OutputSchemaError
@@ -165,6 +166,9 @@ def shape(o: Any) -> str:
     * ``i`` an integer that is a ``long`` (BIGINT), ``I<d>`` one of ``d`` digits beyond it (a
       DECIMAL of ``d`` digits, or a DOUBLE past 38);
     * ``f`` a float, NaN and the infinities too (DOUBLE);
+    * ``d<s>`` a finite ``Decimal`` with ``s`` places after the point (written as its text, which
+      Spark infers as a string: :meth:`JsonFrames.settled` makes the field a ``DECIMAL(38, s)``
+      where every value it has is one, or an integer); a NaN or infinite one is text, ``s``;
     * ``a[...]`` an array and the set of its elements' shapes;
     * ``o{...}`` an object and its named fields' shapes, in order of name;
     * anything else as the encoder's ``default`` makes it.
@@ -179,6 +183,8 @@ def shape(o: Any) -> str:
         return "f"
     if o is None:
         return "n"
+    if t is Decimal:
+        return _decimal_shape(o)
     fields = _DATACLASS_FIELDS.get(t)
     if fields is None and dataclasses.is_dataclass(t) and not isinstance(o, (str, int, float, list, tuple, dict)):
         fields = _dataclass_fields(t)
@@ -199,11 +205,19 @@ def _shape(o: Any) -> str:
         return "i" if -_LONG <= o < _LONG else f"I{len(str(abs(int(o))))}"
     if isinstance(o, float):
         return "f"
+    if isinstance(o, Decimal):
+        return _decimal_shape(o)
     if isinstance(o, (list, tuple)):
         return "a[" + ",".join(sorted({shape(x) for x in o})) + "]"
     if isinstance(o, dict):
         return "o{" + ",".join(sorted([_quoted(k) + ":" + shape(v) for k, v in o.items()])) + "}"
     return shape(_json_default(o))
+
+
+def _decimal_shape(d: Decimal) -> str:
+    """A Decimal's shape: ``d<places>``, or text (``s``) when it is not finite."""
+    exponent = d.as_tuple().exponent
+    return f"d{max(0, -exponent)}" if isinstance(exponent, int) else "s"
 
 
 def merge_shapes(reports: list[list[str] | None]) -> frozenset[str] | None:
@@ -252,16 +266,22 @@ class JsonFrames:
           STRING, which a later batch's number would contradict).
         * A column of ``kept`` the batch does not have is null in its rows; a field ``kept`` does
           not have becomes a column after the others.
-        * A number in a DOUBLE column and any value in a STRING column (as its JSON text) fit;
-          any other change of type raises :class:`~lowwater.core.errors.OutputSchemaError`, which names the field: a
-          file, table or database written batch by batch cannot hold both types in one column.
+        * A field whose every value is a ``Decimal`` (or an integer, or null) is a ``DECIMAL(38, s)``
+          column, ``s`` the most places a value of the batch has (:func:`_decimal_fields`), as the
+          native path's sum of a ``DECIMAL`` column is (Spark's inference would read the text it is
+          written as: a string). A later batch's values may have fewer places, not more.
+        * A number in a DOUBLE column, an integer or a decimal of no more places in a DECIMAL one,
+          and any value in a STRING column (as its JSON text) fit; any other change of type raises
+          :class:`~lowwater.core.errors.OutputSchemaError`, which names the field: a file, table or
+          database written batch by batch cannot hold both types in one column.
 
         Rows are parsed with ``FAILFAST``: a value that would not fit its column fails the batch,
         it is never read as a null."""
         from pyspark.sql import functions as F
-        from pyspark.sql.types import StructField, StructType
+        from pyspark.sql.types import DecimalType, StructField, StructType
 
         got = _without(self.schema(rows, column, shapes), _null_fields(shapes))
+        got = _with_decimals(got, _decimal_fields(shapes))
         if order:  # the values' own order of fields, not the inference's order of name
             rank = {name: i for i, name in enumerate(order)}
             got = StructType(sorted(got.fields, key=lambda f: (rank.get(f.name, len(rank)), f.name)))
@@ -270,8 +290,9 @@ class JsonFrames:
         try:
             schema = _settle(kept, got, "")
         except _Conflict as e:
-            raise OutputSchemaError(what, batch_id, e.path, e.kept.simpleString().upper(),
-                                    e.got.simpleString().upper()) from None
+            places = isinstance(e.kept, DecimalType) and isinstance(e.got, DecimalType)
+            raise OutputSchemaError(what, batch_id, e.path, e.kept.simpleString().upper(), e.got.simpleString().upper(),
+                                    **({"fix": OutputSchemaError.PLACES} if places else {})) from None
         assert isinstance(schema, StructType)
         types = {f.name: f.dataType.simpleString() for f in schema.fields}
         parsed = rows.select(F.from_json(column, schema, {"mode": "FAILFAST"}).alias("_lw_r"))
@@ -322,6 +343,9 @@ def _settle(kept: Any, got: Any, path: str) -> Any:
     if kept == got or isinstance(kept, StringType) or (
             isinstance(kept, DoubleType) and isinstance(got, (LongType, DecimalType))):
         return kept
+    if isinstance(kept, DecimalType) and (isinstance(got, LongType) or (
+            isinstance(got, DecimalType) and got.scale <= kept.scale)):
+        return kept  # an integer or fewer places: exact (more integer digits than kept fail the parse)
     raise _Conflict(path, kept, got)
 
 
@@ -392,6 +416,52 @@ def _without(schema: StructType, nulls: dict[str, Any]) -> StructType:
             f = StructField(f.name, inner, f.nullable)
         fields.append(f)
     return StructType(fields)
+
+
+def _decimal_fields(shapes: frozenset[str] | None) -> Any:
+    """Where ``shapes`` hold Decimals: a field whose every non-null value is a Decimal or an integer,
+    at least one a Decimal, with the most places any has, as ``("d", places)``; objects and arrays
+    as ``("o", {name: ...})`` and ``("a", ...)``. None where there are none (or the shapes are not
+    known: Spark's inference then reads the text, a STRING, as before)."""
+    if not shapes:
+        return None
+    return _decimals([_parse_shape(s)[0] for s in shapes])
+
+
+def _decimals(values: list[Any]) -> Any:
+    values = [v for v in values if v != "n"]
+    if not values:
+        return None
+    if all(isinstance(v, str) for v in values):
+        places = [int(v[1:]) for v in values if v.startswith("d")]
+        if places and max(places) <= 38 and all(v.startswith("d") or v == "i" for v in values):
+            return ("d", max(places))
+        return None
+    kinds = {v[0] if isinstance(v, tuple) else "" for v in values}
+    if kinds == {"o"}:
+        names = {n for v in values for n in v[1]}
+        inner = {n: d for n in names if (d := _decimals([v[1][n] for v in values if n in v[1]])) is not None}
+        return ("o", inner) if inner else None
+    if kinds == {"a"}:
+        element = _decimals([x for v in values for x in v[1]])
+        return ("a", element) if element is not None else None
+    return None
+
+
+def _with_decimals(schema: Any, spec: Any) -> Any:
+    """``schema`` (inferred) with the DECIMAL types ``spec`` (:func:`_decimal_fields`) gives its fields."""
+    from pyspark.sql.types import ArrayType, DecimalType, StructField, StructType
+
+    if spec is None:
+        return schema
+    if spec[0] == "d":
+        return DecimalType(38, spec[1])
+    if spec[0] == "o" and isinstance(schema, StructType):
+        return StructType([StructField(f.name, _with_decimals(f.dataType, spec[1].get(f.name)), f.nullable)
+                           for f in schema.fields])
+    if spec[0] == "a" and isinstance(schema, ArrayType):
+        return ArrayType(_with_decimals(schema.elementType, spec[1]), schema.containsNull)
+    return schema
 
 
 def _late_columns(df: DataFrame, col: Any, types: dict[str, str], sourced: bool = False) -> DataFrame:

@@ -114,7 +114,9 @@ def _count(_: str) -> AggregateSql:
                         "CAST({n} AS BIGINT)")
 
 
-def _avg(_: str) -> AggregateSql:
+def _avg(value: str) -> AggregateSql:
+    if value.startswith("decimal("):  # the exact sum, as a DOUBLE, divided: Avg.get_result's float
+        return AggregateSql(_sum(value).accumulators, "double", "CAST({acc} AS DOUBLE) / {n}")
     return AggregateSql((_double_acc(),), "double", "{acc} / {n}")
 
 

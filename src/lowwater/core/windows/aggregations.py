@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from lowwater.core.errors import BadRecordError, ConfigurationError
@@ -145,7 +146,8 @@ class Max(BuiltinAggregate):
 
 
 class Avg(BuiltinAggregate):
-    """The arithmetic mean, as a float (``None`` for an empty window)."""
+    """The arithmetic mean, as a float (``None`` for an empty window); of ``Decimal`` values, their
+    exact sum as a float divided by the count."""
 
     name = "avg"
     numeric = True
@@ -159,7 +161,13 @@ class Avg(BuiltinAggregate):
         return accumulator
 
     def get_result(self, accumulator: list[Any]) -> float | None:
-        return accumulator[0] / accumulator[1] if accumulator[1] else None
+        if not accumulator[1]:
+            return None
+        total = accumulator[0]
+        # a sum of Decimals (exact) as a float, then divided: what the native path computes from
+        # its DECIMAL total, CAST(total AS DOUBLE) / n, so every path gives the same float
+        mean: float = (float(total) if isinstance(total, Decimal) else total) / accumulator[1]
+        return mean
 
     def merge(self, a: list[Any], b: list[Any]) -> list[Any]:
         return [a[0] + b[0], a[1] + b[1]]

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -141,7 +142,7 @@ def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id
     fields, columns = [], []
     for name in [*kept.names, *(n for n in table.column_names if n not in kept.names)]:
         old = kept.field(name).type if name in kept.names else None
-        new = _known(table[name].type) if name in table.column_names else None
+        new = _wide(_known(table[name].type)) if name in table.column_names else None
         # a STRING column takes any value, a list or struct as its JSON text (_texts below)
         target = old if old is not None and new is not None and pa.types.is_string(old) \
             else _merged(old, new, name, what, batch_id)
@@ -163,10 +164,30 @@ def _column(values: list[Any]) -> Any:
     as it is), as Spark's JSON inference reads such a field on the keyed path."""
     import pyarrow as pa
 
+    if any(type(v) is Decimal for v in values) and all(
+            v is None or isinstance(v, Decimal) or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
+        values = [v if v is None or isinstance(v, Decimal) else Decimal(v) for v in values]  # integers beside them
     try:
         return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return _texts(values)
+
+
+def _wide(t: Any) -> Any:
+    """``t`` with its decimals as ``decimal128(38, scale)``: Arrow types a batch's Decimals by their
+    digits (``decimal128(3, 2)`` for 1.25), which a later batch's larger total would contradict; the
+    keyed path's DECIMAL columns are ``DECIMAL(38, s)`` too (:meth:`JsonFrames.settled`)."""
+    import pyarrow as pa
+
+    if t is None:
+        return None
+    if pa.types.is_decimal128(t):
+        return pa.decimal128(38, t.scale)
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _wide(f.type)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(_wide(t.value_type))
+    return t
 
 
 def _texts(values: list[Any]) -> Any:
@@ -209,13 +230,21 @@ def _merged(old: Any, new: Any, path: str, what: str, batch_id: int) -> Any:
     if pa.types.is_list(old) and pa.types.is_list(new):
         return pa.list_(_merged(old.value_type, new.value_type, f"{path}[]", what, batch_id))
     if (pa.types.is_floating(old) and pa.types.is_integer(new)) or (
-            pa.types.is_string(old) and not pa.types.is_nested(new)):
-        return old
+            pa.types.is_string(old) and not pa.types.is_nested(new)) or (
+            pa.types.is_decimal(old) and (pa.types.is_integer(new) or (
+                pa.types.is_decimal(new) and new.scale <= old.scale))):
+        return old  # a DECIMAL column takes integers and decimals of no more places, exactly
+    if pa.types.is_decimal(old) and pa.types.is_decimal(new):
+        raise OutputSchemaError(what, batch_id, path, _type_name(old), _type_name(new), fix=OutputSchemaError.PLACES)
     raise OutputSchemaError(what, batch_id, path, _type_name(old), _type_name(new))
 
 
 def _type_name(t: Any) -> str:
     """An Arrow type as Spark SQL names the type it reads it as (``BIGINT``), else Arrow's name."""
+    import pyarrow as pa
+
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
     return {"int64": "BIGINT", "int32": "INT", "double": "DOUBLE", "string": "STRING", "large_string": "STRING",
             "bool": "BOOLEAN"}.get(str(t), str(t).upper())
 

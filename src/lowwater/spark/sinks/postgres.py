@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
@@ -437,6 +438,22 @@ class PostgresUpsertSink:
         return counts[-2]  # the upsert's
 
 
+def _decimal_places(values: Sequence[Any]) -> int | None:
+    """The places of a ``NUMERIC`` that holds ``values`` exactly, where they are finite Decimals (and
+    integers and nulls; at least one Decimal, at most 38 places); None otherwise (a DOUBLE: a sum of
+    a DECIMAL field on the general path was written as one, its digits past 2**53 rounded)."""
+    places = -1
+    for v in values:
+        if isinstance(v, Decimal):
+            exponent = v.as_tuple().exponent
+            if not isinstance(exponent, int):
+                return None  # NaN, an infinity: not a NUMERIC Spark writes
+            places = max(places, -exponent, 0)
+        elif not (v is None or (isinstance(v, int) and not isinstance(v, bool))):
+            return None
+    return places if 0 <= places <= 38 else None
+
+
 class PostgresSink(DataFrameSink):
     """The lowwater sink face of :class:`PostgresUpsertSink`: upsert on (key, window_start, window_end).
 
@@ -488,9 +505,11 @@ class PostgresSink(DataFrameSink):
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         values = [r["value"] for r in records]
         integral = all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values)
-        value_type = "BIGINT" if integral else "DOUBLE"
+        places = _decimal_places(values)
+        value_type = "BIGINT" if integral else "DOUBLE" if places is None else f"DECIMAL(38,{places})"
         schema = f"key STRING, window_start BIGINT, window_end BIGINT, value {value_type}, fire_index INT"
         data = [(str(r["key"]), int(r["window_start"]), int(r["window_end"]),
-                 None if r["value"] is None else (r["value"] if integral else float(r["value"])),
+                 None if r["value"] is None else (r["value"] if integral else float(r["value"]) if places is None
+                                                  else Decimal(r["value"])),
                  int(r["fire_index"])) for r in records]
         self.upsert.write(spark.createDataFrame(data, schema), batch_id)
