@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -36,12 +38,74 @@ def test_a_value_of_another_kind_is_refused(value: object, declared: str) -> Non
 
 def test_fields_are_canonical_and_an_unknown_type_is_an_error_before_the_run() -> None:
     assert parse_fields([("a", "long"), ("b", "Timestamp")]) == [("a", "BIGINT"), ("b", "TIMESTAMP")]
+    assert parse_fields([("a", "decimal(10, 2)"), ("b", "NUMERIC"), ("c", "dec(5)")]) == [
+        ("a", "DECIMAL(10,2)"), ("b", "DECIMAL(10,0)"), ("c", "DECIMAL(5,0)")]  # Spark's defaults
+    for bad in ("DECIMAL(39,2)", "DECIMAL(2,3)", "DECIMAL(0)"):
+        with pytest.raises(ConfigurationError, match=r"1 <= p <= 38 and s <= p"):
+            parse_fields([("a", bad)])
     with pytest.raises(ConfigurationError, match="DECIMAL"):
-        parse_fields([("a", "DECIMAL(10,2)")])
+        parse_fields([("a", "MONEY")])
     with pytest.raises(ConfigurationError, match="twice"):
         parse_fields([("a", "BIGINT"), ("a", "STRING")])
     element = read_element({"a": 1, "extra": 2}, [("a", "BIGINT"), ("b", "STRING")])
     assert element == {"a": 1, "b": None}
+
+
+DECIMALS = [  # (JSON text, what a DECIMAL(10,2) field reads: the Decimal, or None for a dead letter)
+    ("10.05", "10.05"), ("10.050", "10.05"), ("10.5", "10.50"), ("10", "10.00"), ("-0.01", "-0.01"), ("0", "0.00"),
+    ("99999999.99", "99999999.99"), ("12345678.1200000000000000000000000000", "12345678.12"),
+    ("10.005", None),                    # rounded, it would be another number
+    ("100000000", None), ("100000000.00", None), ("123456789012345678.9", None),  # more than 8 integer digits
+    ("1e3", "1000.00"), ("1.5E-1", "0.15"), ("1.0005e1", None),  # exponent notation: the same numbers
+    ("1.0000000000000001", None),        # a float would read 1.0: the text is read, not the float
+    ('"10.50"', None), ("true", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), DECIMALS)
+def test_a_decimal_field_reads_the_number_s_text_exactly_or_refuses_it(text: str, expected: str | None) -> None:
+    from decimal import Decimal
+
+    from lowwater.io.fields import decode_json
+
+    value = decode_json(f'{{"a": {text}}}')["a"]
+    if expected is None:
+        with pytest.raises(FieldError, match=r" is not a DECIMAL\(10,2\)"):
+            read_value(value, "DECIMAL(10,2)")
+    else:
+        got = read_value(value, "DECIMAL(10,2)")
+        assert isinstance(got, Decimal) and str(got) == expected
+    assert read_value(None, "DECIMAL(10,2)") is None
+    plain = json.loads(text)
+    if isinstance(plain, float):  # the other types read the float json.loads makes
+        assert read_value(value, "DOUBLE") == plain and type(read_value(value, "DOUBLE")) is float
+        with pytest.raises(FieldError, match=rf"^{re.escape(repr(plain))} is not a BIGINT$"):
+            read_value(value, "BIGINT")
+
+
+def test_a_decimal_field_through_the_log_reads_what_was_written(tmp_path: Path) -> None:
+    """The log's JSON keeps a number's text for a DECIMAL field (a float would keep 15 to 17 digits):
+    a 20-digit amount is read as written, through both of the log's formats."""
+    from decimal import Decimal
+
+    for fmt in ("jsonl", "parquet"):
+        w = PartitionedLogWriter(tmp_path / fmt, fmt, fsync=False)
+        w.append(0, [{"a": 1}])
+        reader = PartitionedLogReader(tmp_path / fmt)
+        path = next((tmp_path / fmt).rglob("*.jsonl" if fmt == "jsonl" else "*.parquet"))
+        if fmt == "jsonl":
+            path.write_text('{"partition": 0, "offset": 0, "timestamp": 5, "value": {"a": 123456789012345678.25}}\n')
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.table({"offset": [0], "partition": [0], "timestamp": [5],
+                                     "value": ['{"a": 123456789012345678.25}']}), path)
+        [record] = reader.read({0: 0}, exact_numbers=True)  # as a source with a DECIMAL field reads
+        assert read_element(record.value, [("a", "DECIMAL(20,2)")]) == {"a": Decimal("123456789012345678.25")}
+        assert read_element(record.value, [("a", "DOUBLE")]) == {"a": 123456789012345678.25}
+        [plain] = reader.read({0: 0})  # without: json.loads's floats, at no cost
+        assert type(plain.value["a"]) is float and type(record.value["a"]) is Decimal
 
 
 def test_a_batch_takes_at_most_its_records_and_segments_per_partition(tmp_path: Path) -> None:

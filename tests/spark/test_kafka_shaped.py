@@ -236,6 +236,24 @@ def test_a_good_value_is_read_exactly_as_before(spark: Any) -> None:
     assert got[2][1:3] == (1_704_060_000_000, 100.0)
 
 
+def test_a_decimal_field_reads_what_the_log_reads(spark: Any) -> None:
+    """A DECIMAL(10,2) field takes the values the log's reader takes, with the same Decimal
+    (tests/io/test_fields_and_batches.py's cases), and dead-letters the others, naming the field:
+    from_json alone would round 10.005 to 10.01 and read "10.50" and 1e3, without a word."""
+    from decimal import Decimal
+
+    from tests.io.test_fields_and_batches import DECIMALS
+
+    rows = _parsed(spark, [b'{"a": %s}' % t.encode() for t, _ in DECIMALS], [("a", "DECIMAL(10,2)")])
+    assert [(None if r["_corrupt"] else str(r["a"])) for r in rows] == [e for _, e in DECIMALS]
+    for row, (text, expected) in zip(rows, DECIMALS, strict=True):
+        if expected is None:
+            assert row["_corrupt"].startswith("field 'a': ") and row["_corrupt"].endswith(" is not a DECIMAL(10,2)"), \
+                (text, row["_corrupt"])
+        else:
+            assert isinstance(row["a"], Decimal)
+
+
 def test_declared_types_the_log_cannot_read_are_refused(spark: Any) -> None:
     from lowwater.core.errors import ConfigurationError
 

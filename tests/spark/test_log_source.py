@@ -228,6 +228,38 @@ def test_a_timestamp_field_is_event_time_in_milliseconds(spark: Any, tmp_path: P
     assert _positions(dead) == [(0, 3)] and "is not a TIMESTAMP" in dead.results[0]["reason"]
 
 
+@pytest.mark.parametrize("path", ["reference", "native", "keyed"])
+def test_a_decimal_field_sums_exactly_and_a_value_it_would_round_is_a_dead_letter(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """Money in a log: a DECIMAL(20,2) field is read from the numbers' text (a float keeps 15 to 17
+    digits), summed exactly on every runtime and path, and a value with more places is a dead letter."""
+    from decimal import Decimal
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log).append(0, [
+        {"key": "a", "ts": 1, "amount": 0.1}, {"key": "a", "ts": 2, "amount": 0.2},
+        {"key": "a", "ts": 3, "amount": 10.005},                      # three places: not a DECIMAL(20,2)
+        {"key": "b", "ts": 4, "amount": 7}])
+    with (log / "partition=0").joinpath(sorted(os.listdir(log / "partition=0"))[0]).open("a") as f:
+        f.write(json.dumps({"partition": 0, "offset": 4, "timestamp": None, "value": {"key": "b", "ts": 5}})[:-2]
+                + ', "amount": 123456789012345678.25}}\n')         # 20 digits, written as text
+    fields = [("key", "STRING"), ("ts", "BIGINT"), ("amount", "DECIMAL(20,2)")]
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    out = (env.from_source(PartitionedLogSource(log, fields), strategy).key_by("key")
+           .window(TumblingEventTimeWindows.of(1000)).sum("amount")).collect()
+    dead = CollectSink()
+    if path == "reference":
+        ReferenceRuntime(dead_letter_sink=dead).execute(env)
+    else:
+        job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, dead_letter_sink=dead,  # type: ignore[arg-type]
+                           end_of_input=True).execute(env)
+        assert job.path == path
+    assert _windows(out) == {("a", 0): Decimal("0.30"), ("b", 0): Decimal("123456789012345685.25")}
+    assert all(type(v) is Decimal for v in _windows(out).values())
+    assert _positions(dead) == [(0, 2)] and "field 'amount': 10.005 is not a DECIMAL(20,2)" in dead.results[0]["reason"]
+
+
 def test_a_log_given_as_a_file_uri_is_read_as_its_path(spark: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     _segments(log, STAMPS)

@@ -23,7 +23,7 @@ import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from lowwater.io.fields import FieldError, column_type, read_element
+from lowwater.io.fields import FieldError, column_type, decimal_type, has_decimals, read_element
 from lowwater.io.log import LogRecord, PartitionedLogReader
 
 __all__ = ["ARROW_ROWS", "arrow_schema", "read_arrow", "to_arrow"]
@@ -37,6 +37,9 @@ _FAST_TYPES = frozenset({"STRING", "BIGINT", "DOUBLE", "BOOLEAN"})
 def _arrow_type(declared: str) -> Any:
     import pyarrow as pa
 
+    places = decimal_type(declared)
+    if places is not None:
+        return pa.decimal128(*places)
     return {"BIGINT": pa.int64(), "INT": pa.int32(), "SMALLINT": pa.int16(), "TINYINT": pa.int8(),
             "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "STRING": pa.string(),
             "BOOLEAN": pa.bool_()}[column_type(declared)]
@@ -196,6 +199,7 @@ def read_arrow(reader: PartitionedLogReader, partition: int, start: int, end: in
     if start >= end:
         return
     fast = all(t in _FAST_TYPES for _, t in fields)
+    exact = has_decimals(fields)  # a DECIMAL field reads numbers' texts
     segments = reader.segment_files(partition)
     bounds = [f for f, _ in segments] + [None]
     ok = fast and segments and segments[0][0] <= start
@@ -220,7 +224,7 @@ def read_arrow(reader: PartitionedLogReader, partition: int, start: int, end: in
         else:  # the codec: also raises CorruptLogError for segments that do not line up
             for lo in range(pos, stop, ARROW_ROWS):
                 hi = min(stop, lo + ARROW_ROWS)
-                yield to_arrow(reader.read({partition: lo}, {partition: hi}), fields)
+                yield to_arrow(reader.read({partition: lo}, {partition: hi}, exact_numbers=exact), fields)
         pos = stop
     if pos < end:
-        yield to_arrow(reader.read({partition: pos}, {partition: end}), fields)
+        yield to_arrow(reader.read({partition: pos}, {partition: end}, exact_numbers=exact), fields)

@@ -4,19 +4,29 @@ A source declares its element's fields as ``[(name, type), ...]`` with Spark SQL
 names. Both runtimes read a record's ``value`` object through :func:`read_element`, so
 they see the same element and reject the same records:
 
-============ ========================================== ===================================
-declared     the JSON value it accepts                  the element gets
-============ ========================================== ===================================
-``STRING``   a string                                   ``str``
-``BIGINT``   an integer in the signed 64-bit range      ``int`` (also ``INT``, ``SMALLINT``,
-                                                        ``TINYINT`` with their ranges)
-``DOUBLE``   a number                                   ``float`` (also ``FLOAT``)
-``BOOLEAN``  ``true`` or ``false``                      ``bool``
-``TIMESTAMP`` an ISO-8601 date-time string; without a   ``int``: epoch **milliseconds**,
-             zone offset it is UTC                      sub-millisecond digits floored
-``DATE``     an ISO-8601 date string ``YYYY-MM-DD``     ``int``: epoch milliseconds of its
-                                                        midnight UTC
-============ ========================================== ===================================
+================ ========================================== ===================================
+declared         the JSON value it accepts                  the element gets
+================ ========================================== ===================================
+``STRING``       a string                                   ``str``
+``BIGINT``       an integer in the signed 64-bit range      ``int`` (also ``INT``, ``SMALLINT``,
+                                                            ``TINYINT`` with their ranges)
+``DOUBLE``       a number                                   ``float`` (also ``FLOAT``)
+``BOOLEAN``      ``true`` or ``false``                      ``bool``
+``DECIMAL(p,s)`` a number with at most ``s`` places and     ``Decimal`` of ``s`` places, exact
+                 ``p - s`` integer digits (``10.5`` or      (``DECIMAL(p)``: ``s`` is 0;
+                 ``1e3`` for ``DECIMAL(10,2)``; not         ``DECIMAL``: ``DECIMAL(10,0)``, as
+                 ``10.505`` or ``"10.50"``)                 in Spark; ``NUMERIC`` alike)
+``TIMESTAMP``    an ISO-8601 date-time string; without a    ``int``: epoch **milliseconds**,
+                 zone offset it is UTC                      sub-millisecond digits floored
+``DATE``         an ISO-8601 date string ``YYYY-MM-DD``     ``int``: epoch milliseconds of its
+                                                            midnight UTC
+================ ========================================== ===================================
+
+A ``DECIMAL`` is read from the number's text, never through a float (which keeps 15 to 17
+significant digits), and never rounded: a value with more places than the type has is a dead
+letter. Where a
+source declares a ``DECIMAL``, the log decodes its JSON numbers that are not integers as
+``Decimal`` (:func:`decode_json`), which the other types read as the float ``json.loads`` makes.
 
 Time is integer milliseconds everywhere in lowwater, so a ``TIMESTAMP`` or ``DATE`` field
 arrives as epoch milliseconds and ``with_timestamp_assigner("field")`` means the same
@@ -33,13 +43,28 @@ reason. Fields the record has but the source does not declare are not part of th
 from __future__ import annotations
 
 import datetime as _dt
+import decimal
+import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError
 
-__all__ = ["FIELD_TYPES", "FieldError", "column_type", "parse_fields", "read_element", "read_value"]
+__all__ = [
+    "FIELD_TYPES",
+    "JSON_DECODER",
+    "FieldError",
+    "column_type",
+    "decimal_type",
+    "decode_json",
+    "has_decimals",
+    "is_decimal",
+    "parse_fields",
+    "read_element",
+    "read_value",
+]
 
 _INT_RANGES = {
     "BIGINT": (-(2**63), 2**63 - 1),
@@ -49,8 +74,27 @@ _INT_RANGES = {
 }
 _ALIASES = {"LONG": "BIGINT", "INTEGER": "INT", "SHORT": "SMALLINT", "BYTE": "TINYINT",
             "REAL": "FLOAT", "BOOL": "BOOLEAN"}
-FIELD_TYPES: tuple[str, ...] = (*_INT_RANGES, "DOUBLE", "FLOAT", "STRING", "BOOLEAN", "TIMESTAMP", "DATE")
+FIELD_TYPES: tuple[str, ...] = (*_INT_RANGES, "DOUBLE", "FLOAT", "STRING", "BOOLEAN", "TIMESTAMP", "DATE",
+                                 "DECIMAL(p,s)")
 """The declared types a partitioned log's fields can have (aliases: LONG, INTEGER, ...)."""
+
+_DECIMAL = re.compile(r"(?:DECIMAL|NUMERIC|DEC)(?:\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?")
+_WIDE = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_EVEN)
+"""Room for any DECIMAL(38, s) value and its quantizing (the default context keeps 28 digits)."""
+_BOUNDS: dict[tuple[int, int], tuple[decimal.Decimal, decimal.Decimal]] = {}
+"""Per DECIMAL(p, s): the exponent of its last place, and 10 ** (p - s), which its values stay under."""
+
+
+JSON_DECODER = json.JSONDecoder(parse_float=decimal.Decimal)
+"""The decoder of the log's JSON where a field is a DECIMAL: numbers that are not integers as
+``Decimal``, exactly as written (it parses faster than floats, too)."""
+
+
+def decode_json(text: str) -> Any:
+    """``json.loads(text)``, its numbers that are not integers as ``Decimal`` (:data:`JSON_DECODER`)."""
+    if text.startswith("\ufeff"):  # as json.loads says it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return JSON_DECODER.decode(text)
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
@@ -76,12 +120,69 @@ def parse_fields(value_fields: Sequence[tuple[str, str]]) -> list[tuple[str, str
         seen.add(name)
         t = str(declared).strip().upper()
         t = _ALIASES.get(t, t)
-        if t not in FIELD_TYPES:
+        if _DECIMAL.fullmatch(t):
+            t = _canonical_decimal(name, declared, t)
+        elif t not in FIELD_TYPES:
             raise ConfigurationError(
                 "value_fields", f"field {name!r} has type {declared!r}; a partitioned log's fields are "
                 f"one of {', '.join(FIELD_TYPES)}")
         out.append((name, t))
     return out
+
+
+def _canonical_decimal(name: str, declared: Any, t: str) -> str:
+    m = _DECIMAL.fullmatch(t)
+    assert m is not None
+    precision = int(m.group(1) or 10)
+    scale = int(m.group(2) or 0)
+    if not (1 <= precision <= 38 and scale <= precision):
+        raise ConfigurationError(
+            "value_fields", f"field {name!r} has type {declared!r}; a DECIMAL(p,s) has 1 <= p <= 38 and s <= p")
+    return f"DECIMAL({precision},{scale})"
+
+
+def has_decimals(fields: Sequence[tuple[str, str]]) -> bool:
+    """Whether any of ``fields`` (canonical) is a DECIMAL: the log then decodes exact numbers."""
+    return any(t.startswith("DECIMAL(") for _, t in fields)
+
+
+def is_decimal(declared: str) -> bool:
+    """Whether ``declared`` (upper case) names a DECIMAL: ``DECIMAL``, ``DECIMAL(p)``, ``NUMERIC(p,s)``..."""
+    return _DECIMAL.fullmatch(declared) is not None
+
+
+def decimal_type(declared: str) -> tuple[int, int] | None:
+    """``(precision, scale)`` of a canonical ``DECIMAL(p,s)``; None for another type."""
+    if not declared.startswith("DECIMAL("):
+        return None
+    p, s = declared[8:-1].split(",")
+    return int(p), int(s)
+
+
+def _read_decimal(value: Any, precision: int, scale: int) -> decimal.Decimal | None:
+    """``value`` as a DECIMAL(precision, scale) exactly, or None (see the table)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        exact = decimal.Decimal(value)
+    elif isinstance(value, decimal.Decimal):
+        exact = value
+    elif isinstance(value, float):  # not decoded by decode_json: read as its repr
+        if not math.isfinite(value):
+            return None
+        exact = decimal.Decimal(repr(value))
+    else:
+        return None
+    if not exact.is_finite():
+        return None
+    bounds = _BOUNDS.get((precision, scale))
+    if bounds is None:
+        bounds = _BOUNDS[(precision, scale)] = (decimal.Decimal(1).scaleb(-scale),
+                                                decimal.Decimal(10) ** (precision - scale))
+    quantized = _WIDE.quantize(exact, bounds[0])
+    if quantized != exact or not -bounds[1] < quantized < bounds[1]:
+        return None
+    return quantized
 
 
 def column_type(declared: str) -> str:
@@ -120,7 +221,7 @@ def read_value(value: Any, declared: str) -> Any:
         if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
             return value
     elif declared in ("DOUBLE", "FLOAT"):
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, int | float | decimal.Decimal) and not isinstance(value, bool):
             try:
                 f = float(value)
             except OverflowError:  # an integer beyond every float
@@ -145,7 +246,15 @@ def read_value(value: Any, declared: str) -> Any:
                 return _millis(_dt.datetime.combine(_dt.date.fromisoformat(value), _dt.time()))
         except ValueError:
             pass
-    text = repr(value)
+    elif declared.startswith("DECIMAL("):
+        precision, scale = decimal_type(declared) or (10, 0)
+        d = _read_decimal(value, precision, scale)
+        if d is not None:
+            return d
+    # a DECIMAL's reason quotes the number as written; another type's, as json.loads's float (as
+    # the reason is worded whether or not the source has a DECIMAL field)
+    text = repr(value) if not isinstance(value, decimal.Decimal) else \
+        str(value) if declared.startswith("DECIMAL(") else repr(float(value))
     raise FieldError(f"{text[:60] + '...' if len(text) > 60 else text} is not a {declared}")
 
 

@@ -272,7 +272,7 @@ class KafkaShapedSource(DataFrameSource):
 
 
 _KAFKA_FIELD_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT", "STRING", "BOOLEAN", "TIMESTAMP",
-                      "DATE")
+                      "DATE", "DECIMAL(p,s)")
 _INT_FIELD_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT")
 _SNIPPET_CHARS = 120
 """As much of a bad value as a reason quotes (the partitioned log's reader quotes as much)."""
@@ -281,12 +281,13 @@ _SNIPPET_CHARS = 120
 def kafka_value_fields(value_fields: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """``value_fields`` with canonical type names (:func:`lowwater.io.fields.parse_fields`):
     the types whose JSON the partitioned log reads, and no other."""
-    from lowwater.io.fields import parse_fields
+    from lowwater.io.fields import is_decimal, parse_fields
 
     for item in value_fields:
         if isinstance(item, tuple | list) and len(item) == 2:
             t = str(item[1]).strip().upper()
-            if t not in _KAFKA_FIELD_TYPES and t not in ("LONG", "INTEGER", "SHORT", "BYTE", "REAL", "BOOL"):
+            if t not in _KAFKA_FIELD_TYPES and t not in ("LONG", "INTEGER", "SHORT", "BYTE", "REAL", "BOOL") \
+                    and not is_decimal(t):
                 raise ConfigurationError(
                     "value_fields", f"field {item[0]!r} has type {item[1]!r}; a Kafka value's fields are one of "
                     f"{', '.join(_KAFKA_FIELD_TYPES)}, read as the partitioned log reads them")
@@ -319,6 +320,8 @@ def _field_ok(i: int, name: str, declared: str) -> Any:
     :func:`lowwater.io.fields.read_value` decides."""
     from pyspark.sql import functions as F
 
+    from lowwater.io.fields import decimal_type
+
     value, kind = F.col(f"_f{i}"), F.col(f"_k{i}")
     if declared == "BIGINT":
         ok = kind == "BIGINT"
@@ -333,6 +336,18 @@ def _field_ok(i: int, name: str, declared: str) -> Any:
               .otherwise(kind == "BIGINT") | kind.startswith("DECIMAL"))
     elif declared in ("STRING", "BOOLEAN"):
         ok = kind == declared
+    elif declared.startswith("DECIMAL("):
+        # as lowwater.io.fields reads it: an integer, or a number of at most s places (the variant
+        # drops trailing zeros: 10.50 is a DECIMAL(3,1)), with at most p - s integer digits. The
+        # variant holds exponent notation (1e3) as a DOUBLE: then the number the DECIMAL holds must
+        # be that DOUBLE (from_json reads the value itself from the text, exactly)
+        places = decimal_type(declared)
+        assert places is not None
+        held = F.try_variant_get(value, "$", declared.lower())
+        scale = F.regexp_extract(kind, r"^DECIMAL\(\d+,(\d+)\)$", 1)
+        ok = held.isNotNull() & (
+            (kind == "BIGINT") | (kind.startswith("DECIMAL") & (scale.cast("int") <= F.lit(places[1])))
+            | ((kind == "DOUBLE") & (held.cast("double") == F.try_variant_get(value, "$", "double"))))
     else:  # TIMESTAMP, DATE: a string from_json reads as one (an epoch number is not seconds)
         ok = (kind == "STRING") & F.col("_v").getField(name).isNotNull()
     return kind.isNull() | (kind == "VOID") | F.coalesce(ok, F.lit(False))

@@ -209,9 +209,10 @@ class PartitionedLogSource(SparkSource):
         return [name for name, _ in self.value_fields]
 
     def batches(self) -> Iterator[SourceBatch]:
-        from lowwater.io.fields import FieldError, read_element
+        from lowwater.io.fields import FieldError, has_decimals, read_element
 
         reader = self._reader()
+        exact = has_decimals(self.declared_fields)  # a DECIMAL field reads numbers' texts
         batching = self.batching()
         available = reader.end_offsets()
         pos: dict[int, int] = {}
@@ -220,7 +221,7 @@ class PartitionedLogSource(SparkSource):
             if all(end[p] <= pos.get(p, 0) for p in end):
                 return
             items = []
-            for r in reader.read({p: pos.get(p, 0) for p in end}, end):
+            for r in reader.read({p: pos.get(p, 0) for p in end}, end, exact_numbers=exact):
                 error = r.error
                 if r.value is not None:
                     try:
@@ -237,10 +238,11 @@ class PartitionedLogSource(SparkSource):
         """The log exists, and every declared field reads as its type in at least one of the
         first ``sample`` records of each partition that have it (else a wrong declaration
         would make every record a dead letter)."""
-        from lowwater.io.fields import FieldError, read_value
+        from lowwater.io.fields import FieldError, has_decimals, read_value
 
         reader = self._reader()
-        records = reader.read({p: 0 for p in reader.partitions()}, max_records_per_partition=sample)
+        records = reader.read({p: 0 for p in reader.partitions()}, max_records_per_partition=sample,
+                              exact_numbers=has_decimals(self.declared_fields))
         for name, declared in self.declared_fields:
             present = [r.value[name] for r in records if r.value is not None and r.value.get(name) is not None]
             errors = []

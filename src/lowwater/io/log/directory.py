@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError
+from lowwater.io.fields import decode_json
 from lowwater.io.log.format import (
     _MANIFEST_KIND,
     _MANIFEST_VERSION,
@@ -153,8 +154,10 @@ class _LogDirectory:
 
     # reading ----------------------------------------------------------------
 
-    def read_partition(self, partition: int, start: int, end: int) -> list[LogRecord]:
-        """Records ``start <= offset < end`` of one partition; ``end`` <= the end offset."""
+    def read_partition(self, partition: int, start: int, end: int, exact_numbers: bool = False) -> list[LogRecord]:
+        """Records ``start <= offset < end`` of one partition; ``end`` <= the end offset. With
+        ``exact_numbers``, a JSON number that is not an integer is a ``Decimal``, for a
+        ``DECIMAL`` field (:func:`~lowwater.io.fields.decode_json`)."""
         segments = self.segments(partition)
         if start >= end:
             return []
@@ -172,11 +175,12 @@ class _LogDirectory:
                 continue
             if segment.first_offset >= end:
                 break
-            out.extend(self._read_segment(partition, segment, seg_end, start, end))
+            out.extend(self._read_segment(partition, segment, seg_end, start, end, exact_numbers))
         return out
 
     def _read_segment(
-        self, partition: int, segment: _Segment, seg_end: int | None, start: int, end: int
+        self, partition: int, segment: _Segment, seg_end: int | None, start: int, end: int,
+        exact_numbers: bool = False,
     ) -> list[LogRecord]:
         """Decode the records of ``segment`` in ``[start, end)``.
 
@@ -221,7 +225,7 @@ class _LogDirectory:
         out = []
         for k in range(lo, hi):
             if segment.fmt == "jsonl":
-                record = _decode_line(partition, first + k, lines[k])
+                record = _decode_line(partition, first + k, lines[k], exact_numbers)
                 if first + k == truncated_at and record.error is not None:
                     record = _bad(
                         partition, first + k,
@@ -229,7 +233,7 @@ class _LogDirectory:
                         f"{record.error}",
                     )
             else:
-                record = self._decode_parquet_row(partition, first + k, columns, k - lo)
+                record = self._decode_parquet_row(partition, first + k, columns, k - lo, exact_numbers)
             out.append(record)
         return out
 
@@ -260,13 +264,13 @@ class _LogDirectory:
 
     @staticmethod
     def _decode_parquet_row(
-        partition: int, offset: int, columns: dict[str, list[Any]], k: int
+        partition: int, offset: int, columns: dict[str, list[Any]], k: int, exact_numbers: bool = False
     ) -> LogRecord:
         text = columns["value"][k]
         if not isinstance(text, str):
             return _bad(partition, offset, f"'value' must be JSON text, got {text!r}")
         try:
-            value = json.loads(text)
+            value = decode_json(text) if exact_numbers else json.loads(text)
         except json.JSONDecodeError as exc:
             return _bad(partition, offset, f"invalid JSON in 'value' ({exc}): {_snippet(text)}")
         except RecursionError:

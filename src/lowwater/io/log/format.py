@@ -8,9 +8,11 @@ import json
 import operator
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.io.fields import decode_json
 
 __all__ = ["FORMATS", "MANIFEST_NAME", "CorruptLogError", "LogRecord"]
 
@@ -110,6 +112,12 @@ def _snippet(raw: bytes | str) -> str:
     return repr(text)
 
 
+def _shown(x: object) -> str:
+    """``repr(x)``, a ``Decimal`` (decode_json's number) as the float json.loads makes: a reason
+    is worded the same whether or not the source has a DECIMAL field."""
+    return repr(float(x)) if isinstance(x, Decimal) else repr(x)
+
+
 def _bad(partition: int, offset: int, reason: str) -> LogRecord:
     return LogRecord(partition, offset, None, None, reason)
 
@@ -134,7 +142,7 @@ def _from_object(partition: int, offset: int, obj: object, raw: bytes | str) -> 
                                   or not -(2**63) <= timestamp < 2**63):
         return _bad(
             partition, offset,
-            f"'timestamp' must be a 64-bit int (epoch ms) or null, got {timestamp!r}",
+            f"'timestamp' must be a 64-bit int (epoch ms) or null, got {_shown(timestamp)}",
         )
     # a null offset or partition is an absent one, as in a Parquet segment's column (and as
     # Arrow's reader, which cannot tell them apart, reads it)
@@ -142,18 +150,18 @@ def _from_object(partition: int, offset: int, obj: object, raw: bytes | str) -> 
     if stored_offset != offset or isinstance(stored_offset, bool):
         return _bad(
             partition, offset,
-            f"stored offset {stored_offset!r} does not match position {offset}",
+            f"stored offset {_shown(stored_offset)} does not match position {offset}",
         )
     stored_partition = partition if obj.get("partition") is None else obj["partition"]
     if stored_partition != partition or isinstance(stored_partition, bool):
         return _bad(
             partition, offset,
-            f"stored partition {stored_partition!r} does not match directory {partition}",
+            f"stored partition {_shown(stored_partition)} does not match directory {partition}",
         )
     return LogRecord(partition, offset, timestamp, value)
 
 
-def _decode_line(partition: int, offset: int, line: bytes) -> LogRecord:
+def _decode_line(partition: int, offset: int, line: bytes, exact_numbers: bool = False) -> LogRecord:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -161,7 +169,8 @@ def _decode_line(partition: int, offset: int, line: bytes) -> LogRecord:
     if not text.strip():
         return _bad(partition, offset, "empty line")
     try:
-        obj = json.loads(text)
+        # with exact_numbers, a number's text beside its float, for a DECIMAL field (lowwater.io.fields)
+        obj = decode_json(text) if exact_numbers else json.loads(text)
     except json.JSONDecodeError as exc:
         return _bad(partition, offset, f"invalid JSON ({exc}): {_snippet(text)}")
     except RecursionError:

@@ -60,6 +60,7 @@ class PartitionedLogReader:
         start_offsets: Mapping[int, int],
         end_offsets: Mapping[int, int] | None = None,
         max_records_per_partition: int | None = None,
+        exact_numbers: bool = False,
     ) -> list[LogRecord]:
         """Records with ``start <= offset < end`` in ``(partition, offset)`` order.
 
@@ -74,6 +75,9 @@ class PartitionedLogReader:
             records are never invented.
         max_records_per_partition : int, optional
             At most this many records per partition: ``end = min(end, start + max)``.
+        exact_numbers : bool
+            Decode a JSON number that is not an integer as the ``Decimal`` it says, which a
+            ``DECIMAL`` field is read from (:func:`~lowwater.io.fields.decode_json`), not as a float.
 
         Returns
         -------
@@ -127,7 +131,7 @@ class PartitionedLogReader:
             if max_records_per_partition is not None:
                 end = min(end, start + max_records_per_partition)
             if end > start:
-                out.extend(self._log.read_partition(partition, start, end))
+                out.extend(self._log.read_partition(partition, start, end, exact_numbers))
         return out
 
     def __repr__(self) -> str:
