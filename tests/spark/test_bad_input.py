@@ -89,6 +89,30 @@ def test_every_bad_record_is_dead_lettered_with_its_reason_and_position(spark: A
     assert str(job.accounting()) == "9 rows in = 4 windowed + 0 late + 5 dead-lettered"
 
 
+@pytest.mark.parametrize("path", ["native", "keyed", "general"])
+def test_a_dataframe_dead_letter_sink_gets_no_record_for_a_record_that_did_not_parse(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """As a row-list sink gets None: the native path wrote '{}', the JSON of fields it never read. The
+    keyed and general paths' dead letters failed the batch: ``createDataFrame`` of their rows could
+    not type a column that was null in every row; they have the native path's columns now."""
+    from lowwater.spark.sinks import ForeachDataFrameSink
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": "x"},
+                                                  {"ts": 2000, "value": 1}])
+    got: list[dict[str, Any]] = []
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(log, FIELDS), WatermarkStrategy.for_bounded_out_of_orderness(0)
+                     .with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
+    dead = ForeachDataFrameSink(lambda df, _: got.extend(r.asDict() for r in df.collect()))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead, end_of_input=True,
+                       path=path).execute(env)  # type: ignore[arg-type]
+    assert job.path == path
+    assert sorted((d["offset"], d["record"]) for d in got) == [(0, None), (1, '{"ts":2000,"value":1}')]
+    assert sorted(got[0]) == ["file", "offset", "partition", "reason", "record"]
+
+
 def test_a_raising_assigner_names_itself_and_a_fixed_restart_loses_nothing(spark: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     w = PartitionedLogWriter(log, "jsonl")

@@ -44,7 +44,7 @@ from lowwater.spark.fs import join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
 from lowwater.spark.native import NativeProcessor
-from lowwater.spark.outputs import BatchOutput, Output
+from lowwater.spark.outputs import BatchOutput, Output, dead_letter_output
 from lowwater.spark.plan import native_plan
 from lowwater.spark.processor import BatchResult, JsonStateProcessor, Processor
 from lowwater.spark.sinks.base import DataFrameSink
@@ -445,7 +445,10 @@ class _BatchDriver:
         metrics = dict(out.metrics)
         pairs: list[tuple[Sink, Any]] = list(zip(self.sinks, out.per_sink, strict=True))
         if self.dead_letter_sink is not None:
-            pairs.append((self.dead_letter_sink, out.dead))
+            dead = out.dead
+            if isinstance(self.dead_letter_sink, DataFrameSink) and not isinstance(dead, Output):
+                dead = dead_letter_output(self.spark, dead)  # the keyed and general paths' rows, typed
+            pairs.append((self.dead_letter_sink, dead))
         persisted = list(getattr(out, "persisted", ()))  # the keyed path's cached stage, read by its outputs
         counted: tuple[Any, DataFrame] | None = None  # the results' count, observed as their one sink writes them
         fired: int | None = None  # native: the result rows, one per (key, window) firing, whatever the sinks

@@ -570,6 +570,8 @@ class NativeProcessor:
                             f"ELSE {_python_repr_sql(p.value_field, value_type)} END")
         file = "_file" if "_file" in base.columns else "CAST(NULL AS STRING)"
         record = f"to_json(named_struct({', '.join(f'{literal(f)}, {quote(f)}' for f in fields)}))"
+        if "_corrupt" in base.columns:  # a record that did not parse has no fields: no record ('{}' was)
+            record = f"CASE WHEN _corrupt IS NULL THEN {record} END"
         return base.selectExpr(f"CASE {whens} ELSE {value_reason} END AS reason", "_partition AS partition",
                                "_offset AS offset", f"{file} AS file", f"{record} AS record")
 

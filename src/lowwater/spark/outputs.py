@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-__all__ = ["BatchOutput", "Output", "empty_frame"]
+__all__ = ["DEAD_LETTER_DDL", "BatchOutput", "Output", "dead_letter_output", "empty_frame"]
 
 
 @dataclass
@@ -79,3 +79,31 @@ def empty_frame(spark: SparkSession, ddl: str) -> DataFrame:
             schema = jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl)
             made[ddl] = DataFrame(spark._jsparkSession.createDataFrame(spark._jsc.emptyRDD(), schema), spark)
     return made[ddl]
+
+
+DEAD_LETTER_DDL = "reason STRING, partition INT, offset BIGINT, file STRING, record STRING"
+"""A dead-letter output's columns on every path (the native path's :func:`~lowwater.spark.native_sql.dead_ddl`):
+``record`` is the element's fields as JSON, null for a record that did not parse."""
+
+
+def dead_letter_output(spark: SparkSession, rows: list[dict[str, Any]]) -> Output:
+    """Dead letters collected as rows (the keyed and general paths) as an :class:`Output` whose
+    DataFrame has :data:`DEAD_LETTER_DDL`'s columns (and ``source`` where several sources reach the
+    operator), as the native path's has. Before, a DataFrame sink got ``createDataFrame(rows)``,
+    which failed the batch when a column was null in every row (no ``file``, no ``record``)."""
+    import json
+
+    sourced = any("source" in r for r in rows)
+    ddl = DEAD_LETTER_DDL + (", source STRING" if sourced else "")
+
+    def record(value: Any) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, dict):  # as Spark's to_json writes a struct: no null fields
+            value = {k: v for k, v in value.items() if v is not None}
+        return json.dumps(value, separators=(",", ":"), default=str)
+
+    data = [(r.get("reason"), r.get("partition"), r.get("offset"), r.get("file"), record(r.get("record")),
+             *([r.get("source")] if sourced else [])) for r in rows]
+    return Output(frame=spark.createDataFrame(data, ddl) if data else None, to_rows=lambda _: rows,
+                  empty=lambda: spark.createDataFrame([], ddl), collected=rows)
