@@ -24,9 +24,9 @@ declared         the JSON value it accepts                  the element gets
 
 A ``DECIMAL`` is read from the number's text, never through a float (which keeps 15 to 17
 significant digits), and never rounded: a value with more places than the type has is a dead
-letter. Where a
-source declares a ``DECIMAL``, the log decodes its JSON numbers that are not integers as
-``Decimal`` (:func:`decode_json`), which the other types read as the float ``json.loads`` makes.
+letter. Where a source declares a ``DECIMAL``, the log decodes its JSON numbers that are not
+integers as ``Decimal`` (:func:`decode_json`), which the other types read as the float
+``json.loads`` makes.
 
 Time is integer milliseconds everywhere in lowwater, so a ``TIMESTAMP`` or ``DATE`` field
 arrives as epoch milliseconds and ``with_timestamp_assigner("field")`` means the same
@@ -95,6 +95,7 @@ def decode_json(text: str) -> Any:
     if text.startswith("\ufeff"):  # as json.loads says it
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     return JSON_DECODER.decode(text)
+
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
@@ -173,8 +174,8 @@ def _read_decimal(value: Any, precision: int, scale: int) -> decimal.Decimal | N
         exact = decimal.Decimal(repr(value))
     else:
         return None
-    if not exact.is_finite():
-        return None
+    if not exact.is_finite() or exact.adjusted() >= precision - scale:
+        return None  # NaN, an infinity, or too many integer digits (1e999999999 would not quantize)
     bounds = _BOUNDS.get((precision, scale))
     if bounds is None:
         bounds = _BOUNDS[(precision, scale)] = (decimal.Decimal(1).scaleb(-scale),

@@ -340,12 +340,13 @@ def _field_ok(i: int, name: str, declared: str) -> Any:
         # as lowwater.io.fields reads it: an integer, or a number of at most s places (the variant
         # drops trailing zeros: 10.50 is a DECIMAL(3,1)), with at most p - s integer digits. The
         # variant holds exponent notation (1e3) as a DOUBLE: then the number the DECIMAL holds must
-        # be that DOUBLE (from_json reads the value itself from the text, exactly)
+        # be that DOUBLE (from_json reads the value itself from the text, exactly, and gives a null
+        # for what it cannot: -1e-999999999 underflows the DOUBLE to -0.0, which alone would pass)
         places = decimal_type(declared)
         assert places is not None
         held = F.try_variant_get(value, "$", declared.lower())
         scale = F.regexp_extract(kind, r"^DECIMAL\(\d+,(\d+)\)$", 1)
-        ok = held.isNotNull() & (
+        ok = held.isNotNull() & F.col("_v").getField(name).isNotNull() & (  # from_json read it too
             (kind == "BIGINT") | (kind.startswith("DECIMAL") & (scale.cast("int") <= F.lit(places[1])))
             | ((kind == "DOUBLE") & (held.cast("double") == F.try_variant_get(value, "$", "double"))))
     else:  # TIMESTAMP, DATE: a string from_json reads as one (an epoch number is not seconds)

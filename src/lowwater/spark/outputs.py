@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-__all__ = ["DEAD_LETTER_DDL", "BatchOutput", "Output", "dead_letter_output", "empty_frame"]
+__all__ = ["BatchOutput", "Output", "dead_letter_output", "empty_frame"]
 
 
 @dataclass
@@ -81,20 +81,18 @@ def empty_frame(spark: SparkSession, ddl: str) -> DataFrame:
     return made[ddl]
 
 
-DEAD_LETTER_DDL = "reason STRING, partition INT, offset BIGINT, file STRING, record STRING"
-"""A dead-letter output's columns on every path (the native path's :func:`~lowwater.spark.native_sql.dead_ddl`):
-``record`` is the element's fields as JSON, null for a record that did not parse."""
-
-
 def dead_letter_output(spark: SparkSession, rows: list[dict[str, Any]]) -> Output:
     """Dead letters collected as rows (the keyed and general paths) as an :class:`Output` whose
-    DataFrame has :data:`DEAD_LETTER_DDL`'s columns (and ``source`` where several sources reach the
-    operator), as the native path's has. Before, a DataFrame sink got ``createDataFrame(rows)``,
+    DataFrame has the native path's columns (:func:`~lowwater.spark.native_sql.dead_ddl`; ``record``
+    the element's fields as JSON, null for a record that did not parse), and ``source`` where
+    several sources reach the operator. Before, a DataFrame sink got ``createDataFrame(rows)``,
     which failed the batch when a column was null in every row (no ``file``, no ``record``)."""
     import json
 
+    from lowwater.spark.native_sql import dead_ddl
+
     sourced = any("source" in r for r in rows)
-    ddl = DEAD_LETTER_DDL + (", source STRING" if sourced else "")
+    ddl = dead_ddl({}) + (", source STRING" if sourced else "")
 
     def record(value: Any) -> str | None:
         if value is None:
