@@ -216,9 +216,10 @@ def test_only_a_foreign_accumulator_connection_is_taken_out_of_a_run_s_stderr() 
 
 def _without_foreign_accumulator_connections(err: str) -> str:
     """``err`` without PySpark's report of a connection to the run's accumulator server that had not
-    its token: another process's, not the run's (in CI, the driver JVM of a test that SIGKILLed its
-    Python driver, sending a task's updates to the port that driver had, which the run's server got
-    next). The run's own connections carry its token; such a report is no Ctrl-C traceback."""
+    its token: another process's, not the run's (in CI, the driver JVM of the ``lowwater run`` the
+    other worker's Ctrl-C test had just interrupted, still sending a task's updates to the port its
+    Python driver had, which this run's server got next). The run's own connections carry its
+    token; such a report is no Ctrl-C traceback."""
     import re
 
     block = re.compile(r"-{40}\nException occurred during processing of request from [^\n]*\n"
