@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import functools
 import json
 import math
 import re
@@ -152,8 +153,10 @@ def is_decimal(declared: str) -> bool:
     return _DECIMAL.fullmatch(declared) is not None
 
 
+@functools.lru_cache(maxsize=256)
 def decimal_type(declared: str) -> tuple[int, int] | None:
-    """``(precision, scale)`` of a canonical ``DECIMAL(p,s)``; None for another type."""
+    """``(precision, scale)`` of a canonical ``DECIMAL(p,s)``; None for another type (cached: it
+    is asked once per value read)."""
     if not declared.startswith("DECIMAL("):
         return None
     p, s = declared[8:-1].split(",")
@@ -248,8 +251,8 @@ def read_value(value: Any, declared: str) -> Any:
         except ValueError:
             pass
     elif declared.startswith("DECIMAL("):
-        precision, scale = decimal_type(declared) or (10, 0)
-        d = _read_decimal(value, precision, scale)
+        places = decimal_type(declared)
+        d = None if places is None else _read_decimal(value, *places)
         if d is not None:
             return d
     # a DECIMAL's reason quotes the number as written; another type's, as json.loads's float (as
