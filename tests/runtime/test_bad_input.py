@@ -200,3 +200,21 @@ def test_an_element_a_process_function_rejects_is_counted_once_and_emits_nothing
     assert out.results == [("seen", 1), ("kept", 1), ("seen", 2), ("kept", 2)]
     assert [d["offset"] for d in dead] == [1] and "13 is rejected" in dead[0]["reason"]
     assert str(result.accounting()) == "3 rows in = 2 windowed + 0 late + 1 dead-lettered (at the window operator)"
+
+
+def test_a_dead_letter_of_a_job_with_several_sources_names_its_source() -> None:
+    """Its partition and offset alone do not say which source they are in: ``source`` does, the
+    source's name, or ``name#k`` where two sources share one; a job with one source has none."""
+    def job(names: tuple[str | None, str | None, str | None]) -> list[Any]:
+        env = StreamExecutionEnvironment()
+        streams = [env.from_source(CollectionSource([[_ev("k", 1), _ev(None, 2)]]), BY_TS,
+                                   **({"name": n} if n else {})) for n in names]
+        first, *rest = streams
+        (first.union(*rest) if rest else first).key_by("key").window(
+            TumblingEventTimeWindows.of(10)).sum("value").collect()
+        result = env.execute(clock=ManualClock(0))
+        return sorted(d.get("source", "-") for d in result.dead_letters)
+
+    assert job(("clicks", "orders", None)) == ["clicks", "orders", "source"]
+    assert job((None, None, "orders")) == ["orders", "source#0", "source#1"]
+    assert job(("clicks", None, None)[:1]) == ["-"]

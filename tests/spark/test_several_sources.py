@@ -147,6 +147,46 @@ def test_a_dead_letter_of_a_union_on_the_keyed_path_names_its_source(spark: Any,
     assert [(d["source"], d["partition"], d["offset"]) for d in dead.results] == [("clicks", 0, 1)]
 
 
+@pytest.mark.parametrize("path", ["keyed", "general"])
+def test_every_batch_of_a_unions_dead_letters_to_a_dataframe_sink_has_the_source_column(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """A Parquet dead-letter directory of a union: the batches without dead letters wrote files
+    without ``source`` (the keyed path) and Spark's reader of the directory then took their schema and
+    dropped the column of the batch that had one, without a word; the general path had no ``source``
+    at all, so a letter's partition and offset did not say which source they were in. Two unnamed
+    sources are told apart by their place (``source#0``, ``source#1``)."""
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.io import PartitionedLogWriter
+    from lowwater.spark.sinks import DirectorySink
+    from lowwater.spark.sources import PartitionedLogSource
+
+    fields = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+    a, b = PartitionedLogWriter(tmp_path / "a", "jsonl"), PartitionedLogWriter(tmp_path / "b", "jsonl")
+    a.append(0, [{"key": "x", "ts": 1000, "value": 1}])
+    b.append(0, [{"key": "y", "ts": 1500, "value": 1}])
+    a.append(0, [{"key": "x", "ts": 2000, "value": 1}, {"ts": 2100, "value": 1}])  # batch 1: no key
+    b.append(0, [{"key": "y", "ts": 2500, "value": 1}])
+    b.append(0, [{"key": "y", "ts": 2600, "value": 2}])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    env = StreamExecutionEnvironment()
+    sa = env.from_source(PartitionedLogSource(tmp_path / "a", fields, segments_per_batch=1), strategy)
+    sb = env.from_source(PartitionedLogSource(tmp_path / "b", fields, segments_per_batch=1), strategy)
+    sa.union(sb).key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect()
+    dead_dir = tmp_path / "dead"
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=DirectorySink(str(dead_dir)),
+                       end_of_input=True, path=path).execute(env)  # type: ignore[arg-type]
+    assert job.path == path
+    import pyarrow.parquet as pq
+
+    files = sorted(dead_dir.rglob("*.parquet"))
+    assert len({f.parent.name for f in files}) >= 3  # the batches without dead letters wrote files too
+    assert {tuple(pq.read_schema(f).names) for f in files} == {("reason", "partition", "offset", "file", "record",
+                                                                "source")}
+    got = spark.read.parquet(str(dead_dir)).select("source", "partition", "offset", "record").collect()
+    assert [tuple(r) for r in got] == [("source#0", 0, 2, '{"ts":2100,"value":1}')]
+
+
 def test_the_late_output_of_a_union_names_each_elements_source(spark: Any, tmp_path: Path) -> None:
     """Both sources have a partition 0 and an offset 1: without the source's name a late row would
     not say whose element it is (a dead letter names it the same way)."""

@@ -64,6 +64,17 @@ class Pipeline:
         """The graph's roots, in the order a compiled job numbers them (its lanes)."""
         return tuple(t for t in self.transformations if isinstance(t, SourceTransformation))
 
+    def source_labels(self) -> dict[int, str]:
+        """By source transformation id, the name a dead letter or late element carries (``source``)
+        when the job reads several sources, for its partition and offset alone do not say whose they
+        are: the source's name, or ``name#k`` (``k`` its place in :attr:`sources`) for a name two sources
+        share (``from_source``'s default, ``"source"``, unless named). Empty for a job with one source."""
+        sources = self.sources
+        if len(sources) < 2:
+            return {}
+        names = [t.name for t in sources]
+        return {t.id: t.name if names.count(t.name) == 1 else f"{t.name}#{k}" for k, t in enumerate(sources)}
+
     def fingerprint(self) -> dict[str, Any]:
         """What makes a pipeline's state meaningful: its operators, in order, and their settings.
 

@@ -258,4 +258,8 @@ def _compile(pipeline: Pipeline, clock: ManualClock) -> list[Node]:
 
     for sink in pipeline.sinks:
         build(sink)
+    labels = pipeline.source_labels()  # whose partition and offset a dead letter's are
+    for n in order:
+        if isinstance(n, SourceNode):
+            n.source_name = labels.get(n.node_id)
     return order

@@ -22,6 +22,9 @@ class Record:
     lane: Lane
     partition: int | None = None
     offset: int | None = None
+    source: str | None = None
+    """The name of the source it was read from, in a job with several sources (None in a job with
+    one): a dead letter's partition and offset alone do not say whose they are."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -258,7 +258,7 @@ class SparkRuntime:
                                        sinks=[t.sink for t in p.sinks])
         job = SparkJob(None, store, path, reason)
         driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark,
-                              self.on_metrics)
+                              self.on_metrics, several_sources=len(sources) > 1)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
         latest = store.latest_version()
         if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
@@ -347,8 +347,10 @@ class _BatchDriver:
 
     def __init__(self, processor: Processor, store: StateStore, sinks: list[Sink], dead_letter_sink: Sink | None,
                  now: Callable[[int], int], job: SparkJob, spark: SparkSession,
-                 on_metrics: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_metrics: Callable[[dict[str, Any]], None] | None = None, several_sources: bool = False) -> None:
         self.processor = processor
+        self.several_sources = several_sources
+        """Whether dead letters name their source: a ``source`` column in every batch's frame, empty or not."""
         self.on_metrics = on_metrics
         self.store = store
         self.sinks = sinks
@@ -447,7 +449,7 @@ class _BatchDriver:
         if self.dead_letter_sink is not None:
             dead = out.dead
             if isinstance(self.dead_letter_sink, DataFrameSink) and not isinstance(dead, Output):
-                dead = dead_letter_output(self.spark, dead)  # the keyed and general paths' rows, typed
+                dead = dead_letter_output(self.spark, dead, self.several_sources)  # keyed and general rows, typed
             pairs.append((self.dead_letter_sink, dead))
         persisted = list(getattr(out, "persisted", ()))  # the keyed path's cached stage, read by its outputs
         counted: tuple[Any, DataFrame] | None = None  # the results' count, observed as their one sink writes them

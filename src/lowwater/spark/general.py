@@ -82,6 +82,9 @@ class GeneralProcessor:
     def __init__(self, pipeline: PipelineLike, sources: SparkSource | list[SparkSource]) -> None:
         self.pipeline = as_pipeline(pipeline)
         self.sources = sources if isinstance(sources, list) else [sources]
+        labels = self.pipeline.source_labels()
+        self.labels = [labels[t.id] for t in self.pipeline.sources] if labels else []
+        """Each source's label in its dead letters (the reference runtime's ``source``), if several."""
         self.empty_state()  # a pipeline the operators cannot run fails here, before Spark starts
 
     @property
@@ -127,7 +130,10 @@ class GeneralProcessor:
         arrival: list[list[int]] = [[] for _ in self.sources]
         for pos, r in enumerate(rows):
             if extra and r["_corrupt"] is not None:  # as on the native path
-                unparsed.append(unparsed_dead_letter(r))
+                letter = unparsed_dead_letter(r)
+                if several:
+                    letter["source"] = self.labels[int(r[SOURCE_COLUMN])]
+                unparsed.append(letter)
                 continue
             i = int(r[SOURCE_COLUMN]) if several else 0
             items[i].append(SourceRecord({f: r[f] for f in fields[i]}, int(r["_partition"]),

@@ -137,7 +137,8 @@ class Branch:
     input: int
     """The operator input it reaches: 0, or 1 for the second input of a keyed ``connect``."""
     name: str = ""
-    """The source's name (``env.from_source(..., name=...)``), in its dead letters when there are several."""
+    """The source's label in its dead letters and late elements when there are several
+    (:meth:`~lowwater.graph.pipeline.Pipeline.source_labels`: its name, unless two sources share it)."""
 
 
 @dataclass(frozen=True)
@@ -219,13 +220,14 @@ def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
     if len({order[t.id] for t, _, _ in found}) != len(found):
         return None, "a source reaches the keyed operator more than once"
     branches: list[Branch | None] = [None] * len(order)
+    labels = env.source_labels()
     for t, chain, input_index in found:
         strategies = [fn for kind, fn in chain if kind == "assign"]
         if len(strategies) != 1:
             return None, "no watermark strategy" if not strategies else "more than one watermark strategy"
         if not isinstance(t.source, SparkSource):
             return None, f"{type(t.source).__name__} cannot be read by Spark"
-        branches[order[t.id]] = Branch(t.source, chain, strategies[0], input_index, t.name)
+        branches[order[t.id]] = Branch(t.source, chain, strategies[0], input_index, labels.get(t.id, t.name))
     if any(b is None for b in branches):
         return None, "a source that does not reach the keyed operator"
     if isinstance(w, WindowTransformation) and not w.assigner.is_event_time():

@@ -18,6 +18,8 @@ class SourceNode(Node):
         self.index = index
         """The source's position among the job's sources: lanes are ``(index, partition)``,
         the same in every process, so restored state finds its lanes."""
+        self.source_name: str | None = None
+        """Set by the job when it has several sources: each record's :attr:`Record.source`."""
         self.STATE = ("known", "_pending", "rows_in")
         self.known: set[int] = set()
         self._pending: list[tuple[int, LaneEvent]] = []
@@ -55,7 +57,8 @@ class SourceNode(Node):
         if isinstance(item, SourceRecord):
             self.rows_in_batch += 1
             self.rows_in += 1
-            record = Record(item.value, item.timestamp, self.lane(item.partition), item.partition, item.offset)
+            record = Record(item.value, item.timestamp, self.lane(item.partition), item.partition, item.offset,
+                            self.source_name)
             if item.error is not None:  # stored, but not an element
                 self.dead.add(record, BadRecordError(item.error))
                 return

@@ -32,4 +32,4 @@ class StatelessNode(Node):
             user_code_failed(e, f"{self.kind} {_fn_name(self.fn)}", record, on_bad=self.dead.add)
             return
         for v in out:
-            self.emit(Record(v, record.timestamp, record.lane, record.partition, record.offset))
+            self.emit(Record(v, record.timestamp, record.lane, record.partition, record.offset, record.source))
