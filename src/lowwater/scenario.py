@@ -475,7 +475,7 @@ def _failed_document(runtime: Any, error: LowwaterError) -> dict[str, Any]:
 
     sinks = [n for n in runtime.nodes if isinstance(n, SinkNode)]
     operator = next(n for n in runtime.nodes if hasattr(n, "watermark_history"))
-    emitted = [[*n.sink.results, *n.rows] for n in sinks]  # type: ignore[attr-defined]
+    emitted = [[*n.sink.results, *(r.value for r in n.records)] for n in sinks]  # type: ignore[attr-defined]
     if isinstance(operator, WindowNode):
         doc = _document_parts(emitted[0], emitted[1], operator.watermark_history)
     else:

@@ -362,3 +362,24 @@ def test_a_late_output_keeps_the_windows_type_when_a_batch_has_none(spark: Any) 
         got += [r.asDict(recursive=True) for r in df.collect()]
     assert got == [{"key": "a", "partition": 0, "offset": 1, "rejected_windows": []},
                    {"key": "b", "partition": 1, "offset": 2, "rejected_windows": [{"start": 0, "end": 10}]}]
+
+
+def test_a_dataframe_sink_on_the_reference_runtime_gets_frames_typed_as_on_spark(spark: Any) -> None:
+    """``DataFrameSink.write_batch`` (a reference runtime's rows): the frames of the Spark engine's
+    rules, the columns kept by the sink from batch to batch. It was ``createDataFrame(rows)``: a batch
+    whose every ``note`` was None failed with ``CANNOT_DETERMINE_TYPE``, and a Decimal was text."""
+    from lowwater.api import CollectionSource, StreamExecutionEnvironment
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.spark.sinks import ForeachDataFrameSink
+
+    got: list[tuple[int, str, list[tuple[Any, ...]]]] = []
+    sink = ForeachDataFrameSink(
+        lambda df, b: got.append((b, df.schema.simpleString(), [tuple(r) for r in df.collect()])))
+    env = StreamExecutionEnvironment()
+    batches = [[{"k": "a", "ts": 1, "note": "x", "amount": Decimal("1.50")}],
+               [{"k": "a", "ts": 2, "note": None, "amount": 2}]]
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts")
+    env.from_source(CollectionSource(batches), strategy).map(lambda e: e).add_sink(sink)
+    env.execute()
+    columns = "struct<k:string,ts:bigint,note:string,amount:decimal(38,2)>"
+    assert got == [(0, columns, [("a", 1, "x", Decimal("1.50"))]), (1, columns, [("a", 2, None, Decimal("2.00"))])]

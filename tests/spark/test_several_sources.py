@@ -187,9 +187,11 @@ def test_every_batch_of_a_unions_dead_letters_to_a_dataframe_sink_has_the_source
     assert [tuple(r) for r in got] == [("source#0", 0, 2, '{"ts":2100,"value":1}')]
 
 
-def test_the_late_output_of_a_union_names_each_elements_source(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["keyed", "general"])
+def test_the_late_output_of_a_union_names_each_elements_source(spark: Any, tmp_path: Path, path: str) -> None:
     """Both sources have a partition 0 and an offset 1: without the source's name a late row would
-    not say whose element it is (a dead letter names it the same way)."""
+    not say whose element it is (a dead letter names it the same way). The general path's late rows
+    had the element's fields only, and no position or windows, until session 35."""
     from lowwater.api import OutputTag
     from lowwater.core.watermarks import WatermarkStrategy
     from lowwater.core.windows import TumblingEventTimeWindows
@@ -215,6 +217,6 @@ def test_the_late_output_of_a_union_names_each_elements_source(spark: Any, tmp_p
         rows.extend(tuple(r) for r in df.drop("rejected_windows").collect())
 
     counts.get_side_output(late).add_sink(ForeachDataFrameSink(keep))
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env, "late of a union")
-    assert job.path == "keyed"
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True, path=path).execute(env, "late of a union")
+    assert job.path == path
     assert sorted(rows) == [("x", 100, "web-a", "clicks", 0, 1), ("x", 200, "web-b", "orders", 0, 1)]

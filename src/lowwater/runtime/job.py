@@ -68,6 +68,9 @@ class CompiledJob:
         the way): then every source row is windowed, late, dead-lettered or unassigned."""
         self.started = False
         self.ended: set[int] = set()
+        self.kept: dict[str, Any] = {}
+        """Data the runtime hosting the job keeps with its state (restored with it): the Spark
+        engine's general path keeps its DataFrame outputs' schemas here."""
 
     def start(self) -> None:
         for n in self.nodes:
@@ -153,6 +156,7 @@ class CompiledJob:
         self.dead.count = old_dead.count if old_dead is not None else 0
         self.started = old.started
         self.ended = set(old.ended)
+        self.kept = dict(getattr(old, "kept", {}))
 
     # -- snapshots (sinks hold external resources and are not part of state) --------------
     def detach_sinks(self) -> list[Any]:

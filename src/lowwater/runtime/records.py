@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from lowwater.core.watermarks import WatermarkEvent
 
-__all__ = ["Lane", "LaneEvent", "Record"]
+__all__ = ["Lane", "LaneEvent", "LateRecord", "Record"]
 
 Lane = Hashable
 """One parallel path through the pipeline: ``(source node id, partition)`` before an
@@ -25,6 +25,15 @@ class Record:
     source: str | None = None
     """The name of the source it was read from, in a job with several sources (None in a job with
     one): a dead letter's partition and offset alone do not say whose they are."""
+
+
+@dataclass(slots=True)
+class LateRecord(Record):
+    """A late element on its way to the late side output, with the windows that rejected it
+    (Flink's operator gives the element alone: a sink that takes rows gets ``value``; the
+    Spark engine's DataFrame sinks also get where it came from and these windows)."""
+
+    rejected: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,7 +246,7 @@ class SparkRuntime:
                 reason = f"not native ({reason}): per key on the executors"
             else:
                 reason = f"not native ({reason}), not keyed ({why})"
-            processor, path = GeneralProcessor(p, sources), "keyed" if keyed is not None else "general"
+            processor, path = GeneralProcessor(p, sources, spark), "keyed" if keyed is not None else "general"
         checkpoint = resolve(self.checkpoint, spark)  # where Spark puts its own checkpoint and the window store
         store = StateStore(checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
                            spark=spark)

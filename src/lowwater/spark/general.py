@@ -14,16 +14,23 @@ partition) is its own lane with its own generator, exactly as on the reference r
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.clock import ManualClock
 from lowwater.core.errors import PipelineError
 from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.pipeline import describe_output
 from lowwater.graph.sinks import Sink
 from lowwater.graph.sources import SourceBatch, SourceRecord
+from lowwater.graph.transformations import SideOutputTransformation, WindowTransformation
 from lowwater.runtime.job import CompiledJob
+from lowwater.runtime.records import LateRecord, Record
+from lowwater.spark.json_rows import JsonFrames, late_document, settled_rows
 from lowwater.spark.native import unparsed_dead_letter
+from lowwater.spark.outputs import Output
+from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.spark.sources import SparkSource
 
 if TYPE_CHECKING:
@@ -65,23 +72,33 @@ def read_sources(spark: SparkSession, sources: list[SparkSource]) -> DataFrame:
 class _Capture(Sink):
     def __init__(self) -> None:
         self.rows: list[Any] = []
+        self.records: list[Record] = []
 
     def write_batch(self, batch_id: int, rows: Any) -> None:
         self.rows = list(rows)
 
+    def write_records(self, batch_id: int, records: list[Record]) -> None:
+        self.records = records
+        self.rows = [r.value for r in records]
+
 
 @dataclass
 class GeneralOutput:
-    per_sink: list[list[Any]]
+    per_sink: list[list[Any] | Output]
+    """Per sink of the pipeline: its rows, or for a DataFrame sink an :class:`Output` of them."""
     metrics: dict[str, Any]
     delta: Any
     dead: list[dict[str, Any]] = field(default_factory=list)
 
 
 class GeneralProcessor:
-    def __init__(self, pipeline: PipelineLike, sources: SparkSource | list[SparkSource]) -> None:
+    def __init__(self, pipeline: PipelineLike, sources: SparkSource | list[SparkSource],
+                 spark: SparkSession | None = None) -> None:
         self.pipeline = as_pipeline(pipeline)
         self.sources = sources if isinstance(sources, list) else [sources]
+        self.spark = spark
+        """The session that makes the DataFrame sinks' frames (without one, they get rows)."""
+        self.frames = JsonFrames()
         labels = self.pipeline.source_labels()
         self.labels = [labels[t.id] for t in self.pipeline.sources] if labels else []
         """Each source's label in its dead letters (the reference runtime's ``source``), if several."""
@@ -159,4 +176,33 @@ class GeneralProcessor:
         metrics = m.flat(job.direct)
         metrics["rows_in"] += len(unparsed)
         metrics["rows_dead_lettered"] += len(unparsed)
-        return GeneralOutput([c.rows for c in captures], metrics, job, dead=[*unparsed, *job.dead.rows])
+        outputs = [self._output(job, i, c, batch_id) for i, c in enumerate(captures)]
+        return GeneralOutput(outputs, metrics, job, dead=[*unparsed, *job.dead.rows])
+
+    def _output(self, job: CompiledJob, i: int, capture: _Capture, batch_id: int) -> list[Any] | Output:
+        """Sink ``i``'s payload: its rows, or for a DataFrame sink a DataFrame of them with the
+        columns and types the keyed path gives the same output (:func:`settled_rows`, the schema
+        kept in the job's state from batch to batch), a late element with its source position and
+        the windows that rejected it (and its source's label, with several sources), as the native
+        and keyed paths' late outputs have them. Before, the sink got ``createDataFrame(rows)``:
+        each batch typed apart, a field null in every row failed the batch, and a late element had
+        its fields only."""
+        t = self.pipeline.sinks[i]
+        rows = capture.rows
+        if self.spark is None or not isinstance(t.sink, DataFrameSink):
+            return rows
+        up = t.input
+        late = (isinstance(up, SideOutputTransformation) and isinstance(up.input, WindowTransformation)
+                and up.tag == up.input.late_tag)
+        values: list[Any] = [late_document(r.value, r.partition, r.offset, r.rejected, r.source)
+                             if isinstance(r, LateRecord) else r.value for r in capture.records] if late else rows
+        key = f"schema:{i}"
+        kept = job.kept.get(key)
+        from pyspark.sql.types import StructType
+
+        df, schema = settled_rows(self.spark, values, self.frames,
+                                  None if kept is None else StructType.fromJson(json.loads(kept)),
+                                  describe_output(t), batch_id, late=late, late_source=len(self.sources) > 1)
+        if schema is not None:
+            job.kept[key] = schema.json()
+        return Output(df, lambda _: rows, collected=rows)

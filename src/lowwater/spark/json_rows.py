@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 from lowwater.core.errors import OutputSchemaError
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 __all__ = ["MAX_SHAPES", "JsonFrames", "document", "field_names", "json_row", "late_document", "merge_orders",
-           "merge_shapes", "reported", "shape", "to_json"]
+           "merge_shapes", "reported", "settled_rows", "shape", "to_dict", "to_json"]
 
 MAX_SHAPES = 32
 """Distinct shapes of one output kind a bucket reports at most; beyond it, none (infer)."""
@@ -58,9 +58,19 @@ def document(value: Any) -> Any:
     it is, anything else as ``{"value": ...}``), a dataclass left for the encoder to read."""
     if type(value) is dict:
         return value
-    from lowwater.spark.sinks.files import to_dict
-
     return value if dataclasses.is_dataclass(value) and not isinstance(value, type) else to_dict(value)
+
+
+def to_dict(row: Any) -> dict[str, Any]:
+    """A result row as a mapping: a dataclass's fields, a dict itself, a Spark ``Row``'s
+    fields, anything else as ``{"value": row}``."""
+    if dataclasses.is_dataclass(row) and not isinstance(row, type):
+        return dataclasses.asdict(row)
+    if isinstance(row, dict):
+        return row
+    if hasattr(row, "asDict"):
+        return dict(row.asDict(recursive=True))
+    return {"value": row}
 
 
 def late_document(value: Any, partition: int | None, offset: int | None, windows: tuple[Any, ...],
@@ -70,8 +80,6 @@ def late_document(value: Any, partition: int | None, offset: int | None, windows
     types as the native path's late output has them (:func:`_late_columns`). ``source``: the
     source's name, where several sources reach the operator (a partition and offset alone would
     not say whose)."""
-    from lowwater.spark.sinks.files import to_dict
-
     windows_ = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
     late: dict[str, Any] = {"partition": partition, "offset": offset, "rejected_windows": windows_}
     if source is not None:
@@ -304,6 +312,28 @@ class JsonFrames:
             return parsed.select("_lw_r.*", _window(lambda name: F.col(f"_lw_r.{name}")).alias("window")), schema
         df = parsed.select("_lw_r.*")
         return (df.withColumn("window", _window(F.col)) if _windowed(types) else df), schema
+
+
+def settled_rows(spark: SparkSession, values: list[Any], frames: JsonFrames, kept: StructType | None, what: str,
+                 batch_id: int, late: bool = False,
+                 late_source: bool = False) -> tuple[DataFrame | None, StructType | None]:
+    """Values on the driver (the general path's outputs; a reference runtime's batch to a DataFrame
+    sink) as a DataFrame typed as the keyed path types its outputs (:meth:`JsonFrames.settled`:
+    columns keep their types from ``kept`` on, a field null in every row is no column yet, decimals
+    are DECIMAL), with the schema to keep; ``(None, None)`` for no values before any schema is kept.
+    With ``late``, each value is a :func:`late_document`. Spark's own inference of the values
+    (``createDataFrame(rows)``) failed the batch on a field null in every row
+    (``CANNOT_DETERMINE_TYPE``) and typed each batch apart."""
+    from lowwater.spark.outputs import empty_frame
+
+    shapes: set[str] = set()
+    order: dict[str, None] = {}
+    texts = [(json_row(v, shapes, order),) for v in values]
+    if not texts and kept is None:
+        return None, None
+    rows = spark.createDataFrame(texts, "json STRING") if texts else empty_frame(spark, "json STRING")
+    return frames.settled(rows, "json", merge_shapes([reported(shapes)]), kept, what, batch_id, late=late,
+                          late_source=late_source, order=list(order))
 
 
 def _late_type(source: bool = False) -> StructType:

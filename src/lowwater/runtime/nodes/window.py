@@ -14,7 +14,7 @@ from lowwater.core.windows.session_operator import SessionWindowOperator
 from lowwater.graph.transformations import OutputTag, WindowTransformation
 from lowwater.runtime.nodes.node import Node, _fn_name
 from lowwater.runtime.nodes.single_lane import _lane_labels, _SingleLaneNode
-from lowwater.runtime.records import Record
+from lowwater.runtime.records import LateRecord, Record
 from lowwater.runtime.union_input import UnionInput
 from lowwater.runtime.user_code import user_code_failed
 
@@ -108,8 +108,9 @@ class WindowNode(_SingleLaneNode):
                 p = record.partition
                 self.late_by_partition[p] = self.late_by_partition.get(p, 0) + 1
                 if self.t.late_tag is not None:
-                    self.emit_late(self.t.late_tag, Record(ev.element, ev.timestamp, self.out_lane,
-                                                           record.partition, record.offset), ev.windows)
+                    late = LateRecord(ev.element, ev.timestamp, self.out_lane, record.partition, record.offset,
+                                      record.source, tuple(ev.windows))
+                    self.emit_late(self.t.late_tag, late, ev.windows)
             elif isinstance(ev, SideOutput):
                 self.emit_side(ev.tag, Record(ev.value, None, self.out_lane))
 

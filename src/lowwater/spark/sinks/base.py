@@ -49,28 +49,16 @@ the user's choice, proportional to the output). A :class:`DataFrameSink` also im
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lowwater.graph.sinks import Sink
+from lowwater.spark.json_rows import to_dict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = ["DataFrameSink", "ForeachDataFrameSink", "checked_empty_batches", "to_dict"]
-
-
-def to_dict(row: Any) -> dict[str, Any]:
-    """A result row as a mapping: a dataclass's fields, a dict itself, a Spark ``Row``'s
-    fields, anything else as ``{"value": row}``."""
-    if dataclasses.is_dataclass(row) and not isinstance(row, type):
-        return dataclasses.asdict(row)
-    if isinstance(row, dict):
-        return row
-    if hasattr(row, "asDict"):
-        return dict(row.asDict(recursive=True))
-    return {"value": row}
 
 
 class DataFrameSink(Sink):
@@ -95,14 +83,21 @@ class DataFrameSink(Sink):
         raise NotImplementedError
 
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
-        """Rows from the reference runtime: as a small DataFrame, written by :meth:`write`."""
+        """Rows from the reference runtime: as a small DataFrame, written by :meth:`write`, its
+        columns typed as the Spark engine types them and kept from batch to batch by this sink
+        (:func:`~lowwater.spark.json_rows.settled_rows`); a batch without rows is not written."""
         from pyspark.sql import SparkSession
 
-        records = [to_dict(r) for r in rows]
-        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
-        if not records:
+        from lowwater.spark.json_rows import JsonFrames, settled_rows
+
+        if not rows:
             return
-        self.write(spark.createDataFrame(records), batch_id)
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        frames: JsonFrames = self.__dict__.setdefault("_lw_frames", JsonFrames())
+        df, schema = settled_rows(spark, list(rows), frames, self.__dict__.get("_lw_kept"), f"{self!r}", batch_id)
+        self.__dict__["_lw_kept"] = schema
+        assert df is not None
+        self.write(df, batch_id)
 
 
 class ForeachDataFrameSink(DataFrameSink):

@@ -126,14 +126,11 @@ class DeltaSink(DataFrameSink):
         is no column yet; another change of type is an ``OutputSchemaError`` before anything is
         written. Types inferred from each batch alone made a field that was whole in one batch
         and not in the next fail Delta's schema merge (``DELTA_FAILED_TO_MERGE_FIELDS``)."""
-        from lowwater.spark.json_rows import JsonFrames, json_row, merge_shapes, reported
+        from lowwater.spark.json_rows import JsonFrames, settled_rows
 
-        shapes: set[str] = set()
-        order: dict[str, None] = {}
-        rows = spark.createDataFrame([(json_row(r, shapes, order),) for r in records], "_lw_json STRING")
         frames: JsonFrames = self.__dict__.setdefault("_frames", JsonFrames())  # schemas per set of shapes, kept
-        df, _ = frames.settled(rows, "_lw_json", merge_shapes([reported(shapes)]), self._kept(spark), f"{self!r}",
-                               batch_id, order=list(order))
+        df, _ = settled_rows(spark, records, frames, self._kept(spark), f"{self!r}", batch_id)
+        assert df is not None  # records is not empty
         return df
 
     def _kept(self, spark: SparkSession) -> Any:
