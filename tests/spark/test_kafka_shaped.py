@@ -263,9 +263,12 @@ def test_declared_types_the_log_cannot_read_are_refused(spark: Any) -> None:
     assert KafkaShapedSource(df, [("n", "long")]).fields() == ["n"]  # the log's aliases
 
 
-def test_a_dead_lettered_kafka_record_is_counted(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["native", "keyed", "general"])
+def test_a_dead_lettered_kafka_record_is_counted_and_keeps_its_value(spark: Any, tmp_path: Path, path: str) -> None:
     """A number for a TIMESTAMP used to be read as epoch seconds: windowed in the year 1970 + 5,000 s
-    * 1000, and its partition's watermark with it, so that every later record was late."""
+    * 1000, and its partition's watermark with it, so that every later record was late. A record that
+    does not parse keeps its value, as text, in the dead letter's ``record``: Kafka's retention may
+    delete the original (until session 35 the letter had its reason's first 200 characters only)."""
     from lowwater.api import CollectSink
 
     def rec(offset: int, value: bytes | None) -> dict[str, Any]:
@@ -296,9 +299,13 @@ def test_a_dead_lettered_kafka_record_is_counted(spark: Any, tmp_path: Path) -> 
            .key_by("user").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late).sum("amount"))
     results, lates, dead = out.collect(), out.get_side_output(late).collect(), CollectSink()
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead,  # type: ignore[arg-type]
-                       end_of_input=True).execute(env)
+                       end_of_input=True, path=path).execute(env)
+    assert job.path == path
 
     assert sorted((r.key, r.window_start, r.value) for r in results.results) == [("ann", 0, 3), ("ann", 10_000, 4)]
+    held = {d["offset"]: d["record"] for d in dead.results}
+    assert held == {1: '{"user": "ann", "at": 5000, "amount": 100}',
+                    3: (event("bob", 3, 200) + b" " + event("bob", 4, 300)).decode(), 5: None}  # 5: a tombstone
     assert [(e["user"], e["amount"]) for e in lates.results] == [("ann", 8)]
     why = {d["offset"]: d["reason"] for d in dead.results}
     assert sorted(why) == [1, 3, 5]

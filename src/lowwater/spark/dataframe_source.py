@@ -226,21 +226,25 @@ class KafkaShapedSource(DataFrameSource):
         # the code generated for every record stays small enough for the JVM to compile (it does not
         # compile a method past 8,000 bytes of bytecode; inline, this source ran 1.5x slower)
         reason = F.element_at(F.transform(F.array(F.col("_code")), lambda _: _corrupt_reason(declared)), 1)
-        checked = coded.select("_p", "_o", "_t", "_v", F.when(F.col("_code").isNotNull(), reason).alias("_c"))
+        bad = F.col("_code").isNotNull()
+        held = F.expr("make_valid_utf8(_s)")  # a dead letter's value as text, its record
+        checked = coded.select("_p", "_o", "_t", "_v", F.when(bad, reason).alias("_c"), F.when(bad, held).alias("_r"))
         names = [n for n, _ in declared]
         flat = checked.select(*[F.when(F.col("_c").isNull(), F.col("_v").getField(n)).alias(f"v_{i}")
                                 for i, n in enumerate(names)],
                               F.col("_p").alias("p_"), F.col("_o").alias("o_"), F.col("_t").alias("t_"),
-                              F.col("_c").alias("c_"))
+                              F.col("_c").alias("c_"), F.col("_r").alias("r_"))
         self._names = names
         super().__init__(flat.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(names)],
-                                     "p_", "o_", "t_", "c_"), partition="p_", offset="o_", timestamp="t_")
+                                     "p_", "o_", "t_", "c_", "r_"), partition="p_", offset="o_", timestamp="t_")
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
-        """The standard columns, the fields and ``_corrupt``: why the record is a dead letter, or null."""
+        """The standard columns, the fields, ``_corrupt`` (why the record is a dead letter, or null)
+        and ``_raw``: a dead letter's value as text (invalid UTF-8 replaced), its ``record``, for
+        Kafka's retention may delete the original (null for a good record and for a tombstone)."""
         from pyspark.sql import functions as F
 
-        return self.df.select(*self._standard_columns(), F.col("c_").alias("_corrupt"))
+        return self.df.select(*self._standard_columns(), F.col("c_").alias("_corrupt"), F.col("r_").alias("_raw"))
 
     @staticmethod
     def _numbered(topics: list[str], per_topic: int) -> Any:

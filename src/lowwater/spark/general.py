@@ -139,7 +139,7 @@ class GeneralProcessor:
         several = len(self.sources) > 1
         fields = [self.sources[i].fields() for i in range(len(self.sources))]
         columns = list(dict.fromkeys(f for fs in fields for f in fs))
-        extra = [c for c in ("_corrupt", "_file") if c in df.columns]
+        extra = [c for c in ("_corrupt", "_file", "_raw") if c in df.columns]
         tag = [SOURCE_COLUMN] if several else []
         order = ["_seq", *tag, "_partition", "_offset"]
         rows = df.orderBy(*order).select("_partition", "_offset", "_source_ts", *tag, *columns, *extra).collect()

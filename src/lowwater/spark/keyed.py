@@ -464,6 +464,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
         source_ts = [cols["_source_ts"][i] for i in order]
         corrupt = [cols["_corrupt"][i] for i in order] if "_corrupt" in cols else none
         files = [cols["_file"][i] for i in order] if "_file" in cols else none
+        raws = [cols["_raw"][i] for i in order] if "_raw" in cols else none  # what a Kafka dead letter held
         n_in = n_dead = n_key_dead = 0
 
         def dead(offset: Any, seq: Any, reason: str, record: Any, unparsed: bool = False, file: Any = None) -> None:
@@ -516,12 +517,12 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
             rows.append((src, p, off, sq, sub[0], ts, kb, _dumps(value), None, None))
             sub[0] += 1
 
-        for record, offset, seq, sts, bad, file in zip(records, offsets, seqs, source_ts, corrupt, files,
-                                                       strict=True):
+        for record, offset, seq, sts, bad, file, raw in zip(records, offsets, seqs, source_ts, corrupt, files, raws,
+                                                            strict=True):
             n_in += 1
             off, sq = offset, seq
             if bad is not None:
-                dead(off, sq, BadRecordError.unparsed(bad), None, unparsed=True, file=file)
+                dead(off, sq, BadRecordError.unparsed(bad), raw, unparsed=True, file=file)
                 continue
             push(0, record, sts, off, sq, [0])
         try:

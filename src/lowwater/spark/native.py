@@ -89,9 +89,10 @@ __all__ = ["BatchOutput", "NativeProcessor", "NativeState", "Output", "schema_js
 
 def unparsed_dead_letter(row: Any) -> dict[str, Any]:
     """The dead letter of a source row that did not parse (``_corrupt`` set): its file, as
-    Spark's JSON reader gives no offset for such a line."""
+    Spark's JSON reader gives no offset for such a line, and as its ``record`` what the source read
+    where it keeps it (``_raw``: a Kafka value's text)."""
     return {"reason": BadRecordError.unparsed(row["_corrupt"]), "partition": row["_partition"],
-            "offset": row["_offset"], "file": row.asDict().get("_file"), "record": None}
+            "offset": row["_offset"], "file": row.asDict().get("_file"), "record": row.asDict().get("_raw")}
 
 
 class NativeProcessor:
@@ -570,8 +571,9 @@ class NativeProcessor:
                             f"ELSE {_python_repr_sql(p.value_field, value_type)} END")
         file = "_file" if "_file" in base.columns else "CAST(NULL AS STRING)"
         record = f"to_json(named_struct({', '.join(f'{literal(f)}, {quote(f)}' for f in fields)}))"
-        if "_corrupt" in base.columns:  # a record that did not parse has no fields: no record ('{}' was)
-            record = f"CASE WHEN _corrupt IS NULL THEN {record} END"
+        if "_corrupt" in base.columns:  # a record that did not parse has no fields: what was read, if the
+            raw = "_raw" if "_raw" in base.columns else "CAST(NULL AS STRING)"  # source keeps it ('{}' was)
+            record = f"CASE WHEN _corrupt IS NULL THEN {record} ELSE {raw} END"
         return base.selectExpr(f"CASE {whens} ELSE {value_reason} END AS reason", "_partition AS partition",
                                "_offset AS offset", f"{file} AS file", f"{record} AS record")
 

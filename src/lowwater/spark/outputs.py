@@ -84,9 +84,9 @@ def empty_frame(spark: SparkSession, ddl: str) -> DataFrame:
 def dead_letter_output(spark: SparkSession, rows: list[dict[str, Any]], sourced: bool = False) -> Output:
     """Dead letters collected as rows (the keyed and general paths) as an :class:`Output` whose
     DataFrame has the native path's columns (:func:`~lowwater.spark.native_sql.dead_ddl`; ``record``
-    the element's fields as JSON, null for a record that did not parse), and with ``sourced`` (the
-    job reads several sources) ``source``, in every batch's frame: a batch without dead letters wrote
-    a file or created a table without it, and readers of the directory then dropped the later
+    the element's fields as JSON; for a record that did not parse, a Kafka value's text or null), and
+    with ``sourced`` (the job reads several sources) ``source``, in every batch's frame: a batch
+    without dead letters wrote a file or created a table without it, and readers of the directory then dropped the later
     batches' column without a word. Before, a DataFrame sink got ``createDataFrame(rows)``,
     which failed the batch when a column was null in every row (no ``file``, no ``record``)."""
     import json
