@@ -383,3 +383,16 @@ def test_a_dataframe_sink_on_the_reference_runtime_gets_frames_typed_as_on_spark
     env.execute()
     columns = "struct<k:string,ts:bigint,note:string,amount:decimal(38,2)>"
     assert got == [(0, columns, [("a", 1, "x", Decimal("1.50"))]), (1, columns, [("a", 2, None, Decimal("2.00"))])]
+
+
+def test_a_dead_letters_text_reaches_a_dataframe_sink_as_the_native_path_writes_it(spark: Any) -> None:
+    """The keyed and general paths' dead letters as a DataFrame (``outputs.dead_letter_output``): an
+    unparsed Kafka value's text is ``record`` as it is, as the native path writes it, not quoted as a
+    JSON string; an element's fields are JSON without their nulls, as Spark's ``to_json`` writes them."""
+    from lowwater.spark.outputs import dead_letter_output
+
+    rows = [{"reason": "record does not parse: 'invalid JSON'", "partition": 0, "offset": 3, "record": '{"a": 1'},
+            {"reason": "missing key (user)", "partition": 0, "offset": 4, "record": {"ts": 5, "user": None}}]
+    out = dead_letter_output(spark, rows, sourced=False)
+    assert out.frame is not None
+    assert [r["record"] for r in out.frame.orderBy("offset").collect()] == ['{"a": 1', '{"ts":5}']

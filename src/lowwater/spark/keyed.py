@@ -696,7 +696,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         from lowwater.core.windows.session_operator import session_operator_for
         from lowwater.runtime.nodes import DeadLetters, WindowNode
         from lowwater.runtime.process_node import KeyedProcessNode
-        from lowwater.runtime.records import Record
+        from lowwater.runtime.records import LateRecord, Record
         from lowwater.spark.keyed_sessions import from_slice, is_sessions, key_of, rows_blob, rows_of, to_slice
         from lowwater.spark.keyed_state import key_bytes
         from lowwater.spark.sealed import seal, unseal
@@ -732,11 +732,12 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
 
         arriving = [0]  # the source of the element being processed (a late one is emitted on its arrival)
 
-        def emit_late(tag: OutputTag, record: Record, windows: tuple[Any, ...]) -> None:
+        def emit_late(tag: OutputTag, record: LateRecord) -> None:
             if tag in tags:  # a row-list sink gets the element; a DataFrame sink also where it came from
                 source = plan.branches[arriving[0]].name if len(plan.branches) > 1 else None
                 out.append(encoded(f"side:{tags.index(tag)}", record.value,
-                                   late_document(record.value, record.partition, record.offset, windows, source)))
+                                   late_document(record.value, record.partition, record.offset, record.rejected,
+                                                 source)))
 
         node.emit = emit  # type: ignore[method-assign]
         node.emit_side = emit_side  # type: ignore[method-assign]

@@ -84,11 +84,11 @@ def empty_frame(spark: SparkSession, ddl: str) -> DataFrame:
 def dead_letter_output(spark: SparkSession, rows: list[dict[str, Any]], sourced: bool = False) -> Output:
     """Dead letters collected as rows (the keyed and general paths) as an :class:`Output` whose
     DataFrame has the native path's columns (:func:`~lowwater.spark.native_sql.dead_ddl`; ``record``
-    the element's fields as JSON; for a record that did not parse, a Kafka value's text or null), and
-    with ``sourced`` (the job reads several sources) ``source``, in every batch's frame: a batch
-    without dead letters wrote a file or created a table without it, and readers of the directory then dropped the later
-    batches' column without a word. Before, a DataFrame sink got ``createDataFrame(rows)``,
-    which failed the batch when a column was null in every row (no ``file``, no ``record``)."""
+    the element's fields as JSON; for a record that did not parse, a Kafka value's text as it is, or
+    null), and with ``sourced`` (the job reads several sources) ``source``, in every batch's frame: a
+    batch without dead letters wrote a file or created a table without it, and readers of the
+    directory then dropped the later batches' column without a word. Before, a DataFrame sink got
+    ``createDataFrame(rows)``, which failed the batch when a column was null in every row."""
     import json
 
     from lowwater.spark.native_sql import dead_ddl
@@ -96,8 +96,8 @@ def dead_letter_output(spark: SparkSession, rows: list[dict[str, Any]], sourced:
     ddl = dead_ddl({}) + (", source STRING" if sourced else "")
 
     def record(value: Any) -> str | None:
-        if value is None:
-            return None
+        if value is None or isinstance(value, str):  # a str: what a source read and could not parse
+            return value
         if isinstance(value, dict):  # as Spark's to_json writes a struct: no null fields
             value = {k: v for k, v in value.items() if v is not None}
         return json.dumps(value, separators=(",", ":"), default=str)

@@ -110,14 +110,14 @@ class WindowNode(_SingleLaneNode):
                 if self.t.late_tag is not None:
                     late = LateRecord(ev.element, ev.timestamp, self.out_lane, record.partition, record.offset,
                                       record.source, tuple(ev.windows))
-                    self.emit_late(self.t.late_tag, late, ev.windows)
+                    self.emit_late(self.t.late_tag, late)
             elif isinstance(ev, SideOutput):
                 self.emit_side(ev.tag, Record(ev.value, None, self.out_lane))
 
-    def emit_late(self, tag: OutputTag, record: Record, windows: tuple[Any, ...]) -> None:
-        """A late element to the late side output: the element, as Flink's operator gives it.
-        ``windows`` rejected it; the keyed path on Spark adds them, with the element's source
-        position, to the late rows a DataFrame sink takes, as the native path does."""
+    def emit_late(self, tag: OutputTag, record: LateRecord) -> None:
+        """A late element to the late side output: the element, as Flink's operator gives it, with
+        the windows that rejected it (``record.rejected``), which the Spark engine adds, with the
+        element's source position, to the late rows a DataFrame sink takes, as the native path does."""
         self.emit_side(tag, record)
 
     def on_batch_end(self, batch_id: int, end_of_input: bool) -> None:
