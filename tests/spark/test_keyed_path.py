@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -506,6 +507,39 @@ def test_the_late_output_has_the_native_path_s_columns(spark: Any, tmp_path: Pat
     assert [(r[1], [tuple(w) for w in r[6]]) for r in sorted(got["keyed"], key=lambda r: r[1])] == [
         (3000, [(0, 10_000), (-5000, 5000)]), (6000, [(5000, 15_000), (0, 10_000)]),
         (12_000, [(10_000, 20_000), (5000, 15_000)])]
+
+
+@pytest.mark.parametrize("path", ["native", "keyed", "general"])
+def test_a_late_elements_fields_are_columns_of_the_sources_types_when_null_in_every_late_row(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """The late output of a window fed straight from its source has the element's fields as the
+    source declares them, on every path: an INT an INT, a ``DECIMAL(10,2)`` a ``DECIMAL(10,2)``, and a
+    field null in every late row of a batch still a column. On the keyed and general paths the
+    columns were typed from the late rows' JSON: ``n`` a BIGINT, ``amount`` a ``DECIMAL(38,2)``, and
+    ``note``, null in the one late row, no column at all, so a Parquet reader without ``mergeSchema``
+    read files without it."""
+    from lowwater.spark.sinks import DirectorySink
+
+    fields = [("key", "STRING"), ("ts", "BIGINT"), ("n", "INT"), ("amount", "DECIMAL(10,2)"), ("note", "STRING")]
+    log = PartitionedLogWriter(tmp_path / "log", "jsonl")
+    log.append(0, [{"key": "a", "ts": 5000, "n": 1, "amount": 1.5, "note": "first"}])  # W = 4999 after it
+    log.append(0, [{"key": "a", "ts": 100, "n": 2, "amount": 2.25, "note": None}])  # late: [0, 1 s) closed
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    out = (env.from_source(PartitionedLogSource(tmp_path / "log", fields, segments_per_batch=1),
+                           WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+           .key_by("key").window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).sum("n"))
+    out.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "parquet"))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+    assert job.path == path, job.reason
+    got = spark.read.parquet(str(tmp_path / "late" / "batch=*"))
+    assert got.dtypes == [("key", "string"), ("ts", "bigint"), ("n", "int"), ("amount", "decimal(10,2)"),
+                          ("note", "string"), ("partition", "int"), ("offset", "bigint"),
+                          ("rejected_windows", "array<struct<start:bigint,end:bigint>>")], got.dtypes
+    assert [r.asDict(recursive=True) for r in got.collect()] == [
+        {"key": "a", "ts": 100, "n": 2, "amount": Decimal("2.25"), "note": None, "partition": 0, "offset": 1,
+         "rejected_windows": [{"start": 0, "end": 1000}]}]
 
 
 @pytest.mark.parametrize("path", ["native", "keyed"])

@@ -24,10 +24,17 @@ from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.pipeline import describe_output
 from lowwater.graph.sinks import Sink
 from lowwater.graph.sources import SourceBatch, SourceRecord
-from lowwater.graph.transformations import SideOutputTransformation, WindowTransformation
+from lowwater.graph.transformations import (
+    AssignTransformation,
+    SideOutputTransformation,
+    SourceTransformation,
+    Transformation,
+    UnionTransformation,
+    WindowTransformation,
+)
 from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.records import LateRecord, Record
-from lowwater.spark.json_rows import JsonFrames, late_document, settled_rows
+from lowwater.spark.json_rows import JsonFrames, element_seed, late_document, settled_rows
 from lowwater.spark.native import unparsed_dead_letter
 from lowwater.spark.outputs import Output
 from lowwater.spark.sinks.base import DataFrameSink
@@ -35,6 +42,7 @@ from lowwater.spark.sources import SparkSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 __all__ = ["GeneralProcessor", "find_sources", "read_sources"]
 
@@ -102,6 +110,8 @@ class GeneralProcessor:
         labels = self.pipeline.source_labels()
         self.labels = [labels[t.id] for t in self.pipeline.sources] if labels else []
         """Each source's label in its dead letters (the reference runtime's ``source``), if several."""
+        self.schema: StructType | None = None
+        """The last batch's columns: the sources' fields' types (:func:`element_seed`)."""
         self.empty_state()  # a pipeline the operators cannot run fails here, before Spark starts
 
     @property
@@ -169,6 +179,8 @@ class GeneralProcessor:
             if end_of_input:
                 m = job.finish(batch_id)
             else:
+                if df is not None:
+                    self.schema = df.schema
                 batches = self._batches(df, unparsed) if df is not None else [SourceBatch() for _ in self.sources]
                 m = job.step(batch_id, list(batches), clock_ms)
         finally:
@@ -200,9 +212,28 @@ class GeneralProcessor:
         kept = job.kept.get(key)
         from pyspark.sql.types import StructType
 
+        fields = _source_fields(up.inputs[0]) if late and self.schema is not None else None
         df, schema = settled_rows(self.spark, values, self.frames,
                                   None if kept is None else StructType.fromJson(json.loads(kept)),
-                                  describe_output(t), batch_id, late=late, late_source=len(self.sources) > 1)
+                                  describe_output(t), batch_id, late=late, late_source=len(self.sources) > 1,
+                                  seed=None if fields is None or self.schema is None else
+                                  element_seed(self.schema, fields, timestamps=False))
         if schema is not None:
             job.kept[key] = schema.json()
         return Output(df, lambda _: rows, collected=rows)
+
+
+def _source_fields(window: Transformation) -> list[str] | None:
+    """The fields of the records a window's elements are, where it is fed straight from sources
+    (nothing but watermark strategies and unions between); else None."""
+    fields: list[str] = []
+    todo = [window.inputs[0]]
+    while todo:
+        up = todo.pop(0)
+        if isinstance(up, SourceTransformation) and isinstance(up.source, SparkSource):
+            fields += up.source.fields()
+        elif isinstance(up, (AssignTransformation, UnionTransformation)):
+            todo += up.inputs
+        else:
+            return None
+    return fields

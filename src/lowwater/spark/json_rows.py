@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["MAX_SHAPES", "JsonFrames", "document", "field_names", "json_row", "late_document", "merge_orders",
-           "merge_shapes", "reported", "settled_rows", "shape", "to_dict", "to_json"]
+__all__ = ["MAX_SHAPES", "JsonFrames", "document", "element_seed", "field_names", "json_row", "late_document",
+           "merge_orders", "merge_shapes", "reported", "settled_rows", "shape", "to_dict", "to_json"]
 
 MAX_SHAPES = 32
 """Distinct shapes of one output kind a bucket reports at most; beyond it, none (infer)."""
@@ -262,7 +262,7 @@ class JsonFrames:
 
     def settled(self, rows: DataFrame, column: str, shapes: frozenset[str] | None, kept: StructType | None,
                 what: str, batch_id: int, late: bool = False, late_source: bool = False,
-                order: list[str] | None = None) -> tuple[DataFrame, StructType]:
+                order: list[str] | None = None, seed: StructType | None = None) -> tuple[DataFrame, StructType]:
         """The JSON strings of ``rows``' ``column`` as a DataFrame whose columns keep their types from
         batch to batch, as a streaming DataFrame's do: with ``kept``, the schema of the output's
         batches so far (None before its first rows), the batch's own (:meth:`schema`) may add
@@ -282,6 +282,9 @@ class JsonFrames:
           and any value in a STRING column (as its JSON text) fit; any other change of type raises
           :class:`~lowwater.core.errors.OutputSchemaError`, which names the field: a file, table or
           database written batch by batch cannot hold both types in one column.
+        * ``seed`` (:func:`element_seed`): columns known before any row types them, each added to
+          ``kept`` where it has no column of the name yet. A batch's value fits a seeded column of a
+          narrower integer, a FLOAT, a TIMESTAMP or a DATE that its JSON text parses as.
 
         Rows are parsed with ``FAILFAST``: a value that would not fit its column fails the batch,
         it is never read as a null."""
@@ -295,6 +298,9 @@ class JsonFrames:
             got = StructType(sorted(got.fields, key=lambda f: (rank.get(f.name, len(rank)), f.name)))
         if late:  # the position and windows have one type, whatever a batch's values (nulls, no windows)
             got = StructType([f for f in got.fields if f.name != _LATE] + [StructField(_LATE, _late_type(late_source))])
+        if seed is not None:
+            kept = seed if kept is None else StructType(
+                kept.fields + [f for f in seed.fields if f.name not in kept.fieldNames()])
         try:
             schema = _settle(kept, got, "")
         except _Conflict as e:
@@ -315,15 +321,15 @@ class JsonFrames:
 
 
 def settled_rows(spark: SparkSession, values: list[Any], frames: JsonFrames, kept: StructType | None, what: str,
-                 batch_id: int, late: bool = False,
-                 late_source: bool = False) -> tuple[DataFrame | None, StructType | None]:
+                 batch_id: int, late: bool = False, late_source: bool = False,
+                 seed: StructType | None = None) -> tuple[DataFrame | None, StructType | None]:
     """Values on the driver (the general path's outputs; a reference runtime's batch to a DataFrame
     sink) as a DataFrame typed as the keyed path types its outputs (:meth:`JsonFrames.settled`:
     columns keep their types from ``kept`` on, a field null in every row is no column yet, decimals
-    are DECIMAL), with the schema to keep; ``(None, None)`` for no values before any schema is kept.
-    With ``late``, each value is a :func:`late_document`. Spark's own inference of the values
-    (``createDataFrame(rows)``) failed the batch on a field null in every row
-    (``CANNOT_DETERMINE_TYPE``) and typed each batch apart."""
+    are DECIMAL; ``seed`` columns known before), with the schema to keep; ``(None, None)`` for no
+    values before any schema is kept. With ``late``, each value is a :func:`late_document`. Spark's
+    own inference of the values (``createDataFrame(rows)``) failed the batch on a field null in every
+    row (``CANNOT_DETERMINE_TYPE``) and typed each batch apart."""
     from lowwater.spark.outputs import empty_frame
 
     shapes: set[str] = set()
@@ -333,7 +339,38 @@ def settled_rows(spark: SparkSession, values: list[Any], frames: JsonFrames, kep
         return None, None
     rows = spark.createDataFrame(texts, "json STRING") if texts else empty_frame(spark, "json STRING")
     return frames.settled(rows, "json", merge_shapes([reported(shapes)]), kept, what, batch_id, late=late,
-                          late_source=late_source, order=list(order))
+                          late_source=late_source, order=list(order), seed=seed)
+
+
+def element_seed(schema: StructType, fields: list[str], timestamps: bool = True) -> StructType | None:
+    """The late output's columns for an element's ``fields`` as ``schema`` (the batch's DataFrame,
+    the source's columns) types them, for a window fed straight from its sources (nothing but
+    watermark strategies and unions between): the native path's late columns, an INT an INT, a
+    ``DECIMAL(10,2)`` a ``DECIMAL(10,2)``, a TIMESTAMP a TIMESTAMP. Without it a field null in every
+    late row of a batch was no column until a batch gave it a value, so the batch directories of a
+    Parquet sink had different columns, and a reader without ``mergeSchema`` could miss one. Fields
+    of other types (binary, arrays, structs, maps) are left to the batches' values, as are the
+    TIMESTAMPs without ``timestamps`` (the general path's values are the driver's local time, which
+    their text does not say). ``None`` when no field is left."""
+    from pyspark.sql.types import (
+        BooleanType,
+        DateType,
+        DecimalType,
+        FractionalType,
+        IntegralType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    simple = (IntegralType, FractionalType, DecimalType, StringType, BooleanType, DateType, TimestampNTZType,
+              *((TimestampType,) if timestamps else ()))
+    names = set(schema.fieldNames())
+    seeded = [StructField(f, schema[f].dataType) for f in dict.fromkeys(fields)
+              if f in names and isinstance(schema[f].dataType, simple)]
+    return StructType(seeded) if seeded else None
 
 
 def _late_type(source: bool = False) -> StructType:
@@ -356,7 +393,22 @@ class _Conflict(Exception):
 def _settle(kept: Any, got: Any, path: str) -> Any:
     """The type a column keeps when it held ``kept`` (None: new) and a batch gives it ``got``
     (:meth:`JsonFrames.settled`); raises :class:`_Conflict` where they differ."""
-    from pyspark.sql.types import ArrayType, DecimalType, DoubleType, LongType, StringType, StructField, StructType
+    from pyspark.sql.types import (
+        ArrayType,
+        ByteType,
+        DateType,
+        DecimalType,
+        DoubleType,
+        FloatType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
 
     if kept is None:
         return got
@@ -376,6 +428,10 @@ def _settle(kept: Any, got: Any, path: str) -> Any:
     if isinstance(kept, DecimalType) and (isinstance(got, LongType) or (
             isinstance(got, DecimalType) and got.scale <= kept.scale)):
         return kept  # an integer or fewer places: exact (more integer digits than kept fail the parse)
+    if (isinstance(kept, (IntegerType, ShortType, ByteType)) and isinstance(got, LongType)) or (
+            isinstance(kept, FloatType) and isinstance(got, (DoubleType, LongType))) or (
+            isinstance(kept, (TimestampType, TimestampNTZType, DateType)) and isinstance(got, StringType)):
+        return kept  # a seeded column (element_seed): its values are its type's, written as JSON
     raise _Conflict(path, kept, got)
 
 

@@ -89,7 +89,15 @@ from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
 from lowwater.spark.executor_watermarks import PartitionState, new_partition
 from lowwater.spark.fs import CheckpointFS, join
-from lowwater.spark.json_rows import JsonFrames, json_row, late_document, merge_orders, merge_shapes, reported
+from lowwater.spark.json_rows import (
+    JsonFrames,
+    element_seed,
+    json_row,
+    late_document,
+    merge_orders,
+    merge_shapes,
+    reported,
+)
 from lowwater.spark.keyed_sessions import ColumnarSessions, result_value
 from lowwater.spark.native_sql import quote
 from lowwater.spark.native_state import _exchange, _exchange_data
@@ -102,6 +110,7 @@ from lowwater.spark.window_store import replace_with_parquet
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 __all__ = ["KeyedOutput", "KeyedPlan", "KeyedProcessor", "KeyedState", "keyed_plan"]
 
@@ -1050,7 +1059,7 @@ class KeyedProcessor:
             elif wrote:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
             lap("state_write_ms")
-            per_sink = self._outputs(st, stage_b, kinds, stats, batch_id)
+            per_sink = self._outputs(st, stage_b, kinds, stats, batch_id, self._late_seed(df))
             dead = [json.loads(r["_dead"]) for r in rejected.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
                 if rejected is not None else []
@@ -1110,8 +1119,16 @@ class KeyedProcessor:
         replace_with_parquet(rows, target, self.fs)
         return True
 
+    def _late_seed(self, df: DataFrame | None) -> StructType | None:
+        """The late output's columns for the element's fields, typed as the source's DataFrame has them
+        (:func:`~lowwater.spark.json_rows.element_seed`), where the window is fed straight from its
+        sources: its elements are their records."""
+        if df is None or not self.plan.direct or not isinstance(self.plan.operator, WindowTransformation):
+            return None
+        return element_seed(df.schema, [f for b in self.plan.branches for f in b.source.fields()])
+
     def _outputs(self, st: KeyedState, stage_b: DataFrame, kinds: dict[str, int], stats: list[dict[str, Any]],
-                 batch_id: int) -> list[Output]:
+                 batch_id: int, late_seed: StructType | None = None) -> list[Output]:
         """One :class:`Output` per sink; sinks on the same output share it (its rows are collected once).
         An output a DataFrame sink takes gets its DataFrame here, before the batch's state is
         committed, since its schema is part of it (``st.schemas``: a batch whose values change a
@@ -1145,6 +1162,7 @@ class KeyedProcessor:
                         merge_shapes([s_["shapes"].get(kind) for s_ in stats if kind in s_["kinds"]]),
                         None if kept is None else StructType.fromJson(json.loads(kept)), what, batch_id,
                         late=kind == late_kind, late_source=len(self.plan.branches) > 1,
+                        seed=late_seed if kind == late_kind else None,
                         order=merge_orders([s_.get("orders", {}).get(kind) for s_ in stats if kind in s_["kinds"]]))
                     st.schemas[kind] = schema.json()
                 made[kind] = _JsonOutput(frame, to_rows, df)
