@@ -253,3 +253,32 @@ def test_decimal_values_reach_a_dataframe_sink_as_every_path_types_them(
         assert fired == [("decimal(38,1)", (0, Decimal("1.0"))), ("decimal(38,1)", (1000, Decimal("2.5")))]
     else:
         assert fired == [("double", (0, 0.1)), ("double", (1000, 2.5))]
+
+
+@pytest.mark.parametrize("path", ["native", "keyed", "general"])
+def test_a_timestamp_field_that_is_not_an_integer_or_a_float_dead_letters_every_element(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """The field assigner takes an integer or a float (``FieldTimestampAssigner``), on every path: a
+    STRING, BOOLEAN or DECIMAL column gives no timestamp, and each element is a dead letter with the
+    reference runtime's reason. The native path cast the column: ``"1714557600123"`` was a timestamp,
+    ``True`` was 1 ms and a DECIMAL its number, each windowed without a word."""
+    from decimal import Decimal
+
+    schema = "p INT, o BIGINT, k STRING, tstr STRING, tbool BOOLEAN, tdec DECIMAL(15,0), amt BIGINT"
+    rows = [(0, 0, "ann", "1714557600123", True, Decimal("1714557600123"), 1),
+            (0, 1, "ann", "not a time", False, Decimal("1714557605000"), 2)]
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(tmp_path / "in" / "b0"))
+    for field in ("tstr", "tbool", "tdec"):
+        df = spark.readStream.schema(schema).option("recursiveFileLookup", "true").parquet(str(tmp_path / "in"))
+        env = StreamExecutionEnvironment()
+        out = (env.from_source(DataFrameSource(df, partition="p", offset="o"),
+                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(field))
+               .key_by("k").window(TumblingEventTimeWindows.of(1000)).sum("amt")).collect()
+        dead = CollectSink()
+        job = SparkRuntime(str(tmp_path / f"ck-{field}"), spark=spark, path=path, dead_letter_sink=dead,
+                           end_of_input=True).execute(env)  # type: ignore[arg-type]
+        assert job.path == path, job.reason
+        assert out.results == [], (field, out.results)
+        assert [(d["offset"], d["reason"]) for d in dead.results] == [
+            (0, f"missing or non-numeric timestamp ({field})"), (1, f"missing or non-numeric timestamp ({field})")]
+        assert str(job.accounting()) == "2 rows in = 0 windowed + 0 late + 2 dead-lettered", field

@@ -311,14 +311,18 @@ class NativeProcessor:
         ``columns`` maps the batch's column names to their SQL types (``dict(df.dtypes)``)."""
         p = self.plan
         if p.executor_watermarks:
-            ts_col, data = "_ts", "(_ctl IS NULL)"
+            ts, data = "TRY_CAST(_ts AS BIGINT)", "(_ctl IS NULL)"
+        elif p.timestamp_field and columns.get(p.timestamp_field) not in NUMBER_TYPES:
+            # the field assigner takes an integer or a float only (FieldTimestampAssigner): a STRING, a
+            # BOOLEAN, a DECIMAL or a TIMESTAMP column is no timestamp, and each element a dead letter,
+            # where the cast read "1714557600123" as a number, True as 1 ms and a TIMESTAMP as seconds
+            ts, data = "CAST(NULL AS BIGINT)", "true"
         else:
-            ts_col = quote(p.timestamp_field) if p.timestamp_field else "_source_ts"
-            data = "true"
+            ts, data = f"TRY_CAST({quote(p.timestamp_field) if p.timestamp_field else '_source_ts'} AS BIGINT)", "true"
         windowed = "(_lw_data AND NOT _bad AND NOT _edge)"
         return [
             # NaN, infinite or out of range: null, so dead-lettered
-            {"_ts": f"TRY_CAST({ts_col} AS BIGINT)", "_k": quote(p.key_field),
+            {"_ts": ts, "_k": quote(p.key_field),
              "_lw_value": self._value_sql(columns), "_lw_data": data,
              "_lw_parsed": "(_corrupt IS NULL)" if "_corrupt" in columns else "true"},
             {"_bad": f"(_lw_data AND (_ts IS NULL OR _ts = {MIN_TIMESTAMP} OR _k IS NULL OR _lw_value IS NULL))",
