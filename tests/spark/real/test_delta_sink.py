@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,32 @@ def test_a_replayed_batch_adds_nothing_and_a_new_one_appends(spark: Any, tmp_pat
 
     other = DeltaSink(str(table), name="late")  # another writer of the table has its own versions
     assert other.app_id != sink.app_id
-    other.write_dataframe(spark.createDataFrame([("cat", 0, 10, 1.0, 0)], "key STRING, window_start BIGINT, "
-                                                "window_end BIGINT, value DOUBLE, fire_index INT"), 1)
-    assert ("cat", 0, 1.0, 0, 1) in _table(spark, table)
+    other.write_dataframe(spark.createDataFrame([("cat", 0, 10, 1, 0)], "key STRING, window_start BIGINT, "
+                                                "window_end BIGINT, value BIGINT, fire_index BIGINT"), 1)
+    assert ("cat", 0, 1, 0, 1) in _table(spark, table)
     history = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").collect()
     assert len(history) == 3  # batch 0, batch 1, the other writer's batch 1: no commit for the replays
+
+
+def test_window_results_keep_their_values_type_a_decimal_exact_and_a_string_as_it_is(
+        spark: Any, tmp_path: Path) -> None:
+    """Window results written from rows (the reference runtime's) are typed as the keyed path types
+    them, with the ``window`` struct. They were forced into ``value DOUBLE``: a Decimal sum lost its
+    last digits, and a ``max`` of a STRING field failed with ``could not convert string to float``."""
+    from decimal import Decimal
+
+    sums = tmp_path / "sums"
+    DeltaSink(str(sums)).write_batch(0, [WindowResult("ann", 0, 1000, Decimal("1234567890123456.79"), 0)])
+    got = spark.read.format("delta").load(str(sums))
+    assert dict(got.dtypes)["value"] == "decimal(38,2)"
+    assert [r.value for r in got.collect()] == [Decimal("1234567890123456.79")]
+    assert [(r.window.start.year, r.window.end - r.window.start) for r in got.collect()] == [
+        (1970, dt.timedelta(seconds=1))]
+
+    names = tmp_path / "names"
+    DeltaSink(str(names)).write_batch(0, [WindowResult("k", 0, 1000, "zoe", 0), WindowResult("j", 0, 1000, "ann", 0)])
+    assert sorted((r.key, r.value) for r in spark.read.format("delta").load(str(names)).collect()) == [
+        ("j", "ann"), ("k", "zoe")]
 
 
 def test_rows_keep_the_tables_column_types_from_batch_to_batch(spark: Any, tmp_path: Path) -> None:

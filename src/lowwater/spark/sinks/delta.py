@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WINDOW_RESULT_SCHEMA", "DeltaSink"]
 
-#: the columns of a window result row (``WindowResult``)
+#: the columns of a window result row (``WindowResult``) with its value a DOUBLE, for ``DeltaSink(schema=...)``
 WINDOW_RESULT_SCHEMA = "key STRING, window_start BIGINT, window_end BIGINT, value DOUBLE, fire_index INT"
 
 # what reading a table that is not there yet raises (AnalysisException's condition, delta-spark
@@ -55,8 +55,10 @@ class DeltaSink(DataFrameSink):
     app_id:
         Delta's ``txnAppId``; by default ``lowwater-<sha1(path, name)[:16]>``.
     schema:
-        A Spark DDL schema for :meth:`write_batch`'s rows; by default window results
-        (:data:`WINDOW_RESULT_SCHEMA`) when the rows are ``WindowResult``, else inferred.
+        A Spark DDL schema for :meth:`write_batch`'s rows (:data:`WINDOW_RESULT_SCHEMA` is the one
+        this sink forced on window results until session 36). By default the rows' types are the
+        keyed path's (:meth:`_settled`): a window result's ``value`` of its aggregate's type (a
+        Decimal sum a ``DECIMAL(38, s)``, a ``max`` of strings a STRING), and the ``window`` struct.
     with_batch_id:
         Add a ``batch_id`` column (BIGINT) to every row.
     """
@@ -99,24 +101,14 @@ class DeltaSink(DataFrameSink):
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
         from pyspark.sql import SparkSession
 
-        from lowwater.core.windows.events import WindowResult
         from lowwater.spark.sinks.base import to_dict
 
         if not rows:
             return  # nothing to add; a later batch's version still moves past this one
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         records = [to_dict(r) for r in rows]
-        schema = self.schema
-        if schema is None and all(isinstance(r, WindowResult) for r in rows):
-            schema = WINDOW_RESULT_SCHEMA
-            data: list[Any] = [(str(r["key"]), int(r["window_start"]), int(r["window_end"]),
-                                None if r["value"] is None else float(r["value"]), int(r["fire_index"]))
-                               for r in records]
-            df = spark.createDataFrame(data, schema)
-        elif schema is not None:
-            df = spark.createDataFrame(records, schema)
-        else:
-            df = self._settled(spark, records, batch_id)
+        df = spark.createDataFrame(records, self.schema) if self.schema is not None else \
+            self._settled(spark, records, batch_id)
         self.write_dataframe(df, batch_id)
 
     def _settled(self, spark: SparkSession, records: list[dict[str, Any]], batch_id: int) -> DataFrame:
