@@ -282,3 +282,37 @@ def test_a_timestamp_field_that_is_not_an_integer_or_a_float_dead_letters_every_
         assert [(d["offset"], d["reason"]) for d in dead.results] == [
             (0, f"missing or non-numeric timestamp ({field})"), (1, f"missing or non-numeric timestamp ({field})")]
         assert str(job.accounting()) == "2 rows in = 0 windowed + 0 late + 2 dead-lettered", field
+
+
+@pytest.mark.parametrize("path", ["native", "keyed", "general"])
+def test_binary_map_struct_and_array_fields_reach_the_late_output_as_the_native_path_writes_them(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """A late element's BINARY, MAP, STRUCT and ARRAY fields are columns of the source's types with
+    the element's values on every path. The keyed path's elements had a MAP as a list of pairs (an
+    array of arrays in the output), the general path's a STRUCT as a ``Row`` (a tuple: an array of
+    its values, the int as text), and both wrote bytes as their Python repr, ``"b'\\\\x03\\\\xff'"``."""
+    from lowwater.spark.sinks import DirectorySink
+
+    schema = ("p INT, o BIGINT, at TIMESTAMP, user STRING, bin BINARY, m MAP<STRING,INT>, "
+              "st STRUCT<a: INT, b: STRING>, arr ARRAY<INT>, amount BIGINT")
+    batches = [[(0, 0, _at(5000), "ann", bytes([1, 255]), {"k": 1}, (1, "s1"), [1, None], 1)],
+               [(0, 1, _at(100), "ann", bytes([3, 255]), {"k": 3, "j": None}, (3, "s3"), [3], 2)]]  # late
+    for i, rows in enumerate(batches):
+        spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(tmp_path / "in" / f"b{i}"))
+    df = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).option("recursiveFileLookup", "true")
+          .option("pathGlobFilter", "*.parquet").parquet(str(tmp_path / "in")))
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    out = (env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                           WatermarkStrategy.for_bounded_out_of_orderness(0))
+           .key_by("user").window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).sum("amount"))
+    out.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "parquet"))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+    assert job.path == path, job.reason
+    got = spark.read.parquet(str(tmp_path / "late" / "batch=*"))
+    types = dict(got.dtypes)
+    assert [types[c] for c in ("bin", "m", "st", "arr")] == [
+        "binary", "map<string,int>", "struct<a:int,b:string>", "array<int>"], got.dtypes
+    assert [(bytes(r.bin), r.m, r.st.asDict(), r.arr) for r in got.collect()] == [
+        (bytes([3, 255]), {"k": 3, "j": None}, {"a": 3, "b": "s3"}, [3])]

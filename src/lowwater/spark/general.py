@@ -153,6 +153,8 @@ class GeneralProcessor:
         tag = [SOURCE_COLUMN] if several else []
         order = ["_seq", *tag, "_partition", "_offset"]
         rows = df.orderBy(*order).select("_partition", "_offset", "_source_ts", *tag, *columns, *extra).collect()
+        nested = {f.name for f in df.schema.fields if f.name in columns and f.dataType.typeName() in
+                  ("struct", "array", "map")}  # Rows in them become dicts, as the keyed path's Arrow gives them
         items: list[list[SourceRecord]] = [[] for _ in self.sources]
         arrival: list[list[int]] = [[] for _ in self.sources]
         for pos, r in enumerate(rows):
@@ -163,7 +165,8 @@ class GeneralProcessor:
                 unparsed.append(letter)
                 continue
             i = int(r[SOURCE_COLUMN]) if several else 0
-            items[i].append(SourceRecord({f: r[f] for f in fields[i]}, int(r["_partition"]),
+            items[i].append(SourceRecord({f: _plain(r[f]) if f in nested else r[f] for f in fields[i]},
+                                         int(r["_partition"]),
                                          None if r["_offset"] is None else int(r["_offset"]),
                                          None if r["_source_ts"] is None else int(r["_source_ts"])))
             arrival[i].append(pos)
@@ -237,3 +240,18 @@ def _source_fields(window: Transformation) -> list[str] | None:
         else:
             return None
     return fields
+
+
+def _plain(value: Any) -> Any:
+    """A collected value with each ``Row`` in it (a STRUCT column's) a dict of its fields: the element
+    the keyed path's stage A makes of the same column (Arrow's ``to_pylist``), where a ``Row``, a
+    tuple, was written to JSON as an array of its values."""
+    from pyspark.sql import Row
+
+    if isinstance(value, Row):
+        return {k: _plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

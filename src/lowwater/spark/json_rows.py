@@ -20,6 +20,7 @@ batch (a table, files read together) has one type per column."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 from decimal import Decimal
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 __all__ = ["MAX_SHAPES", "JsonFrames", "document", "element_seed", "field_names", "json_row", "late_document",
-           "merge_orders", "merge_shapes", "reported", "settled_rows", "shape", "to_dict", "to_json"]
+           "late_row", "merge_orders", "merge_shapes", "reported", "settled_rows", "shape", "to_dict", "to_json"]
 
 MAX_SHAPES = 32
 """Distinct shapes of one output kind a bucket reports at most; beyond it, none (infer)."""
@@ -44,9 +45,12 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def _json_default(o: Any) -> Any:
-    """What the encoder writes of a value JSON has no kind for: a dataclass's fields, else the text."""
+    """What the encoder writes of a value JSON has no kind for: a dataclass's fields, bytes in base64
+    (as Spark's ``to_json`` writes a BINARY, and ``from_json`` reads one back), else the text."""
     names = _FIELD_NAMES.get(type(o))
     if names is None:
+        if isinstance(o, (bytes, bytearray)):
+            return base64.b64encode(o).decode("ascii")
         if not dataclasses.is_dataclass(o) or isinstance(o, type):
             return str(o)
         names = _FIELD_NAMES[type(o)] = tuple(f.name for f in dataclasses.fields(o))
@@ -85,6 +89,23 @@ def late_document(value: Any, partition: int | None, offset: int | None, windows
     if source is not None:
         late["source"] = source
     return {**to_dict(value), _LATE: late}
+
+
+def late_row(value: Any, partition: int | None, offset: int | None, windows: tuple[Any, ...],
+             source: str | None = None) -> dict[str, Any]:
+    """A late element as one flat row of the late output's columns, for a sink that writes rows
+    itself (a :class:`~lowwater.spark.sinks.DirectorySink` on the reference runtime): its fields, then
+    its ``source`` (with several sources), ``partition``, ``offset`` and ``rejected_windows``, each
+    named by :func:`~lowwater.spark.native_sql.late_names`' rule, as the Spark paths' frames have them."""
+    from lowwater.spark.native_sql import late_names, late_source_name
+
+    row = dict(to_dict(value))
+    part, off, rejected = late_names(row)
+    if source is not None:
+        row[late_source_name(list(row))] = source
+    row[part], row[off] = partition, offset
+    row[rejected] = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
+    return row
 
 
 _LATE = "_lw_late"
@@ -348,16 +369,21 @@ def element_seed(schema: StructType, fields: list[str], timestamps: bool = True)
     watermark strategies and unions between): the native path's late columns, an INT an INT, a
     ``DECIMAL(10,2)`` a ``DECIMAL(10,2)``, a TIMESTAMP a TIMESTAMP. Without it a field null in every
     late row of a batch was no column until a batch gave it a value, so the batch directories of a
-    Parquet sink had different columns, and a reader without ``mergeSchema`` could miss one. Fields
-    of other types (binary, arrays, structs, maps) are left to the batches' values, as are the
+    Parquet sink had different columns, and a reader without ``mergeSchema`` could miss one (a BINARY
+    is written as base64 text, which ``from_json`` reads back; a MAP as an object, which JSON
+    cannot tell from a STRUCT). Maps with keys other than strings are left to the batches'
+    values, as are the
     TIMESTAMPs without ``timestamps`` (the general path's values are the driver's local time, which
     their text does not say). ``None`` when no field is left."""
     from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
         BooleanType,
         DateType,
         DecimalType,
         FractionalType,
         IntegralType,
+        MapType,
         StringType,
         StructField,
         StructType,
@@ -365,11 +391,21 @@ def element_seed(schema: StructType, fields: list[str], timestamps: bool = True)
         TimestampType,
     )
 
-    simple = (IntegralType, FractionalType, DecimalType, StringType, BooleanType, DateType, TimestampNTZType,
-              *((TimestampType,) if timestamps else ()))
+    simple = (IntegralType, FractionalType, DecimalType, StringType, BooleanType, BinaryType, DateType,
+              TimestampNTZType, *((TimestampType,) if timestamps else ()))
+
+    def seedable(t: Any) -> bool:  # JSON says it, and from_json reads it back
+        if isinstance(t, ArrayType):
+            return seedable(t.elementType)
+        if isinstance(t, MapType):
+            return isinstance(t.keyType, StringType) and seedable(t.valueType)
+        if isinstance(t, StructType):
+            return bool(t.fields) and all(seedable(f.dataType) for f in t.fields)
+        return isinstance(t, simple)
+
     names = set(schema.fieldNames())
     seeded = [StructField(f, schema[f].dataType) for f in dict.fromkeys(fields)
-              if f in names and isinstance(schema[f].dataType, simple)]
+              if f in names and seedable(schema[f].dataType)]
     return StructType(seeded) if seeded else None
 
 
@@ -395,6 +431,7 @@ def _settle(kept: Any, got: Any, path: str) -> Any:
     (:meth:`JsonFrames.settled`); raises :class:`_Conflict` where they differ."""
     from pyspark.sql.types import (
         ArrayType,
+        BinaryType,
         ByteType,
         DateType,
         DecimalType,
@@ -402,6 +439,7 @@ def _settle(kept: Any, got: Any, path: str) -> Any:
         FloatType,
         IntegerType,
         LongType,
+        MapType,
         ShortType,
         StringType,
         StructField,
@@ -422,6 +460,11 @@ def _settle(kept: Any, got: Any, path: str) -> Any:
         return StructType(fields + [f for f in got.fields if f.name in new])
     if isinstance(kept, ArrayType) and isinstance(got, ArrayType):
         return ArrayType(_settle(kept.elementType, got.elementType, f"{path}[]"))
+    if isinstance(kept, MapType) and isinstance(got, (StructType, MapType)):  # a seeded MAP: its values one type
+        for name, value in ([(f.name, f.dataType) for f in got.fields] if isinstance(got, StructType)
+                            else [("*", got.valueType)]):
+            _settle(kept.valueType, value, f"{path}.{name}" if path else name)
+        return kept
     if kept == got or isinstance(kept, StringType) or (
             isinstance(kept, DoubleType) and isinstance(got, (LongType, DecimalType))):
         return kept
@@ -430,7 +473,7 @@ def _settle(kept: Any, got: Any, path: str) -> Any:
         return kept  # an integer or fewer places: exact (more integer digits than kept fail the parse)
     if (isinstance(kept, (IntegerType, ShortType, ByteType)) and isinstance(got, LongType)) or (
             isinstance(kept, FloatType) and isinstance(got, (DoubleType, LongType))) or (
-            isinstance(kept, (TimestampType, TimestampNTZType, DateType)) and isinstance(got, StringType)):
+            isinstance(kept, (TimestampType, TimestampNTZType, DateType, BinaryType)) and isinstance(got, StringType)):
         return kept  # a seeded column (element_seed): its values are its type's, written as JSON
     raise _Conflict(path, kept, got)
 

@@ -449,7 +449,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
     def run(table: Any) -> Any:
         from lowwater.spark.keyed_state import key_bytes
 
-        cols = table.to_pydict()
+        cols = table.to_pydict(maps_as_pydicts="lossy")  # a MAP a dict, as the general path's (Spark's keys are unique)
         n = table.num_rows
         none = [None] * n
         src = int(cols["_source"][0]) if "_source" in cols else 0
@@ -783,7 +783,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             values = map(pickle.loads, arrival["_el"].to_pylist())
         else:  # the record dict stage A builds, field by field
             values = arrival.select([f"_f{j}" for j in range(len(value_fields))]).rename_columns(
-                list(value_fields)).to_pylist()
+                list(value_fields)).to_pylist(maps_as_pydicts="lossy")
         inputs = [b.input for b in plan.branches]
         for kb, src, p, off, sq, ts, v in zip(el["_kb"], el["_source"], el["_partition"], el["_offset"], el["_seq"],
                                              el["_ts"], values, strict=True):
