@@ -14,6 +14,7 @@ import math
 import random
 import re
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from lowwater.core.windows.events import WindowResult
@@ -383,6 +384,34 @@ def test_a_dataframe_sink_on_the_reference_runtime_gets_frames_typed_as_on_spark
     env.execute()
     columns = "struct<k:string,ts:bigint,note:string,amount:decimal(38,2)>"
     assert got == [(0, columns, [("a", 1, "x", Decimal("1.50"))]), (1, columns, [("a", 2, None, Decimal("2.00"))])]
+
+
+def test_the_reference_runtimes_late_output_reaches_a_dataframe_sink_with_the_spark_paths_columns(
+        spark: Any, tmp_path: Path) -> None:
+    """A late element on the reference runtime reaches a DataFrame sink with where it came from and the
+    windows that rejected it, typed as the Spark paths' late output (a ``ForeachDataFrameSink``), or as
+    flat rows (a ``DirectorySink``, which writes without Spark there). Both had the element alone."""
+    from lowwater.api import CollectionSource, OutputTag, StreamExecutionEnvironment
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.sinks import DirectorySink, ForeachDataFrameSink, read_directory
+
+    got: list[tuple[Any, ...]] = []
+    frames = ForeachDataFrameSink(lambda df, b: got.append((b, df.dtypes, [r.asDict(recursive=True)
+                                                                            for r in df.collect()])))
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    batches = [[{"k": "a", "ts": 5000, "n": 1}], [{"k": "a", "ts": 100, "n": 2}]]  # the second: [0, 1 s) closed
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    out = (env.from_source(CollectionSource(batches), strategy).key_by("k")
+           .window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).sum("n"))
+    out.get_side_output(late).add_sink(frames)
+    out.get_side_output(late).add_sink(DirectorySink(tmp_path / "late", "jsonl"))
+    env.execute()
+    row = {"k": "a", "ts": 100, "n": 2, "partition": 0, "offset": 1, "rejected_windows": [{"start": 0, "end": 1000}]}
+    assert got == [(1, [("k", "string"), ("ts", "bigint"), ("n", "bigint"), ("partition", "int"), ("offset", "bigint"),
+                        ("rejected_windows", "array<struct<start:bigint,end:bigint>>")], [row])]
+    assert read_directory(tmp_path / "late") == [row]
 
 
 def test_a_dead_letters_text_reaches_a_dataframe_sink_as_the_native_path_writes_it(spark: Any) -> None:

@@ -44,7 +44,8 @@ output gets the elements alone, as Flink's side output gives them, on every path
 The reference runtime keeps row-list sinks (:class:`lowwater.graph.sinks.Sink`); on Spark a
 row-list sink still works, by collecting the batch's rows to the driver for it (that is
 the user's choice, proportional to the output). A :class:`DataFrameSink` also implements
-``write_batch(batch_id, rows)`` where it can, so one pipeline runs on both runtimes.
+``write_batch(batch_id, rows)`` where it can, so one pipeline runs on both runtimes; there a late
+element reaches it with the late output's columns (:meth:`DataFrameSink.write_records`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ from lowwater.spark.json_rows import to_dict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from lowwater.runtime.records import Record
 
 __all__ = ["DataFrameSink", "ForeachDataFrameSink", "checked_empty_batches", "to_dict"]
 
@@ -86,6 +89,31 @@ class DataFrameSink(Sink):
         """Rows from the reference runtime: as a small DataFrame, written by :meth:`write`, its
         columns typed as the Spark engine types them and kept from batch to batch by this sink
         (:func:`~lowwater.spark.json_rows.settled_rows`); a batch without rows is not written."""
+        self._write_settled(batch_id, list(rows))
+
+    def write_records(self, batch_id: int, records: Sequence[Record]) -> None:
+        """The reference runtime's batch for this sink (its ``SinkNode`` calls this where a row
+        sink gets ``write_batch``): the values, and for the late side output's elements
+        (:class:`~lowwater.runtime.records.LateRecord`) also where each came from and the windows that
+        rejected it, the columns the Spark paths' late output has (``partition``, ``offset``,
+        ``rejected_windows``; ``source`` with several sources). They had the element's fields alone."""
+        from lowwater.runtime.records import LateRecord
+        from lowwater.spark.json_rows import late_document, late_row
+
+        late = [r for r in records if isinstance(r, LateRecord)]
+        if not late or len(late) != len(records):
+            self.write_batch(batch_id, [r.value for r in records])
+        elif self.late_frames or type(self).write_batch is DataFrameSink.write_batch:
+            self._write_settled(batch_id, [late_document(r.value, r.partition, r.offset, r.rejected, r.source)
+                                           for r in late], late=True)
+        else:  # a sink that writes rows its own way: one flat row each
+            self.write_batch(batch_id, [late_row(r.value, r.partition, r.offset, r.rejected, r.source) for r in late])
+
+    late_frames: bool = False
+    """The reference runtime's late elements reach :meth:`write` as a frame of the Spark paths'
+    late columns (:meth:`write_records`), also where the sink has a ``write_batch`` of its own."""
+
+    def _write_settled(self, batch_id: int, rows: list[Any], late: bool = False) -> None:
         from pyspark.sql import SparkSession
 
         from lowwater.spark.json_rows import JsonFrames, settled_rows
@@ -94,7 +122,8 @@ class DataFrameSink(Sink):
             return
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         frames: JsonFrames = self.__dict__.setdefault("_lw_frames", JsonFrames())
-        df, schema = settled_rows(spark, list(rows), frames, self.__dict__.get("_lw_kept"), f"{self!r}", batch_id)
+        df, schema = settled_rows(spark, rows, frames, self.__dict__.get("_lw_kept"), f"{self!r}", batch_id,
+                                  late=late)
         self.__dict__["_lw_kept"] = schema
         assert df is not None
         self.write(df, batch_id)

@@ -64,6 +64,7 @@ class DeltaSink(DataFrameSink):
     """
 
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
+    late_frames = True  # the reference runtime's late elements as the Spark paths' late columns
 
     def __init__(self, path: str, name: str = "results", app_id: str | None = None, schema: str | None = None,
                  with_batch_id: bool = True) -> None:
