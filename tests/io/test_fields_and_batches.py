@@ -51,6 +51,42 @@ def test_fields_are_canonical_and_an_unknown_type_is_an_error_before_the_run() -
     assert element == {"a": 1, "b": None}
 
 
+TIMES = [  # (text, what a TIMESTAMP field reads, what a DATE field reads: epoch ms, or None for a dead letter)
+    ("2024-01-01", 1_704_067_200_000, 1_704_067_200_000), ("2024-01-01T00:00", 1_704_067_200_000, None),
+    ("2024-01-01T10:20:30", 1_704_104_430_000, None), ("2024-01-01 10:20:30", 1_704_104_430_000, None),
+    ("2024-01-01T10", 1_704_103_200_000, None), ("2024-01-01 10:20", 1_704_104_400_000, None),
+    ("2024-01-01T10:20:30Z", 1_704_104_430_000, None), ("2024-01-01T10:20:30.5Z", 1_704_104_430_500, None),
+    ("2024-01-01T10:20:30.1234567Z", 1_704_104_430_123, None), ("2024-01-01T10:20:30.Z", 1_704_104_430_000, None),
+    ("2024-01-01T10:20:30+05:30", 1_704_084_630_000, None), ("2024-01-01T10:20:30+0530", 1_704_084_630_000, None),
+    ("2024-01-01T10:20:30+05", 1_704_086_430_000, None), ("2024-01-01T10:20:30-08:00", 1_704_133_230_000, None),
+    ("2024-01-01T10:20:30-0000", 1_704_104_430_000, None), ("2024-01-01T10:20:30+14:00", 1_704_054_030_000, None),
+    ("1969-12-31T23:59:59.9995Z", -1, None), ("0001-01-01T00:00:00Z", -62_135_596_800_000, None),
+    ("9999-12-31T23:59:59.999Z", 253_402_300_799_999, None), ("1970-01-02", 86_400_000, 86_400_000),
+    # forms one reader takes and the other does not, or reads as another instant: dead letters on every source
+    ("5000", None, None),                       # Spark's JSON reader: the year 5000
+    ("0", None, None), ("20240101", None, None),  # Spark: a DATE 20,240,101 days after 1970
+    ("2024-1-1", None, None), ("2024-01-01T10:20:30 UTC", None, None), ("+10000-01-01T00:00:00", None, None),
+    ("0000-01-01T00:00:00", None, None),         # Spark's year 0; Python has none
+    ("2024-01-01t10:20:30", None, None), ("20240101T000000", None, None), ("2024-W01-1", None, None),  # Python 3.11
+    ("2024-01-01T10:20:30,5Z", None, None), ("2024-01-01T10:20Z", None, None), ("2024-01-01T10Z", None, None),
+    ("2024-01-01T10:20:30+23:59", None, None),   # Python takes offsets to 24 h, Spark to 18
+    ("2024-01-01T24:00:00", None, None), ("2024-01-01T10:20:60", None, None), ("2024-02-30", None, None),
+    ("2024-01-01Z", None, None), ("2024-01-01T10:20:30Z[UTC]", None, None), ("1000-02-29", None, None),
+]
+
+
+def test_timestamp_and_date_texts_read_the_same_forms_on_every_python() -> None:
+    """:data:`~lowwater.io.fields.TIMESTAMP_TEXT` and ``DATE_TEXT``: the forms both Python and Spark's
+    JSON reader (the Kafka source: tests/spark/test_kafka_shaped.py) read to the same instant."""
+    for text, ts, date in TIMES:
+        for declared, expected in (("TIMESTAMP", ts), ("DATE", date)):
+            if expected is None:
+                with pytest.raises(FieldError):
+                    read_value(text, declared)
+            else:
+                assert read_value(text, declared) == expected, (text, declared)
+
+
 DECIMALS = [  # (JSON text, what a DECIMAL(10,2) field reads: the Decimal, or None for a dead letter)
     ("10.05", "10.05"), ("10.050", "10.05"), ("10.5", "10.50"), ("10", "10.00"), ("-0.01", "-0.01"), ("0", "0.00"),
     ("99999999.99", "99999999.99"), ("12345678.1200000000000000000000000000", "12345678.12"),

@@ -254,6 +254,21 @@ def test_a_decimal_field_reads_what_the_log_reads(spark: Any) -> None:
             assert isinstance(row["a"], Decimal)
 
 
+def test_timestamp_and_date_fields_read_what_the_log_reads(spark: Any) -> None:
+    """A TIMESTAMP or DATE field takes the texts the log's reader takes, as the same instant
+    (tests/io/test_fields_and_batches.py's cases), and dead-letters the others, naming the field.
+    Spark's JSON reader alone took ``"5000"`` as the year 5000 and a DATE ``"20240101"`` as 20,240,101
+    days after 1970: one such record moved its partition's watermark thousands of years ahead, and the
+    partition's later records were late."""
+    from tests.io.test_fields_and_batches import TIMES
+
+    rows = _parsed(spark, [json.dumps({"t": t, "d": t}).encode() for t, _, _ in TIMES], [("t", "TIMESTAMP")])
+    assert [None if r["_corrupt"] else r["t"] for r in rows] == [ts for _, ts, _ in TIMES]
+    assert all(r["_corrupt"] is None or r["_corrupt"].endswith("is not a TIMESTAMP") for r in rows)
+    rows = _parsed(spark, [json.dumps({"d": t}).encode() for t, _, _ in TIMES], [("d", "DATE")])
+    assert [None if r["_corrupt"] else r["d"] for r in rows] == [d for _, _, d in TIMES]
+
+
 def test_declared_types_the_log_cannot_read_are_refused(spark: Any) -> None:
     from lowwater.core.errors import ConfigurationError
 

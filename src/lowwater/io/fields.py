@@ -16,8 +16,9 @@ declared         the JSON value it accepts                  the element gets
                  ``p - s`` integer digits (``10.5`` or      (``DECIMAL(p)``: ``s`` is 0;
                  ``1e3`` for ``DECIMAL(10,2)``; not         ``DECIMAL``: ``DECIMAL(10,0)``, as
                  ``10.505`` or ``"10.50"``)                 in Spark; ``NUMERIC`` alike)
-``TIMESTAMP``    an ISO-8601 date-time string; without a    ``int``: epoch **milliseconds**,
-                 zone offset it is UTC                      sub-millisecond digits floored
+``TIMESTAMP``    an ISO-8601 date-time string of the form   ``int``: epoch **milliseconds**,
+                 :data:`TIMESTAMP_TEXT`; without a zone     sub-millisecond digits floored
+                 offset it is UTC
 ``DATE``         an ISO-8601 date string ``YYYY-MM-DD``     ``int``: epoch milliseconds of its
                                                             midnight UTC
 ================ ========================================== ===================================
@@ -53,9 +54,26 @@ from typing import Any
 
 from lowwater.core.errors import ConfigurationError
 
+TIMESTAMP_TEXT = (r"(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}(?::[0-9]{2})?|[T ][0-9]{2}:[0-9]{2}:[0-9]{2}"
+                  r"(?:\.[0-9]*)?(?:Z|[+-](?:(?:0[0-9]|1[0-7])(?::?[0-5][0-9])?|18(?::?00)?))?)?")
+"""The text a ``TIMESTAMP`` field reads (a regular expression, matched whole, of Python's and Java's
+syntax alike): ``YYYY-MM-DD``, then optionally ``T`` or a space and ``hh``, ``hh:mm`` or
+``hh:mm:ss``, the last with optional fraction digits and a zone: ``Z``, or ``+``/``-`` and ``hh``,
+``hhmm`` or ``hh:mm`` up to 18 hours. These are the ISO-8601 forms Python's ``fromisoformat`` and
+Spark's JSON reader (the Kafka source's) both read, to the same instant; outside them they differ
+(Python 3.11 takes ``20240101T000000``, ``2024-W01-1`` and any separator character, and Python 3.10
+takes fewer; Spark takes ``5000`` as the year 5000, ``2024-1-1`` and ``... UTC``), so a record's
+reading would depend on its source and the Python it runs on: those are dead letters everywhere."""
+
+DATE_TEXT = r"(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}"
+"""The text a ``DATE`` field reads: ``YYYY-MM-DD`` (not the week date ``2024-W01-1``, of as many
+characters; not a date-time, which Spark's reader would cut to its date)."""
+
 __all__ = [
+    "DATE_TEXT",
     "FIELD_TYPES",
     "JSON_DECODER",
+    "TIMESTAMP_TEXT",
     "FieldError",
     "column_type",
     "decimal_type",
@@ -194,6 +212,33 @@ def column_type(declared: str) -> str:
     return "BIGINT" if declared in ("TIMESTAMP", "DATE") else declared
 
 
+_TIMESTAMP = re.compile(TIMESTAMP_TEXT, re.ASCII)
+_DATE = re.compile(DATE_TEXT, re.ASCII)
+
+
+def _timestamp_millis(text: str) -> int:
+    """Epoch milliseconds of a :data:`TIMESTAMP_TEXT` (matched), read field by field, the same on every
+    Python (3.10's ``fromisoformat`` reads neither ``Z`` nor most fractions); raises ``ValueError``
+    for a field out of its range, as ``datetime`` does."""
+    hour = minute = second = micro = 0
+    zone = _dt.timezone.utc
+    time = text[11:]
+    if time:
+        hour = int(time[:2])
+        if len(time) > 2:
+            minute = int(time[3:5])
+        if len(time) > 5:
+            second, rest = int(time[6:8]), time[8:]
+            if rest.startswith("."):
+                digits = len(rest) - len(rest[1:].lstrip("0123456789"))
+                micro, rest = int((rest[1:digits] + "000000")[:6]), rest[digits:]
+            if rest and rest != "Z":
+                minutes = int(rest[1:3]) * 60 + (int(rest[-2:]) if len(rest) > 3 else 0)
+                zone = _dt.timezone(_dt.timedelta(minutes=-minutes if rest[0] == "-" else minutes))
+    return _millis(_dt.datetime(int(text[:4]), int(text[5:7]), int(text[8:10]), hour, minute, second, micro,
+                                tzinfo=zone))
+
+
 def _millis(t: _dt.datetime) -> int:
     if t.tzinfo is None:
         t = t.replace(tzinfo=_dt.timezone.utc)
@@ -239,14 +284,14 @@ def read_value(value: Any, declared: str) -> Any:
         if isinstance(value, bool):
             return value
     elif declared == "TIMESTAMP":
-        if isinstance(value, str):
+        if isinstance(value, str) and _TIMESTAMP.fullmatch(value):
             try:
-                return _millis(_dt.datetime.fromisoformat(value))
-            except ValueError:
+                return _timestamp_millis(value)
+            except ValueError:  # a month, day, hour, minute or second out of its range
                 pass
     elif declared == "DATE":
         try:
-            if isinstance(value, str) and len(value) == 10:  # YYYY-MM-DD, not the compact forms
+            if isinstance(value, str) and _DATE.fullmatch(value):  # YYYY-MM-DD, not the compact forms
                 return _millis(_dt.datetime.combine(_dt.date.fromisoformat(value), _dt.time()))
         except ValueError:
             pass

@@ -324,7 +324,7 @@ def _field_ok(i: int, name: str, declared: str) -> Any:
     :func:`lowwater.io.fields.read_value` decides."""
     from pyspark.sql import functions as F
 
-    from lowwater.io.fields import decimal_type
+    from lowwater.io.fields import DATE_TEXT, TIMESTAMP_TEXT, decimal_type
 
     value, kind = F.col(f"_f{i}"), F.col(f"_k{i}")
     if declared == "BIGINT":
@@ -353,8 +353,10 @@ def _field_ok(i: int, name: str, declared: str) -> Any:
         ok = held.isNotNull() & F.col("_v").getField(name).isNotNull() & (  # from_json read it too
             (kind == "BIGINT") | (kind.startswith("DECIMAL") & (scale.cast("int") <= F.lit(places[1])))
             | ((kind == "DOUBLE") & (held.cast("double") == F.try_variant_get(value, "$", "double"))))
-    else:  # TIMESTAMP, DATE: a string from_json reads as one (an epoch number is not seconds)
-        ok = (kind == "STRING") & F.col("_v").getField(name).isNotNull()
+    else:  # TIMESTAMP, DATE: a string of the form the log reads that from_json reads (a number is not seconds)
+        text = TIMESTAMP_TEXT if declared == "TIMESTAMP" else DATE_TEXT  # from_json alone read "5000" as a year
+        ok = ((kind == "STRING") & F.try_variant_get(value, "$", "string").rlike(f"^(?:{text})$")
+              & F.col("_v").getField(name).isNotNull())
     return kind.isNull() | (kind == "VOID") | F.coalesce(ok, F.lit(False))
 
 
