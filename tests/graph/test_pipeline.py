@@ -64,6 +64,39 @@ def test_the_fingerprint_is_the_same_for_the_same_pipeline_built_twice() -> None
     assert three_sources().pipeline().fingerprint() == three_sources().pipeline().fingerprint()
 
 
+def _read_by(source: Any) -> dict[str, Any]:
+    env = StreamExecutionEnvironment()
+    env.from_source(source, WM).key_by("key").window(TumblingEventTimeWindows.of(1000)).sum("value").collect()
+    return env.pipeline().fingerprint()
+
+
+def test_a_checkpoint_is_bound_to_its_kafka_topics_in_order_and_its_logs_directory(tmp_path: Any) -> None:
+    """The topics number a Kafka source's partitions, each with its watermark, and a log's offsets are
+    its own: a checkpoint resumed with ``[B, A]`` fed B's records to A's watermarks, and one resumed on
+    another log started at the first log's offsets, skipping the records before them, both without a
+    word. A checkpoint recorded before the sources' identities were (no ``sources``) still resumes,
+    and is bound to them from then on."""
+    from lowwater.spark.kafka import KafkaSource
+    from lowwater.spark.sources import PartitionedLogSource
+    from lowwater.spark.state import StateStore
+
+    fields = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+    ab, ba = (_read_by(KafkaSource("broker:9092", topics, fields)) for topics in (["a", "b"], ["b", "a"]))
+    assert ab["sources"] != ba["sources"] and {k: v for k, v in ab.items() if k != "sources"} == \
+        {k: v for k, v in ba.items() if k != "sources"}
+    x, y = (_read_by(PartitionedLogSource(tmp_path / name, fields)) for name in ("x", "y"))
+    assert x["sources"] == {"000": f"log {tmp_path / 'x'}"} != y["sources"]
+    assert "sources" not in _read_by(_source("a"))  # an in-memory source: nothing to bind
+
+    store = StateStore(tmp_path / "ck")
+    store.claim({k: v for k, v in ab.items() if k != "sources"})  # a checkpoint of session 35's code
+    store.commit_json(0, {})
+    store.claim(ab)  # resumed, and now bound to the topics
+    with pytest.raises(ConfigurationError, match="belongs to a different pipeline") as refused:
+        store.claim(ba)
+    assert 'topics ["a", "b"]' in str(refused.value) and 'topics ["b", "a"]' in str(refused.value)
+
+
 def test_as_pipeline_takes_a_pipeline_or_an_environment_and_refuses_anything_else() -> None:
     env = three_sources()
     pipeline = env.pipeline()

@@ -81,6 +81,7 @@ class Pipeline:
         A checkpoint is bound to it; state made by one pipeline is refused by another.
         """
         parts: dict[str, Any] = {"time_characteristic": self.time_characteristic.value}
+        identities: dict[str, str] = {}
         for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id)):
             desc: list[str] = [type(t).__name__]
             if isinstance(t, SourceTransformation):
@@ -88,6 +89,9 @@ class Pipeline:
                 fields = getattr(t.source, "fields", None)
                 if callable(fields):
                     desc.append(",".join(fields()))
+                identity = getattr(t.source, "identity", None)
+                if callable(identity) and identity():
+                    identities[f"{i:03d}"] = identity()
             elif isinstance(t, AssignTransformation):
                 desc.append(repr(t.strategy))
             elif isinstance(t, WindowTransformation):
@@ -97,7 +101,14 @@ class Pipeline:
             elif isinstance(t, SinkTransformation):
                 desc.append(type(t.sink).__name__)
             parts[f"{i:03d}"] = " | ".join(desc)
+        if identities:  # a key of its own: a checkpoint from before it is resumed (CheckpointStore.claim)
+            parts[SOURCES_KEY] = identities
         return parts
+
+
+SOURCES_KEY = "sources"
+"""The fingerprint's entry for its sources' identities (``SparkSource.identity``, by position), added
+in session 36: a checkpoint recorded before it has none, and is compared without it."""
 
 
 @runtime_checkable

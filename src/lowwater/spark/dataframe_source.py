@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -245,6 +246,14 @@ class KafkaShapedSource(DataFrameSource):
         from pyspark.sql import functions as F
 
         return self.df.select(*self._standard_columns(), F.col("c_").alias("_corrupt"), F.col("r_").alias("_raw"))
+
+    def identity(self) -> str:
+        """The topics in order, which number the partitions (``index * partitions_per_topic +
+        partition``): a checkpoint of ``[A, B]`` resumed with ``[B, A]`` would feed B's records to A's
+        watermarks, and one of other topics would resume at offsets of topics it does not read."""
+        if not self.topics:
+            return ""
+        return f"topics {json.dumps(self.topics)}, each partition {self.partitions_per_topic} apart"
 
     @staticmethod
     def _numbered(topics: list[str], per_topic: int) -> Any:

@@ -87,9 +87,15 @@ class KafkaSource(KafkaShapedSource):
         (``MIN`` until its first record or until it is idle) from the first micro-batch on, as a
         Flink Kafka source's splits do. Partitions added later join when their first record arrives.
         """
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        md = AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=30)
+        try:
+            md = AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=30)
+        except KafkaException as e:  # no broker answered: Spark's reader would say "Timed out ... listNodes"
+            raise ConfigurationError(
+                "bootstrap_servers", f"no Kafka broker at {self.bootstrap_servers} answered in 30 s "
+                f"({e.args[0].str() if e.args and hasattr(e.args[0], 'str') else e})") from None
         out = []
         for i, t in enumerate(self.topics or ()):
             meta = md.topics.get(t)
@@ -97,6 +103,12 @@ class KafkaSource(KafkaShapedSource):
                 raise ConfigurationError("topics", f"topic {t!r} not found on {self.bootstrap_servers}")
             out += [topic_partition_number(i, t, p, self.partitions_per_topic) for p in sorted(meta.partitions)]
         return out
+
+    def check_before_run(self) -> None:
+        """The brokers answer and hold every topic, before Spark starts: Spark's own reader says
+        ``UnknownTopicOrPartitionException`` without the topic's name, and waits minutes for a broker
+        that is not there before ``Timed out waiting for a node assignment``, without its address."""
+        self.partitions()
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
         reader = (

@@ -37,3 +37,9 @@ class SparkSource(Source):
         """Raise :class:`ConfigurationError` for what would fail the run or every record.
 
         The engine calls it before Spark starts; by default there is nothing to check."""
+
+    def identity(self) -> str:
+        """What a checkpoint's state is bound to beyond the fields' names (part of the pipeline's
+        fingerprint, :meth:`~lowwater.graph.pipeline.Pipeline.fingerprint`): for a Kafka source its
+        topics in order, which number its partitions, each with its watermark. Empty by default."""
+        return ""

@@ -260,6 +260,11 @@ class PartitionedLogSource(SparkSource):
                         f"({errors[0]}). Declare the type the data has; see lowwater.io.fields for "
                         "what each type reads")
 
+    def identity(self) -> str:
+        """The log's directory: a checkpoint resumed on another log would start at the offsets it
+        reached in the first, and never read the new log's records before them."""
+        return f"log {os.path.abspath(self.root)}"
+
     def spark_stream(self, spark: SparkSession) -> DataFrame:
         from lowwater.spark.log_stream import log_stream
 

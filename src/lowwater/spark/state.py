@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lowwater.graph.pipeline import SOURCES_KEY
 from lowwater.spark.fs import CheckpointFS, checkpoint_fs, is_uri, join
 from lowwater.spark.sealed import StateKey, seal, state_key, unseal
 
@@ -81,9 +82,12 @@ class StateStore:
         path = join(self.location, "pipeline.json")
         recorded = self._json(path)
         if recorded is not None:
-            if recorded != fingerprint and self.latest_version() is not None:
-                changed = sorted(k for k in set(recorded) | set(fingerprint) if recorded.get(k) != fingerprint.get(k))
-                what = "; ".join(f"was {recorded.get(k, 'nothing')!r}, now {fingerprint.get(k, 'nothing')!r}"
+            # a checkpoint from before the sources' identities were recorded: compared without them
+            compared = fingerprint if SOURCES_KEY in recorded else \
+                {k: v for k, v in fingerprint.items() if k != SOURCES_KEY}
+            if recorded != compared and self.latest_version() is not None:
+                changed = sorted(k for k in set(recorded) | set(compared) if recorded.get(k) != compared.get(k))
+                what = "; ".join(f"was {recorded.get(k, 'nothing')!r}, now {compared.get(k, 'nothing')!r}"
                                  for k in changed)
                 hint = ""
                 if "path" in changed and recorded.get("path"):  # a general-path checkpoint from before the keyed path

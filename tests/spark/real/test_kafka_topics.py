@@ -52,6 +52,19 @@ def test_bad_records_on_a_real_topic_are_dead_lettered_and_counted(spark: Any, k
     assert all(d["reason"] and d["partition"] == 0 for d in dead.results)
 
 
+def test_a_topic_the_broker_does_not_hold_is_named_before_spark_reads(spark: Any, kafka: KafkaBroker,
+                                                                     tmp_path: Path) -> None:
+    """Spark's reader failed after half a minute with ``UnknownTopicOrPartitionException: This server
+    does not host this topic-partition``, naming neither the topic nor the broker."""
+    from lowwater.core.errors import ConfigurationError
+
+    topic = new_topic(kafka, "there", 1)
+    env, _, _ = _sum_job(KafkaSource(kafka.bootstrap_servers, [topic, "no-such-topic"], FIELDS))
+    with pytest.raises(ConfigurationError, match=f"topic 'no-such-topic' not found on {kafka.bootstrap_servers}"):
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    assert not (tmp_path / "ck" / "offsets").exists()  # refused before the query started
+
+
 def test_two_topics_in_one_source_and_a_partition_added_while_running(spark: Any, kafka: KafkaBroker,
                                                                       tmp_path: Path) -> None:
     from confluent_kafka.admin import AdminClient, NewPartitions
