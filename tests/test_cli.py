@@ -175,3 +175,21 @@ def test_a_failed_job_prints_what_it_emitted_and_exits_non_zero(
     out = json.loads(captured.out)
     assert out["error"]["type"] == "MonotonyViolationError"
     assert "3000" in captured.err and "12000" in captured.err
+
+
+def test_a_configuration_error_is_printed_whole_and_a_checkpoint_refusal_gets_no_build_hint(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A refused checkpoint names every change, and its message ends with what to do; the CLI cut every
+    message at 400 characters (``... or --checkpoin; hint: check checkpoint_location in build()``),
+    losing the window's change and the way out, and pointed at ``build()``, which has no checkpoint."""
+    from lowwater.cli import _error
+    from lowwater.core.errors import ConfigurationError
+
+    changes = "; ".join(f"was 'WindowTransformation | {i}', now 'WindowTransformation | {i + 1}'" for i in range(12))
+    message = f"ck belongs to a different pipeline ({changes}). Use a new checkpoint location, or run the pipeline " \
+              "that made this one"
+    assert _error(ConfigurationError("checkpoint_location", message), "run", verbose=False) == 2
+    err = capsys.readouterr().err
+    assert len(err) > 400 and err.rstrip().endswith("or run the pipeline that made this one") and "build()" not in err
+    assert _error(ConfigurationError("fields", "no field 'x'"), "run", verbose=False) == 2
+    assert capsys.readouterr().err.rstrip().endswith("hint: check fields in build()")

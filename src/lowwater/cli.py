@@ -495,11 +495,13 @@ def _error(e: BaseException, command: str, verbose: bool) -> int:
         text, hint = f"no such file: {e.filename}", ""
     elif isinstance(e, LowwaterError) and command in ("scenario", "demo"):
         text, hint = str(e), ""  # a scenario's errors name the field already
+    elif isinstance(e, ConfigurationError):  # lowwater's own message, whole: its end names the cause
+        text = str(e)
+        hint = "" if e.parameter == "checkpoint_location" else \
+            f"check {e.parameter}" + (" in build()" if command == "run" else "")
     else:
         text = root_cause(str(e))  # the useful line of a long (JVM, Python worker) message
-        if isinstance(e, ConfigurationError):
-            hint = f"check {e.parameter}" + (" in build()" if command == "run" else "")
-        elif isinstance(e, LowwaterError):
+        if isinstance(e, LowwaterError):
             hint = "" if isinstance(e, CliError) else "--verbose shows the traceback"
         else:  # Spark, py4j, the JVM
             hint = f"run with --verbose for the full trace ({type(e).__name__})"
