@@ -209,6 +209,19 @@ def test_status_as_json_has_the_summary_and_the_last_lines(
                                             "missing_batches": [], "balanced": True}
 
 
+def test_status_says_the_end_of_input_was_reached_after_a_later_run_of_the_same_checkpoint(
+    checkpoint: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The end of input is final for a checkpoint: a later run's batch comes after its step (and finds
+    every element late). Status read the flag from the last line alone, and said "not reached"."""
+    assert main(["status", str(checkpoint), "--json"]) == 0
+    fired = json.loads(capsys.readouterr().out)["summary"]["final_windows_fired"]
+    _write_batch(StateStore(checkpoint), 5, {**END, "rows_in": 3, "rows_late": 3, "windows_fired": 0})
+    assert main(["status", str(checkpoint), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert (summary["end_of_input"], summary["last_batch"], summary["final_windows_fired"]) == (True, 5, fired)
+
+
 def test_status_of_a_checkpoint_with_no_batch_yet_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     StateStore(tmp_path / "ck")
     assert main(["status", str(tmp_path / "ck")]) == 0

@@ -46,6 +46,9 @@ def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Totals over all batches and the watermarks after the last batch that read data."""
     data = [x for x in lines if not x.get("end_of_input")]
     current = data[-1] if data else (lines[-1] if lines else None)
+    # the end of input is final for the checkpoint (its MAX watermark fired every window): a later
+    # run's batches come after its step, and find every element late
+    ended = next((x for x in lines if x.get("end_of_input")), None)
     late_by_partition: dict[str, int] = {}
     for x in lines:
         for p, n in (x.get("rows_late_by_partition") or {}).items():
@@ -54,7 +57,7 @@ def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "batches": len(lines),
         "first_batch": lines[0]["batch_id"] if lines else None,
         "last_batch": lines[-1]["batch_id"] if lines else None,
-        "end_of_input": bool(lines and lines[-1].get("end_of_input")),
+        "end_of_input": ended is not None,
         "path": next((x.get("path") for x in reversed(lines) if x.get("path")), None),
         "current": current,
         "rows_in": sum(int(x.get("rows_in") or 0) for x in lines),
@@ -63,7 +66,7 @@ def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "rows_dead_lettered": sum(int(x.get("rows_dead_lettered") or 0) for x in lines),
         "windows_fired": sum(int(x.get("windows_fired") or 0) for x in lines),
         "accounting": from_lines(lines),
-        "final_windows_fired": lines[-1].get("windows_fired", 0) if lines and lines[-1].get("end_of_input") else 0,
+        "final_windows_fired": ended.get("windows_fired", 0) if ended is not None else 0,
         "state": lines[-1] if lines else None,
     }
 
