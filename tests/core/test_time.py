@@ -86,3 +86,12 @@ def test_configuration_error_is_a_value_error_with_the_parameter_first() -> None
     err = ConfigurationError("size", "must be > 0")
     assert isinstance(err, ValueError)
     assert str(err).startswith("size:")
+
+
+@pytest.mark.parametrize("value", ["300000000000 d", 2**63, -(2**63), "٥ s"])
+def test_a_duration_beyond_64_bit_milliseconds_or_of_other_digits_is_refused_naming_it(value: object) -> None:
+    """A window of ``300000000000 d`` (2.6e19 ms) was accepted, and every record was dead-lettered, each
+    with a reason of its own; ``"٥ s"`` (an Arabic-Indic five) was 5 s."""
+    with pytest.raises(ConfigurationError, match="size"):
+        to_millis(value, name="size")  # type: ignore[arg-type]
+    assert to_millis(MAX_TIMESTAMP) == MAX_TIMESTAMP and to_millis("-5 s") == -5000

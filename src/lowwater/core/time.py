@@ -36,7 +36,7 @@ _UNITS_MS: dict[str, int] = {
     "h": 3_600_000, "hr": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
     "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
 }
-_DURATION_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_DURATION_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)  # "٥ s" is no duration
 
 
 @dataclass(frozen=True, order=True)
@@ -95,8 +95,18 @@ def to_millis(value: DurationLike, *, name: str = "duration") -> int:
     milliseconds. Strings are ``"<number> <unit>"`` with units ms, s, min, h, d
     (and their long forms); a bare number is milliseconds.
 
-    Raises :class:`ConfigurationError` naming ``name`` when the value cannot be read.
+    Raises :class:`ConfigurationError` naming ``name`` when the value cannot be read, or is
+    beyond Java's ``long`` milliseconds (``2**63 - 1``), where Flink's ``Time`` ends: a window of
+    ``300000000000 d`` dead-lettered every record, each with a reason of its own.
     """
+    ms = _to_millis(value, name)
+    if not MIN_TIMESTAMP < ms <= MAX_TIMESTAMP:
+        raise ConfigurationError(name, f"{value!r} is {ms} ms, beyond the 64-bit milliseconds Flink's durations "
+                                       f"have (at most {MAX_TIMESTAMP})")
+    return ms
+
+
+def _to_millis(value: DurationLike, name: str) -> int:
     if isinstance(value, Duration):
         return value.millis
     if isinstance(value, bool):
