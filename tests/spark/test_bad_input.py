@@ -176,3 +176,17 @@ def test_a_record_dead_lettered_for_its_key_or_value_still_moves_the_watermark(
     assert sorted((e["key"], e["ts"]) for e in lates.results) == [("a", 1_000)]
     assert [(r.key, r.window_start, r.value) for r in results.results] == [("c", 60_000, 5)]  # at the end of input
     assert str(job.accounting()) == "6 rows in = 2 windowed + 1 late + 3 dead-lettered"
+
+
+def test_python_repr_sql_is_pythons_repr_of_a_string(spark: Any) -> None:
+    """The native path words a reason with :func:`~lowwater.spark.native_sql.python_repr_sql`, where the
+    other paths use Python's ``repr``: quotes, backslashes, control and separator characters, a
+    character beyond the Basic Multilingual Plane."""
+    from lowwater.spark.native_sql import python_repr_sql
+
+    texts = ["plain", "it's", 'say "hi"', "both ' and \"", "back\\slash", "tab\tnew\nline\rret", "bell\x07del\x7f",
+             "nbsp\xa0soft\xadhyphen", "zero\u200bwidth", "ideographic\u3000space", "emoji \U0001F600 ok",
+             "private\U000F0000use", "é ü 東京", "", "'", '"', "line\u2028sep", "\x00\x1f\x80\x9f"]
+    df = spark.createDataFrame([(t,) for t in texts], "t STRING")
+    got = [r[0] for r in df.selectExpr(python_repr_sql("t")).collect()]
+    assert got == [repr(t) for t in texts]

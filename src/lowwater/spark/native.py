@@ -67,6 +67,7 @@ from lowwater.spark.native_sql import (
     partial_aggregates,
     partial_columns,
     partial_ddl,
+    python_repr_sql,
     quote,
     result_ddl,
     running_accumulators,
@@ -566,7 +567,9 @@ class NativeProcessor:
             ("_k IS NULL", literal(BadRecordError.missing("key", str(p.key_field)))),
         ]
         if "_corrupt" in base.columns:
-            reasons.insert(0, ("_corrupt IS NOT NULL", "concat('record does not parse: ', substr(_corrupt, 1, 200))"))
+            # BadRecordError.unparsed: the reader's reason as Python's repr shows it, on every path
+            reasons.insert(0, ("_corrupt IS NOT NULL",
+                               f"concat('record does not parse: ', {python_repr_sql('substr(_corrupt, 1, 200)')})"))
         whens = " ".join(f"WHEN {c} THEN {r}" for c, r in (x for x in reasons if x is not None))
         value_reason = literal(BadRecordError.missing("value", str(p.value_field)))
         value_type = dict(base.dtypes).get(p.value_field) if p.value_field else None
@@ -664,13 +667,7 @@ def _python_repr_sql(field: str, value_type: str) -> str:
     if value_type == "boolean":
         shown = f"CASE WHEN {v} THEN 'True' ELSE 'False' END"
     elif value_type == "string":
-        esc = v
-        for raw, escaped in ((r"'\\'", r"'\\\\'"), (r"'\n'", r"'\\n'"), (r"'\r'", r"'\\r'"), (r"'\t'", r"'\\t'")):
-            esc = f"replace({esc}, {raw}, {escaped})"  # SQL literals: Spark reads their escapes
-        single, double = literal("'"), literal('"')
-        shown = (f"CASE WHEN instr({v}, {single}) > 0 AND instr({v}, {double}) = 0 "
-                 f"THEN concat({double}, {esc}, {double}) "
-                 f"ELSE concat({single}, replace({esc}, {single}, {literal(chr(92) + chr(39))}), {single}) END")
+        shown = python_repr_sql(v)
     else:
         shown = f"CAST({v} AS STRING)"
     return f"substr(concat({prefix}, {shown}), 1, 200)"

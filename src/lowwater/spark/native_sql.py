@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AGGREGATE_SQL", "INTEGRAL", "LATE_COLUMNS", "RESULT_COLUMNS", "WRAP", "Accumulator", "AggregateSql", "base_types",
     "dead_ddl", "late_ddl", "late_names", "literal", "merge_exprs", "partial_aggregates", "partial_columns",
-    "partial_ddl", "quote", "result_ddl", "running_accumulators", "schema_json", "sql_of", "value_expr", "window_sql",
+    "partial_ddl", "python_repr_sql", "quote", "result_ddl", "running_accumulators", "schema_json", "sql_of",
+    "value_expr", "window_sql",
 ]
 
 INTEGRAL = ("bigint", "int", "smallint", "tinyint")
@@ -244,6 +245,31 @@ def late_ddl(schema: dict[str, Any]) -> str:
 
 def dead_ddl(_: dict[str, Any]) -> str:
     return "reason STRING, partition INT, offset BIGINT, file STRING, record STRING"
+
+
+def python_repr_sql(text: str) -> str:
+    """SQL for Python's ``repr`` of the string ``text`` (SQL), as the reference runtime and the keyed
+    and general paths word a reason with it (``BadRecordError.unparsed``, ``non_numeric``): in single
+    quotes, or double ones where the text has a single quote and no double one; the quote and the
+    backslash escaped; tab, newline and return as ``\\t``, ``\\n``, ``\\r``; and every other
+    character Python does not print (Unicode's other and separator categories, bar the space) as
+    ``\\xhh``, ``\\uhhhh`` or ``\\Uhhhhhhhh``. Character by character (a code point each), so only
+    for the few rows that need it (dead letters). Java's Unicode tables can be a version behind
+    Python's: a character assigned since then is escaped here and printed there."""
+    def body(q: int) -> str:
+        code = "ascii(c)"  # the code point of the one character
+        hexed = (f"CASE WHEN {code} < 256 THEN concat(chr(92), 'x', lpad(lower(hex({code})), 2, '0')) "
+                 f"WHEN {code} < 65536 THEN concat(chr(92), 'u', lpad(lower(hex({code})), 4, '0')) "
+                 f"ELSE concat(chr(92), 'U', lpad(lower(hex({code})), 8, '0')) END")
+        each = (f"CASE WHEN c = chr({q}) OR c = chr(92) THEN concat(chr(92), c) "
+                "WHEN c = chr(9) THEN concat(chr(92), 't') WHEN c = chr(10) THEN concat(chr(92), 'n') "
+                "WHEN c = chr(13) THEN concat(chr(92), 'r') WHEN c = ' ' THEN c "
+                f"WHEN c RLIKE {literal('[' + chr(92) + 'p{C}' + chr(92) + 'p{Z}]')} THEN {hexed} ELSE c END")
+        chars = f"regexp_extract_all({text}, '(?s)(.)', 1)"  # code points, not UTF-16 units
+        return f"concat(chr({q}), array_join(transform({chars}, c -> {each}), ''), chr({q}))"
+
+    return (f"CASE WHEN instr({text}, chr(39)) > 0 AND instr({text}, chr(34)) = 0 THEN {body(34)} "
+            f"ELSE {body(39)} END")
 
 
 def window_sql(start: str, end: str) -> str:
