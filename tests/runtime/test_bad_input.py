@@ -99,6 +99,23 @@ def test_a_missing_or_null_key_is_dead_lettered(missing: str) -> None:
     assert sorted((r.key, r.window_start, r.value) for r in results) == [("a", 0, 1), ("a", 20, 1)]
 
 
+def user_of(e: dict[str, Any]) -> Any:
+    return e.get("key")
+
+
+def test_a_key_selector_function_that_gives_none_dead_letters_the_record() -> None:
+    """A record with no key is a dead letter also where the key is a function's (Flink's job fails on
+    a null key): the windows of key ``None`` gathered every such record without a word."""
+    env = StreamExecutionEnvironment()
+    batches = [[_ev("a", 1), _ev(None, 4)], [_ev("a", 20)]]
+    results = (env.from_source(CollectionSource(batches), BY_TS).key_by(user_of)
+               .window(TumblingEventTimeWindows.of(10)).sum("value")).collect()
+    result = env.execute(clock=ManualClock(0))
+    assert _reasons(result) == [("missing key (user_of)", 0, 1)]
+    assert sorted((r.key, r.window_start) for r in results.results) == [("a", 0), ("a", 20)]
+    assert result.accounting() == Accounting(rows_in=3, rows_windowed=2, rows_late=0, rows_dead_lettered=1)
+
+
 @pytest.mark.parametrize(("value", "reason"), [(None, "missing value (value)"),
                                                ("x", "non-numeric value (value): 'x'")])
 def test_a_value_the_aggregate_cannot_take_is_dead_lettered_and_leaves_no_trace(value: Any, reason: str) -> None:

@@ -353,6 +353,16 @@ def test_a_raising_key_selector_is_named_with_its_record_and_a_bad_one_is_dead_l
                                                                         (1, "copies have no key")]
     assert str(job.accounting()) == "4 rows in = 2 windowed + 0 late + 2 dead-lettered (at the window operator)"
 
+    def no_key_for_copies(record: dict[str, Any]) -> str | None:  # None: no key, a dead letter (was key None)
+        return None if record.get("copy") else str(record["key"])
+
+    env, out, dead = build(no_key_for_copies, fan_out=lambda r: [r, {**r, "copy": True}])
+    job = SparkRuntime(str(tmp_path / "ck3"), spark=spark, dead_letter_sink=dead, end_of_input=True).execute(env)
+    assert [(r.key, r.value) for r in out.results] == [("a", 14)]
+    assert [d["reason"] for d in dead.results] == [
+        "missing key (test_a_raising_key_selector_is_named_with_its_record_and_a_bad_one_is_dead_lettered_alone."
+        "<locals>.no_key_for_copies)"] * 2
+
 
 def test_sessions_in_columns_reach_dataframe_sinks_as_the_reference_results(spark: Any, log: Path,
                                                                           tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ Every method returns a new stream; nothing is mutated. A pipeline is a graph of
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -75,10 +76,22 @@ __all__ = ["ConnectedStreams", "DataStream", "KeyedStream", "SingleOutputStream"
 def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: str = "field") -> Callable[[Any], Any]:
     """A function from a field name (dict key or attribute) or a function.
 
-    A record where the field is missing or null raises :class:`BadRecordError`
-    (``missing <what> (<name>)``): it goes to the dead-letter output."""
+    A record where the field is missing or null, or for which the function returns None, raises
+    :class:`BadRecordError` (``missing <what> (<name>)``): it goes to the dead-letter output, as the
+    semantics table says of a record with no key (Flink's job would fail on the null key; windows
+    and state under the key ``None`` gathered every such record without a word)."""
     if callable(selector):
-        return selector
+        fn = selector
+        missing = BadRecordError.missing(what, getattr(fn, "__qualname__", type(fn).__name__))
+
+        @functools.wraps(fn)
+        def keyed(e: Any) -> Any:
+            k = fn(e)
+            if k is None:
+                raise BadRecordError(missing)
+            return k
+
+        return keyed
     if not isinstance(selector, str):
         raise ConfigurationError(parameter, f"expected a field name or a function, got {type(selector).__name__}")
     name = selector
