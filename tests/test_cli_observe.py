@@ -412,3 +412,27 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for command in ("run", "status", "plot", "scenario", "demo"):
         assert f"    {command} " in out
+
+
+class _ClosedPipe:
+    """A stdout whose reader went away (``lowwater status --json | head``)."""
+
+    def write(self, _: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        pass
+
+
+def test_status_refuses_a_negative_count_and_ends_quietly_when_its_reader_goes_away(
+        checkpoint: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-n -1`` was taken (every batch but the first); ``status --json | head`` ended with
+    ``lowwater: error: [Errno 32] Broken pipe`` and exit code 2."""
+    import sys
+
+    with pytest.raises(SystemExit):
+        main(["status", str(checkpoint), "-n", "-1"])
+    assert "expected a whole number >= 0" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["status", str(checkpoint), "--json"]) == 0
+    assert "Broken pipe" not in capsys.readouterr().err

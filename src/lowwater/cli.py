@@ -34,6 +34,7 @@ import contextlib
 import importlib.util
 import json
 import logging
+import os
 import re
 import signal
 import sys
@@ -120,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser("status", help="watermarks, idle partitions, state and the last batches of a checkpoint")
     st.add_argument("checkpoint", metavar="CHECKPOINT", help="the job's checkpoint location")
-    st.add_argument("--batches", "-n", type=int, default=10, metavar="N", help="show the last N batches (10)")
+    st.add_argument("--batches", "-n", type=_count, default=10, metavar="N", help="show the last N batches (10)")
     st.add_argument("--json", action="store_true", help="print the summary and the last N metrics lines as JSON")
 
     pl = sub.add_parser("plot", help="draw a checkpoint's watermark timeline (.png, .svg or .html)")
@@ -514,6 +515,17 @@ def _error(e: BaseException, command: str, verbose: bool) -> int:
 COMMANDS = {"status": _status, "plot": _plot, "run": _run, "scenario": _scenario_run, "demo": _demo}
 
 
+def _count(text: str) -> int:
+    """A number of batches: an integer >= 0 (``-n -1`` was taken, and showed all but the first)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return n
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -527,6 +539,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     py4j.setLevel(logging.INFO if args.verbose else logging.CRITICAL)
     try:
         return COMMANDS[args.command](args)
+    except BrokenPipeError:  # the reader went away (`lowwater status --json | head`): not an error of ours
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # Python's exit flush would raise again
+        return 0
     except Exception as e:
         return _error(e, args.command, args.verbose)
     finally:
