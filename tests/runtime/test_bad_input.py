@@ -235,3 +235,13 @@ def test_a_dead_letter_of_a_job_with_several_sources_names_its_source() -> None:
     assert job(("clicks", "orders", None)) == ["clicks", "orders", "source"]
     assert job((None, None, "orders")) == ["orders", "source#0", "source#1"]
     assert job(("clicks", None, None)[:1]) == ["-"]
+
+
+def test_each_batchs_metrics_line_names_the_reasons_of_its_own_dead_letters() -> None:
+    """The reference runtime's lines had no reasons, so ``lowwater status`` on a checkpoint it wrote
+    printed an empty ``dead letters:`` line."""
+    _, _, result, _ = _run([[_ev(None, 1), _ev("a", 2)], [_ev("a", 3)], [_ev("b", None), _ev(None, 5), _ev("c", 6)]])
+    assert [line.dead_letter_reasons for line in result.lines()] == [
+        {"missing key (key)": 1}, {}, {"missing or non-numeric timestamp (ts)": 1, "missing key (key)": 1},
+        {}]  # the end of input
+    assert sum(line.rows_dead_lettered for line in result.lines()) == len(result.dead_letters) == 3

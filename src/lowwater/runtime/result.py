@@ -47,11 +47,19 @@ class JobResult:
     def lines(self) -> list[MetricsLine]:
         """One metrics line per batch (:mod:`lowwater.metrics.line`): the operators' running
         totals made counts per batch."""
+        from lowwater.metrics.dead_letters import summarize_dead
+
         out: list[MetricsLine] = []
         before: dict[str, Any] = {}
+        taken = 0  # the dead letters are listed in batch order, each batch's as many as it counts
         for b in self.batches:
             now = b.flat(self.direct)
-            out.append(MetricsLine.of_batch(b.batch_id, now, before, running=GENERAL_RUNNING_TOTALS, path="reference",
+            dead = self.dead_letters[taken:taken + b.rows_dead_lettered]
+            taken += b.rows_dead_lettered
+            # the batch's reasons, as a Spark batch's line has them (`lowwater status` lists them)
+            reasons = summarize_dead(dead) if dead else {}
+            out.append(MetricsLine.of_batch(b.batch_id, {**now, **reasons}, before, running=GENERAL_RUNNING_TOTALS,
+                                            path="reference",
                                             processing_time_ms=b.processing_time_ms, end_of_input=b.end_of_input,
                                             spark_batch_id=None if b.end_of_input else b.batch_id))
             before = now
