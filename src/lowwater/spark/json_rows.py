@@ -91,20 +91,20 @@ def late_document(value: Any, partition: int | None, offset: int | None, windows
     return {**to_dict(value), _LATE: late}
 
 
-def late_row(value: Any, partition: int | None, offset: int | None, windows: tuple[Any, ...],
-             source: str | None = None) -> dict[str, Any]:
-    """A late element as one flat row of the late output's columns, for a sink that writes rows
-    itself (a :class:`~lowwater.spark.sinks.DirectorySink` on the reference runtime): its fields, then
-    its ``source`` (with several sources), ``partition``, ``offset`` and ``rejected_windows``, each
-    named by :func:`~lowwater.spark.native_sql.late_names`' rule, as the Spark paths' frames have them."""
+def late_row(document: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`late_document` as one flat row of the late output's columns, for a sink that writes
+    rows itself (a :class:`~lowwater.spark.sinks.DirectorySink` on the reference runtime): the
+    element's fields, then its ``source`` (with several sources), ``partition``, ``offset`` and
+    ``rejected_windows``, named by :func:`~lowwater.spark.native_sql.late_names`' rule, as the Spark
+    paths' frames have them."""
     from lowwater.spark.native_sql import late_names, late_source_name
 
-    row = dict(to_dict(value))
+    row = {k: v for k, v in document.items() if k != _LATE}
+    late = document[_LATE]
     part, off, rejected = late_names(row)
-    if source is not None:
-        row[late_source_name(list(row))] = source
-    row[part], row[off] = partition, offset
-    row[rejected] = [{"start": getattr(w, "start", None), "end": getattr(w, "end", None)} for w in windows]
+    if "source" in late:
+        row[late_source_name(list(row))] = late["source"]
+    row[part], row[off], row[rejected] = late["partition"], late["offset"], late["rejected_windows"]
     return row
 
 

@@ -103,11 +103,12 @@ class DataFrameSink(Sink):
         late = [r for r in records if isinstance(r, LateRecord)]
         if not late or len(late) != len(records):
             self.write_batch(batch_id, [r.value for r in records])
-        elif self.late_frames or type(self).write_batch is DataFrameSink.write_batch:
-            self._write_settled(batch_id, [late_document(r.value, r.partition, r.offset, r.rejected, r.source)
-                                           for r in late], late=True)
+            return
+        documents = [late_document(r.value, r.partition, r.offset, r.rejected, r.source) for r in late]
+        if self.late_frames or type(self).write_batch is DataFrameSink.write_batch:
+            self._write_settled(batch_id, documents, late=True)
         else:  # a sink that writes rows its own way: one flat row each
-            self.write_batch(batch_id, [late_row(r.value, r.partition, r.offset, r.rejected, r.source) for r in late])
+            self.write_batch(batch_id, [late_row(d) for d in documents])
 
     late_frames: bool = False
     """The reference runtime's late elements reach :meth:`write` as a frame of the Spark paths'
