@@ -378,6 +378,34 @@ def test_the_reference_runtime_refuses_a_uri_checkpoint_instead_of_making_a_loca
     assert not (tmp_path / "hdfs:").exists()
 
 
+def test_a_checkpoint_that_is_a_file_is_refused_by_name_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--checkpoint afile`` ran the whole job first, then failed with ``[Errno 20] Not a
+    directory: 'afile/lowwater/metrics.jsonl'`` and a hint to rerun with ``--verbose``."""
+    afile = tmp_path / "afile"
+    afile.write_text("notes\n")
+    code = main(["run", _pipeline(tmp_path, PIPELINE), "--runtime", "reference", "--checkpoint", str(afile)])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert f"--checkpoint {afile} is a file, not a directory" in captured.err and "hint:" in captured.err
+    assert "Errno" not in captured.err and "lowwater run pipeline" not in captured.out  # refused before it ran
+    assert afile.read_text() == "notes\n"
+
+
+def test_the_state_store_refuses_a_checkpoint_location_that_is_a_file(tmp_path: Path) -> None:
+    """The Spark paths' state: a file as the location failed in ``mkdir`` with ``[Errno 20]``."""
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.spark.state import StateStore
+
+    afile = tmp_path / "afile"
+    afile.write_text("notes\n")
+    with pytest.raises(ConfigurationError, match="is a file, not a directory; hint:"):
+        StateStore(afile)
+    StateStore(tmp_path / "new")  # a directory that is not there yet is made
+    assert (tmp_path / "new" / "lowwater" / "batches").is_dir()
+
+
 @pytest.mark.parametrize(("text", "words"), [
     ("x = 1\n", ["defines no build(env)", "hint:"]),
     ("def build(env):\n    raise ValueError('no input configured')\n", ["ValueError: no input configured", "hint:"]),

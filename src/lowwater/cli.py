@@ -325,6 +325,9 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
     if checkpoint is not None and is_uri(checkpoint):  # it would be a local directory named "hdfs:"
         raise CliError(f"the reference runtime keeps its metrics log in a local directory, not at {checkpoint}; "
                        "hint: give --checkpoint a local path, or run on Spark (--runtime spark)")
+    if checkpoint is not None and Path(checkpoint).exists() and not Path(checkpoint).is_dir():
+        raise CliError(f"--checkpoint {checkpoint} is a file, not a directory; hint: give a directory for the "
+                       "run's metrics log")
     if checkpoint is not None and (Path(checkpoint) / "spark").exists():
         raise CliError(f"{checkpoint} holds a Spark job's checkpoint; hint: give the reference runtime "
                        "another --checkpoint directory")

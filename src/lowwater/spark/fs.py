@@ -59,6 +59,7 @@ class CheckpointFS(Protocol):
     def read(self, path: str) -> bytes | None: ...
     def write_atomic(self, path: str, data: bytes, fault_batch: int | None = None) -> None: ...
     def exists(self, path: str) -> bool: ...
+    def is_file(self, path: str) -> bool: ...
     def delete(self, path: str) -> None: ...
     def names(self, directory: str) -> list[str]: ...
     def mkdirs(self, directory: str) -> None: ...
@@ -94,6 +95,9 @@ class LocalFS:
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+    def is_file(self, path: str) -> bool:
+        return os.path.exists(path) and not os.path.isdir(path)
 
     def delete(self, path: str) -> None:
         p = Path(path)
@@ -195,6 +199,11 @@ class HadoopFS:
     def exists(self, path: str) -> bool:
         p = self._path(path)
         return bool(self._fs(p).exists(p))
+
+    def is_file(self, path: str) -> bool:
+        p = self._path(path)
+        fs = self._fs(p)
+        return bool(fs.exists(p)) and bool(fs.getFileStatus(p).isFile())
 
     def delete(self, path: str) -> None:
         p = self._path(path)

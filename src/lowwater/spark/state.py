@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lowwater.core.errors import ConfigurationError
 from lowwater.graph.pipeline import SOURCES_KEY
 from lowwater.spark.fs import CheckpointFS, checkpoint_fs, is_uri, join
 from lowwater.spark.sealed import StateKey, seal, state_key, unseal
@@ -51,6 +52,9 @@ class StateStore:
         """The local directory (plain paths); with a URI checkpoint, :attr:`location` is the truth."""
         self.fs: CheckpointFS = checkpoint_fs(str(checkpoint), spark)
         self.local = not is_uri(str(checkpoint))
+        if self.fs.is_file(str(checkpoint)):
+            raise ConfigurationError("checkpoint_location", f"{checkpoint} is a file, not a directory; hint: give "
+                                     "a directory (a new one starts the job over; the job's own resumes it)")
         self.batches = join(self.location, "batches")
         self.state = join(self.location, "state")
         self.fs.mkdirs(self.batches)
@@ -77,8 +81,6 @@ class StateStore:
 
         A checkpoint is bound once a batch's state is committed: a run that failed before
         that (a wrong field name, a raising function) leaves it free for the fixed pipeline."""
-        from lowwater.core.errors import ConfigurationError
-
         path = join(self.location, "pipeline.json")
         recorded = self._json(path)
         if recorded is not None:
