@@ -93,7 +93,9 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
     if not lines:
         out.append("no batches yet: the job has not finished a micro-batch")
         return "\n".join(out) + "\n"
-    end = "reached (a MAX watermark fired every remaining window)" if s["end_of_input"] else "not reached"
+    # processing-time windows still open at the end do not fire, as in Flink (docs/semantics.md)
+    end = "reached (a MAX watermark fired every event-time window left open)" if s["end_of_input"] \
+        else "not reached"
     out.append(f"{s['batches']} batches ({s['first_batch']}..{s['last_batch']}), end of input {end}")
     out.append(f"totals: {s['rows_in']} rows in, {s['rows_late']} late, {s['rows_dead_lettered']} dead-lettered, "
                f"{s['windows_fired']} window firings")
