@@ -98,3 +98,18 @@ def test_a_batch_record_gives_spark_batch_id_and_clock_and_the_end_of_input_step
     assert (end.spark_batch_id, end.end_of_input) == (None, True)
     moved = MetricsLine.of_record({**record, "spark_batch_id": 1}, {}, running=NATIVE_RUNNING_TOTALS, path="native")
     assert moved.spark_batch_id == 1
+
+
+def test_a_dead_letter_comes_back_from_json_with_its_decimals_and_bytes() -> None:
+    from decimal import Decimal
+
+    from lowwater.metrics.dead_letters import letter_from_json, letter_json, record_json
+
+    letter = {"reason": "missing key (user)", "partition": 0, "offset": 7,
+              "record": {"user": None, "price": Decimal("1.50"), "zero": Decimal("0E-4"), "bin": b"\x01\xff",
+                         "inf": Decimal("-Infinity"), "nested": [Decimal("2.5"), {"b": b""}], "text": "1.50"}}
+    assert letter_from_json(letter_json(letter)) == letter
+    # as Spark's to_json writes a struct: no null field, a Decimal a number with its places, bytes in base64
+    assert record_json(letter["record"]) == (
+        '{"price":1.50,"zero":0.0000,"bin":"Af8=","inf":"-Infinity","nested":[2.5,{"b":""}],"text":"1.50"}')
+    assert json.loads(record_json(letter["record"]))["zero"] == 0

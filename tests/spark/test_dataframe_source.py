@@ -316,3 +316,39 @@ def test_binary_map_struct_and_array_fields_reach_the_late_output_as_the_native_
         "binary", "map<string,int>", "struct<a:int,b:string>", "array<int>"], got.dtypes
     assert [(bytes(r.bin), r.m, r.st.asDict(), r.arr) for r in got.collect()] == [
         (bytes([3, 255]), {"k": 3, "j": None}, {"a": 3, "b": "s3"}, [3])]
+
+
+@pytest.mark.parametrize(("path", "frames"), [("native", True), ("keyed", True), ("general", True), ("keyed", False)])
+def test_a_dead_letter_s_decimal_and_binary_fields_are_written_alike_on_every_path(
+        spark: Any, tmp_path: Path, path: str, frames: bool) -> None:
+    """A dead letter's ``record``, in a DataFrame sink's frame, is the native path's ``to_json`` of
+    the element on every path: a DECIMAL a number with its places, a BINARY in base64. The keyed
+    and general paths wrote ``"1.50"`` and bytes as their repr (``"b'\\\\x01\\\\xff'"``); a row-list
+    sink on the keyed path got the same texts for the Decimal and the bytes it should have got."""
+    from decimal import Decimal
+
+    from lowwater.spark.sinks import ForeachDataFrameSink
+
+    schema = "p INT, o BIGINT, ts BIGINT, user STRING, price DECIMAL(10,2), bin BINARY, amount BIGINT"
+    rows = [(0, 0, 1000, None, Decimal("1.50"), bytes([1, 255]), 1), (0, 1, 2000, "ann", Decimal("0.00"), None, 2),
+            (0, 2, 3000, "bob", Decimal("3.10"), None, None)]
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(tmp_path / "in" / "b0"))
+    df = spark.readStream.schema(schema).option("recursiveFileLookup", "true").parquet(str(tmp_path / "in"))
+    env = StreamExecutionEnvironment()
+    (env.from_source(DataFrameSource(df, partition="p", offset="o"),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount").collect())
+    got: list[Any] = []
+    sink: Any = ForeachDataFrameSink(lambda d, _: got.extend(d.orderBy("offset").collect())) if frames \
+        else CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, dead_letter_sink=sink,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+    assert job.path == path, job.reason
+    if frames:
+        assert [(r["offset"], r["record"]) for r in got] == [
+            (0, '{"p":0,"o":0,"ts":1000,"price":1.50,"bin":"Af8=","amount":1}'),
+            (2, '{"p":0,"o":2,"ts":3000,"user":"bob","price":3.10}')]
+    else:
+        assert [d["record"] for d in sink.results] == [
+            {"p": 0, "o": 0, "ts": 1000, "user": None, "price": Decimal("1.50"), "bin": bytes([1, 255]), "amount": 1},
+            {"p": 0, "o": 2, "ts": 3000, "user": "bob", "price": Decimal("3.10"), "bin": None, "amount": None}]

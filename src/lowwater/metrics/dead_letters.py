@@ -12,12 +12,17 @@ without the record's own text (``record does not parse: '{"ts": ...'`` -> ``reco
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
-__all__ = ["describe_reasons", "merge_reasons", "reason_kind", "summarize_dead"]
+__all__ = ["describe_reasons", "letter_from_json", "letter_json", "merge_reasons", "reason_kind", "record_json",
+           "summarize_dead"]
 
 TOP_REASONS = 5
 SAMPLE_CHARS = 300
@@ -58,3 +63,63 @@ def merge_reasons(lines: Sequence[Mapping[str, Any]], top: int = TOP_REASONS) ->
 def describe_reasons(reasons: Mapping[str, int]) -> str:
     """``missing key (user) x3, record does not parse: 'x' x1``"""
     return ", ".join(f"{reason} x{n}" for reason, n in reasons.items())
+
+
+# -- a dead letter through JSON, and its record as a DataFrame's text ------------------------------
+_TAGS: dict[str, Callable[[str], Any]] = {"\x00decimal": Decimal, "\x00bytes": base64.b64decode}
+"""A Decimal or bytes value inside a letter carried as JSON text between processes (a key no
+record's dict has), so that it comes back as the value it was: ``default=str`` made a Decimal
+text and bytes their repr, on the keyed path only."""
+
+
+def _tagged(o: Any) -> Any:
+    if isinstance(o, Decimal):
+        return {"\x00decimal": str(o)}
+    if isinstance(o, (bytes, bytearray)):
+        return {"\x00bytes": base64.b64encode(o).decode("ascii")}
+    return str(o)
+
+
+def _untagged(d: dict[str, Any]) -> Any:
+    if len(d) == 1:
+        (k, v), = d.items()
+        back = _TAGS.get(k)
+        if back is not None:
+            return back(v)
+    return d
+
+
+def letter_json(letter: Mapping[str, Any]) -> str:
+    """A dead letter as JSON text that :func:`letter_from_json` reads back with its values' types:
+    Decimals and bytes too (other values JSON has no kind for become their text)."""
+    return json.dumps(letter, default=_tagged)
+
+
+def letter_from_json(text: str | bytes) -> dict[str, Any]:
+    """The dead letter :func:`letter_json` wrote."""
+    return dict(json.loads(text, object_hook=_untagged))
+
+
+_MARK = f"lowwater-number-{uuid.uuid4().hex}-"
+_MARKED = re.compile(f'"{_MARK}([0-9]+)"')
+
+
+def record_json(record: Any) -> str:
+    """A dead letter's record as the native path's ``to_json`` writes it, whichever path rejected
+    it: compact, a dict without its null fields (as a struct), bytes in base64 and a finite
+    Decimal as a JSON number with its places (``1.50``, not ``"1.50"``); a value JSON has no kind
+    for is its text."""
+    numbers: list[str] = []
+
+    def default(o: Any) -> Any:
+        if isinstance(o, Decimal) and o.is_finite():
+            numbers.append(format(o, "f"))
+            return f"{_MARK}{len(numbers) - 1}"
+        if isinstance(o, (bytes, bytearray)):
+            return base64.b64encode(o).decode("ascii")
+        return str(o)
+
+    if isinstance(record, dict):
+        record = {k: v for k, v in record.items() if v is not None}
+    text = json.dumps(record, separators=(",", ":"), default=default)
+    return _MARKED.sub(lambda m: numbers[int(m.group(1))], text) if numbers else text

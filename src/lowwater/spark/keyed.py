@@ -83,6 +83,7 @@ from lowwater.graph.transformations import (
     UnionTransformation,
     WindowTransformation,
 )
+from lowwater.metrics.dead_letters import letter_from_json, letter_json
 from lowwater.runtime.nodes import _fn_name, _lane_labels
 from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import LaneEvent
@@ -484,7 +485,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
                 letter["source"] = branch.name
             if unparsed:  # its file, whether the source knows it or not (as the other paths' letters)
                 letter["file"] = file
-            rows.append((src, p, offset, seq, 0, None, None, None, json.dumps(letter, default=str), None))
+            rows.append((src, p, offset, seq, 0, None, None, None, letter_json(letter), None))
 
         def push(step: int, value: Any, ts: int | None, off: Any, sq: Any, sub: list[int]) -> None:
             """One value through the chain from ``step`` on, depth first, as the reference runtime
@@ -803,7 +804,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             raise UserFunctionError(f"{'window' if isinstance(node, WindowNode) else 'process'} function of "
                                     f"{node.name}", e) from e
         for letter in node.dead.rows:
-            out.append(("dead", None, 0, 0, 0, 0, len(out), json.dumps(letter, default=str).encode(), None, None,
+            out.append(("dead", None, 0, 0, 0, 0, len(out), letter_json(letter).encode(), None, None,
                         None, None))
         for k, (data, next_event, next_proc) in op.take_key_slices().items():
             kb = key_bytes(k)
@@ -1060,11 +1061,11 @@ class KeyedProcessor:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
             lap("state_write_ms")
             per_sink = self._outputs(st, stage_b, kinds, stats, batch_id, self._late_seed(df))
-            dead = [json.loads(r["_dead"]) for r in rejected.filter("_dead IS NOT NULL")
+            dead = [letter_from_json(r["_dead"]) for r in rejected.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
                 if rejected is not None else []
             if kinds.get("dead"):
-                dead += [json.loads(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
+                dead += [letter_from_json(bytes(r["blob"])) for r in stage_b.filter("kind = 'dead'").orderBy("o5")
                          .select("blob").collect()]
             lap("outputs_ms")
         except BaseException:

@@ -89,8 +89,7 @@ def dead_letter_output(spark: SparkSession, rows: list[dict[str, Any]], sourced:
     batch without dead letters wrote a file or created a table without it, and readers of the
     directory then dropped the later batches' column without a word. Before, a DataFrame sink got
     ``createDataFrame(rows)``, which failed the batch when a column was null in every row."""
-    import json
-
+    from lowwater.metrics.dead_letters import record_json
     from lowwater.spark.native_sql import dead_ddl
 
     ddl = dead_ddl({}) + (", source STRING" if sourced else "")
@@ -98,9 +97,7 @@ def dead_letter_output(spark: SparkSession, rows: list[dict[str, Any]], sourced:
     def record(value: Any) -> str | None:
         if value is None or isinstance(value, str):  # a str: what a source read and could not parse
             return value
-        if isinstance(value, dict):  # as Spark's to_json writes a struct: no null fields
-            value = {k: v for k, v in value.items() if v is not None}
-        return json.dumps(value, separators=(",", ":"), default=str)
+        return record_json(value)  # as the native path's to_json writes a struct
 
     data = [(r.get("reason"), r.get("partition"), r.get("offset"), r.get("file"), record(r.get("record")),
              *([r.get("source")] if sourced else [])) for r in rows]
