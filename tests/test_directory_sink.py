@@ -118,3 +118,30 @@ def test_parquet_batches_of_decimals_keep_one_decimal_column_as_totals_grow(tmp_
     with pytest.raises(OutputSchemaError, match=r"the field v holds DECIMAL\(38,3\) values, where earlier batches "
                                                 r"made it a DECIMAL\(38,2\) column.*Decimal\.quantize"):
         sink.write_batch(2, [{"k": "d", "v": Decimal("0.125")}])
+
+
+def test_window_results_get_spark_s_window_struct_in_parquet_and_json_lines(tmp_path: Path) -> None:
+    """As the Spark paths write them: ``window`` (``start``, ``end`` TIMESTAMPs in UTC) after the
+    result's fields; a bound past Python's dates is null. Until session 37 the reference runtime's
+    files had no ``window`` column, so its output and a Spark run's could not be read as one table."""
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+
+    rows = [WindowResult("a", 1_714_557_600_000, 1_714_557_660_500, 3, 0), WindowResult("g", MIN_TIMESTAMP,
+                                                                                         MAX_TIMESTAMP, 1, 0)]
+    DirectorySink(tmp_path / "p", "parquet").write_batch(0, rows)
+    DirectorySink(tmp_path / "j", "jsonl").write_batch(0, rows)
+    table = pq.read_table(tmp_path / "p" / "batch=0" / "part.parquet")
+    assert table.column_names == ["key", "window_start", "window_end", "value", "fire_index", "window"]
+    assert str(table.schema.field("window").type) == "struct<start: timestamp[us, tz=UTC], end: timestamp[us, tz=UTC]>"
+    utc = dt.timezone.utc
+    assert table.column("window").to_pylist() == [
+        {"start": dt.datetime(2024, 5, 1, 10, 0, tzinfo=utc),
+         "end": dt.datetime(2024, 5, 1, 10, 1, 0, 500_000, tzinfo=utc)},
+        {"start": None, "end": None}]
+    lines = [json.loads(x) for x in (tmp_path / "j" / "batch=0" / "part.jsonl").read_text().splitlines()]
+    assert [x["window"] for x in lines] == [
+        {"start": "2024-05-01T10:00:00.000Z", "end": "2024-05-01T10:01:00.500Z"}, {"start": None, "end": None}]

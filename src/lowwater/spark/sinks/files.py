@@ -7,6 +7,7 @@ be local or any Hadoop URI. The reference runtime's rows are written from the pr
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
@@ -37,7 +38,8 @@ class DirectorySink(DataFrameSink):
     ``<path>/.batch=<id>.tmp`` and renames it to ``batch=<id>`` (Hadoop FileSystem, so
     ``path`` may be ``hdfs://...``; a plain path is on Spark's default file system, as in
     ``df.write``); the reference runtime's rows are written as one file
-    ``part.jsonl`` or ``part.parquet`` (local paths). A replayed batch id rewrites the same
+    ``part.jsonl`` or ``part.parquet`` (local paths), window results with Spark's ``window``
+    struct as on Spark. A replayed batch id rewrites the same
     directory, so the sink's contents are exactly-once. An empty batch writes an empty one,
     unless ``empty_batches=False``: then a batch known to have no rows for this output (no
     window fired; nothing late) writes no directory and runs no Spark job, as Spark's own file
@@ -84,7 +86,7 @@ class DirectorySink(DataFrameSink):
             return
         if self.fmt not in ("jsonl", "json", "parquet"):
             raise ConfigurationError("fmt", f"{self.fmt!r} is written by Spark only; use parquet or jsonl here")
-        records = [to_dict(r) for r in rows]
+        records = [_with_window(to_dict(r), text=self.fmt != "parquet") for r in rows]
         # settled before anything is written: a batch whose types do not fit leaves no directory
         table = _settled_table(records, self._kept_schema(batch_id), f"{self!r}", batch_id) \
             if self.fmt == "parquet" and records else None
@@ -120,6 +122,29 @@ class DirectorySink(DataFrameSink):
             if (d / "part.parquet").exists():
                 return pq.read_schema(d / "part.parquet")
         return None
+
+
+def _with_window(record: dict[str, Any], text: bool) -> dict[str, Any]:
+    """A window result's row with Spark's ``window`` struct after its fields, as the Spark paths
+    write it (``start`` and ``end`` as TIMESTAMPs, in UTC): datetimes for Parquet, for JSON lines
+    the text Spark's JSON writer gives them in a lowwater session (``2024-05-01T10:00:00.000Z``).
+    A bound past Python's dates (years 1 to 9999: a global window's) is null. Other rows are left
+    as they are."""
+    start, end = record.get("window_start"), record.get("window_end")
+    if type(start) is not int or type(end) is not int or "window" in record:
+        return record
+    return {**record, "window": {"start": _timestamp(start, text), "end": _timestamp(end, text)}}
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _timestamp(ms: int, text: bool) -> Any:
+    try:
+        at = _EPOCH + datetime.timedelta(milliseconds=ms)
+    except OverflowError:
+        return None
+    return f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z" if text else at
 
 
 def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id: int) -> Any:
