@@ -320,6 +320,41 @@ def test_without_idleness_an_idle_partition_holds_windows_open(spark: Any, tmp_p
     assert all(b["combined_watermark"] <= 999 for b in job.watermarks())
 
 
+def test_a_query_stopped_in_the_middle_of_a_batch_stops_cleanly_and_the_batch_runs_again(
+        spark: Any, tmp_path: Path) -> None:
+    """``job.stop()`` while a batch's Spark job runs interrupts the batch's py4j call. Spark's stream
+    thread reads the Python error's text to tell a stop from a failure, with a regex that recursed
+    once per character of it: the Py4JJavaError's 10,000 characters overflowed the thread's stack,
+    which died printing a thousand lines of a StackOverflowError, its status still "Processing new
+    data". The batch, not committed, runs again when the query starts again."""
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    for p in range(2):
+        writer.append(p, [{"key": f"k{i % 7}", "ts": i * 10, "value": 1} for i in range(20_000)])
+
+    def build() -> tuple[StreamExecutionEnvironment, CollectSink]:
+        env = StreamExecutionEnvironment()
+        sink = (env.from_source(PartitionedLogSource(log, FIELDS, records_per_batch=5_000),
+                                WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+                .key_by("key").window(TumblingEventTimeWindows.of(100_000)).sum("value").collect())
+        return env, sink
+
+    env, first = build()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger="1 s").execute(env)
+    tracker = spark.sparkContext.statusTracker()
+    try:
+        assert _wait(lambda: len(tracker.getActiveJobsIds()) > 0), "a batch's Spark job should start"
+    finally:
+        job.stop()
+    assert job.query is not None and job.query.exception() is None
+    assert job.query.status["message"] == "Stopped"
+    env, second = build()
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    fired = [(r.key, r.window_start, r.value) for r in [*first.results, *second.results]]
+    assert len({(k, ws) for k, ws, _ in fired}) == len(fired) == 14  # 7 keys, 2 windows, each fired once
+    assert sum(v for _, _, v in fired) == 40_000
+
+
 def test_time_lag_watermarks_advance_with_no_data(spark: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 500, "value": 7}])

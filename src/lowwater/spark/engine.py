@@ -385,7 +385,19 @@ class _BatchDriver:
         return spark_batch_id + 1 if end is not None and spark_batch_id >= int(end["step"]) else spark_batch_id
 
     def on_batch(self, df: DataFrame, batch_id: int) -> None:
-        self._run(df, self.step_of(batch_id), end_of_input=False, spark_batch_id=batch_id)
+        try:
+            self._run(df, self.step_of(batch_id), end_of_input=False, spark_batch_id=batch_id)
+        except Exception as e:
+            interruption = _interruption(e)
+            if interruption is None:
+                raise
+            # the query was stopped in the middle of the batch. Spark's stream thread tells a stop from a
+            # failure by the Python error's text, with a regex that recurses once per character of it
+            # (StreamExecution.PROXY_ERROR): a Py4JJavaError's text, with its Java stack trace, is about
+            # 10,000 characters, and the thread died of a StackOverflowError, printing a thousand lines.
+            # The same words, short: Spark reads a stop, and the batch is run again by the next start
+            raise BatchInterrupted(f"py4j.protocol.Py4JJavaError: An error occurred while calling Spark in "
+                                   f"batch {batch_id}: {interruption} (the query was stopped)") from None
 
     def finish(self) -> None:
         """End of input, as the user declared it: one more step whose MAX watermark fires
@@ -527,6 +539,32 @@ class _BatchDriver:
         if isinstance(processor, JsonStateProcessor):
             return dict(processor.state_to_json(state).get("metrics") or {})
         return processor.totals(state)
+
+
+class BatchInterrupted(Exception):
+    """A batch whose Spark calls were interrupted because its query was stopped."""
+
+
+_INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOException",
+                  "java.nio.channels.ClosedByInterruptException")
+"""The exceptions by which Spark's stream thread knows an interrupted Python batch (its
+``StreamExecution.IO_EXCEPTION_NAMES``)."""
+
+
+def _interruption(e: BaseException) -> str | None:
+    """The name of the Java interruption behind ``e`` (a ``Py4JJavaError``, its causes followed), or None."""
+    java = getattr(e, "java_exception", None)
+    for _ in range(20):
+        if java is None:
+            return None
+        try:
+            name = str(java.getClass().getName())
+        except Exception:  # the gateway is gone: nothing to say
+            return None
+        if name in _INTERRUPTIONS:
+            return name
+        java = java.getCause()
+    return None
 
 
 def _observe_count(output: Output) -> tuple[Any, DataFrame]:
