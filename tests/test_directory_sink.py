@@ -145,3 +145,15 @@ def test_window_results_get_spark_s_window_struct_in_parquet_and_json_lines(tmp_
     lines = [json.loads(x) for x in (tmp_path / "j" / "batch=0" / "part.jsonl").read_text().splitlines()]
     assert [x["window"] for x in lines] == [
         {"start": "2024-05-01T10:00:00.000Z", "end": "2024-05-01T10:01:00.500Z"}, {"start": None, "end": None}]
+
+
+def test_a_window_result_s_fire_index_is_an_int_column_as_on_spark(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    sink = DirectorySink(tmp_path / "p", "parquet")
+    sink.write_batch(0, [WindowResult("a", 0, 10, 3, 0)])
+    sink.write_batch(1, [WindowResult("a", 0, 10, 4, 1)])
+    for b in (0, 1):
+        assert str(pq.read_schema(tmp_path / "p" / f"batch={b}" / "part.parquet").field("fire_index").type) == "int32"
+    DirectorySink(tmp_path / "d", "parquet").write_batch(0, [{"fire_index": 2}])  # not a window result: as it is
+    assert str(pq.read_schema(tmp_path / "d" / "batch=0" / "part.parquet").field("fire_index").type) == "int64"

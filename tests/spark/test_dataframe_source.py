@@ -217,14 +217,15 @@ def test_a_source_timestamp_on_the_keyed_path_runs_stage_a_in_python_with_the_so
         ("ann", 0, 3), ("bob", 1000, 4)]
 
 
-@pytest.mark.parametrize("path", ["native", "keyed"])
+@pytest.mark.parametrize("path", ["native", "keyed", "general"])
 @pytest.mark.parametrize("aggregate", ["sum", "avg"])
 def test_decimal_values_reach_a_dataframe_sink_as_every_path_types_them(
         spark: Any, tmp_path: Path, path: str, aggregate: str) -> None:
     """A DECIMAL(10,1) column's sum reaches a DataFrame sink as a DECIMAL(38,1) and its avg as the
-    DOUBLE of the exact sum divided, on both paths. The keyed path gave the sum as text (a STRING
-    column) and the avg as a Decimal, as text too; the native path's avg summed DOUBLEs (ten 0.1 are
-    0.9999999999999999)."""
+    DOUBLE of the exact sum divided, on every path, and the other columns are typed alike too. The
+    keyed path gave the sum as text (a STRING column) and the avg as a Decimal, as text too; the
+    native path's avg summed DOUBLEs (ten 0.1 are 0.9999999999999999). Until session 37 the keyed
+    and general paths' ``fire_index`` was a BIGINT, which a table the native path made refuses."""
     from decimal import Decimal
 
     from lowwater.spark.sinks import ForeachDataFrameSink
@@ -237,9 +238,11 @@ def test_decimal_values_reach_a_dataframe_sink_as_every_path_types_them(
     df = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).option("recursiveFileLookup", "true")
           .parquet(str(tmp_path / "in")))
     seen: list[tuple[str, list[Any]]] = []
+    columns: list[list[tuple[str, str]]] = []
 
     def keep(batch: Any, batch_id: int) -> None:
         seen.append((dict(batch.dtypes)["value"], sorted((r.window_start - T0_MS, r.value) for r in batch.collect())))
+        columns.append([(c, t) for c, t in batch.dtypes if c != "value"])
 
     env = StreamExecutionEnvironment()
     out = getattr(env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
@@ -253,6 +256,8 @@ def test_decimal_values_reach_a_dataframe_sink_as_every_path_types_them(
         assert fired == [("decimal(38,1)", (0, Decimal("1.0"))), ("decimal(38,1)", (1000, Decimal("2.5")))]
     else:
         assert fired == [("double", (0, 0.1)), ("double", (1000, 2.5))]
+    assert {tuple(c) for c in columns} == {(("key", "string"), ("window_start", "bigint"), ("window_end", "bigint"),
+                                            ("fire_index", "int"), ("window", "struct<start:timestamp,end:timestamp>"))}
 
 
 @pytest.mark.parametrize("path", ["native", "keyed", "general"])

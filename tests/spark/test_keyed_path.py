@@ -455,7 +455,7 @@ def test_dataframe_sinks_get_frames_the_executors_built_with_the_window_struct(
     assert plans and not any("LocalRelation" in p for p in plans), plans[:1]
     results = spark.read.parquet(str(tmp_path / "results" / "batch=*"))
     assert results.dtypes == [("key", "string"), ("window_start", "bigint"), ("window_end", "bigint"),
-                              ("value", "bigint"), ("fire_index", "bigint"),
+                              ("value", "bigint"), ("fire_index", "int"),
                               ("window", "struct<start:timestamp,end:timestamp>")]  # the native path's order
     got = sorted((r["key"], r["window_start"], r["window_end"], r["value"], r["fire_index"]) for r in results.collect())
     assert got == sorted((r.key, r.window_start, r.window_end, r.value, r.fire_index) for r in expected[0].results)

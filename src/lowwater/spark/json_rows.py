@@ -319,6 +319,9 @@ class JsonFrames:
             got = StructType(sorted(got.fields, key=lambda f: (rank.get(f.name, len(rank)), f.name)))
         if late:  # the position and windows have one type, whatever a batch's values (nulls, no windows)
             got = StructType([f for f in got.fields if f.name != _LATE] + [StructField(_LATE, _late_type(late_source))])
+        if _windowed({f.name: f.dataType.simpleString() for f in got.fields}) and (
+                kept is None or "fire_index" not in kept.fieldNames()):
+            got = _with_int_fire_index(got)
         if seed is not None:
             kept = seed if kept is None else StructType(
                 kept.fields + [f for f in seed.fields if f.name not in kept.fieldNames()])
@@ -611,6 +614,16 @@ def _late_columns(df: DataFrame, col: Any, types: dict[str, str], sourced: bool 
     source = [late["source"].alias(late_source_name(fields))] if sourced else []
     return df.select(*[col(n).alias(n) for n in fields], *source, late["partition"].cast("int").alias(part),
                      late["offset"].cast("bigint").alias(off), windows.alias(rejected))
+
+
+def _with_int_fire_index(schema: StructType) -> StructType:
+    """``schema`` with a window result's ``fire_index`` an INT, as the native path's (``result_ddl``):
+    inferred from JSON it is a BIGINT, and a table the native path made would refuse it. Later
+    batches' BIGINTs settle into it (:func:`_settle`); a checkpoint that kept a BIGINT keeps it."""
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    return StructType([StructField(f.name, IntegerType(), f.nullable)
+                       if f.name == "fire_index" and isinstance(f.dataType, LongType) else f for f in schema.fields])
 
 
 def _windowed(types: dict[str, str]) -> bool:

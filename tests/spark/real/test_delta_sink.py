@@ -37,7 +37,7 @@ def test_a_replayed_batch_adds_nothing_and_a_new_one_appends(spark: Any, tmp_pat
     other = DeltaSink(str(table), name="late")  # another writer of the table has its own versions
     assert other.app_id != sink.app_id
     other.write_dataframe(spark.createDataFrame([("cat", 0, 10, 1, 0)], "key STRING, window_start BIGINT, "
-                                                "window_end BIGINT, value BIGINT, fire_index BIGINT"), 1)
+                                                "window_end BIGINT, value BIGINT, fire_index INT"), 1)
     assert ("cat", 0, 1, 0, 1) in _table(spark, table)
     history = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").collect()
     assert len(history) == 3  # batch 0, batch 1, the other writer's batch 1: no commit for the replays

@@ -164,10 +164,13 @@ def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id
     names = list(dict.fromkeys(k for r in records for k in r))
     table = pa.table({n: _column([r.get(n) for r in records]) for n in names})
     kept = kept if kept is not None else pa.schema([])
+    windowed = all(n in table.column_names and pa.types.is_int64(table[n].type) for n in ("window_start", "window_end"))
     fields, columns = [], []
     for name in [*kept.names, *(n for n in table.column_names if n not in kept.names)]:
         old = kept.field(name).type if name in kept.names else None
         new = _wide(_known(table[name].type)) if name in table.column_names else None
+        if name == "fire_index" and windowed and pa.types.is_int64(new) and (old is None or pa.types.is_int32(old)):
+            new = pa.int32()  # a window result's fire_index is an INT, as on Spark (native_sql.result_ddl)
         # a STRING column takes any value, a list or struct as its JSON text (_texts below)
         target = old if old is not None and new is not None and pa.types.is_string(old) \
             else _merged(old, new, name, what, batch_id)
