@@ -220,3 +220,41 @@ def test_the_late_output_of_a_union_names_each_elements_source(spark: Any, tmp_p
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True, path=path).execute(env, "late of a union")
     assert job.path == path
     assert sorted(rows) == [("x", 100, "web-a", "clicks", 0, 1), ("x", 200, "web-b", "orders", 0, 1)]
+
+
+def _shorter_log_union(root: Path) -> tuple[StreamExecutionEnvironment, Any, Any]:
+    """A union of two logs, one of them shorter: ``orders`` has one segment, ``clicks`` three, the
+    third an element 7 s behind the second."""
+    from lowwater.api import OutputTag
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.sources import PartitionedLogSource
+
+    fields = [("user", "STRING"), ("ts", "BIGINT"), ("amount", "BIGINT")]
+    clicks, orders = PartitionedLogWriter(root / "clicks", "jsonl"), PartitionedLogWriter(root / "orders", "jsonl")
+    for ts, amount in ((1000, 1), (12_000, 2), (5000, 4)):
+        clicks.append(0, [{"user": "a", "ts": ts, "amount": amount}])
+    orders.append(0, [{"user": "a", "ts": 1000, "amount": 8}])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    env = StreamExecutionEnvironment()
+    a = env.from_source(PartitionedLogSource(root / "clicks", fields, segments_per_batch=1), strategy, name="clicks")
+    b = env.from_source(PartitionedLogSource(root / "orders", fields, segments_per_batch=1), strategy, name="orders")
+    late = OutputTag("late")
+    sums = a.union(b).key_by("user").window(TumblingEventTimeWindows.of(10_000)).side_output_late_data(late) \
+        .sum("amount")
+    return env, sums.collect(), sums.get_side_output(late).collect()
+
+
+def test_a_log_whose_data_runs_out_first_holds_a_union_back_on_the_reference_runtime_as_on_spark(
+        spark: Any, tmp_path: Path) -> None:
+    """On Spark no stream finishes before the end of input: a log may grow. The reference runtime
+    sent MAX for the shorter log as soon as its segments ran out, as for a bounded source in Flink,
+    so the union moved on with ``clicks`` alone (11999) and ``a@5000`` was late there, and on time
+    on Spark: the same pipeline over the same logs gave ``a[0, 10 s)`` 9 on one and 13 on the other."""
+    env, sums, late = _shorter_log_union(tmp_path / "reference")
+    ReferenceRuntime().execute(env)
+    reference = ([(r.key, r.window_start, r.value) for r in sums.results], late.results)
+    assert reference == ([("a", 0, 13), ("a", 10_000, 2)], [])
+    env, sums, late = _shorter_log_union(tmp_path / "spark")
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True, path="keyed").execute(env)
+    assert ([(r.key, r.window_start, r.value) for r in sums.results], late.results) == reference

@@ -92,6 +92,13 @@ class Source(ABC):
     def bounded(self) -> bool:
         return True
 
+    @property
+    def finishes_alone(self) -> bool:
+        """Whether running out of batches while other sources go on finishes this source: it sends
+        MAX on every partition and stops holding a union back, as a bounded source does in Flink.
+        A source Spark reads as a stream says no (:class:`~lowwater.spark.source_base.SparkSource`)."""
+        return True
+
 
 def _partition_getter(partition_of: str | Callable[[Any], int] | None) -> Callable[[Any], int]:
     if partition_of is None:

@@ -100,7 +100,7 @@ class CompiledJob:
                 s.feed(b)
         rows = sum(s.rows_in_batch for s, _ in live)
         for i, (s, maybe) in enumerate(zip(self.sources, batches, strict=True)):
-            if maybe is None and i not in self.ended:
+            if maybe is None and i not in self.ended and s.source.finishes_alone:
                 self.ended.add(i)
                 s.end()
         for n in self.nodes:

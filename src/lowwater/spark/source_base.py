@@ -29,6 +29,14 @@ class SparkSource(Source):
     def spark_stream(self, spark: SparkSession) -> DataFrame:
         raise NotImplementedError
 
+    @property
+    def finishes_alone(self) -> bool:
+        """No: on Spark no stream finishes before the end of input (the log, a topic or a
+        directory may grow), so a source whose data has run out holds a union back, or goes idle
+        as its strategy says, until every source ends together. The reference runtime reads it so
+        too, where it sent MAX for it alone and gave other results than Spark."""
+        return False
+
     def fields(self) -> list[str]:
         """The element's field names."""
         raise NotImplementedError
