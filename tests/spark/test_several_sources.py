@@ -258,3 +258,35 @@ def test_a_log_whose_data_runs_out_first_holds_a_union_back_on_the_reference_run
     env, sums, late = _shorter_log_union(tmp_path / "spark")
     SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True, path="keyed").execute(env)
     assert ([(r.key, r.window_start, r.value) for r in sums.results], late.results) == reference
+
+
+def test_a_union_whose_sources_give_a_field_two_types_is_refused_naming_both(spark: Any, tmp_path: Path) -> None:
+    """Spark reads the sources as one DataFrame: a STRING ``user`` in one and a BIGINT in the other
+    became one column, the text ``"1"`` cast to the number, so two keys were summed as one; a text
+    that is no number failed the query with ``CAST_INVALID_INPUT``, naming neither source nor field.
+    Numbers of two widths still unite."""
+    from lowwater.core.errors import PipelineError
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.sources import PartitionedLogSource
+
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+
+    def run(orders_amount: str, user: Any, root: Path) -> Any:
+        PartitionedLogWriter(root / "clicks", "jsonl").append(0, [{"user": "1", "ts": 1000, "amount": 1}])
+        PartitionedLogWriter(root / "orders", "jsonl").append(0, [{"user": user, "ts": 2000, "amount": 5}])
+        env = StreamExecutionEnvironment()
+        a = env.from_source(PartitionedLogSource(root / "clicks", [("user", "STRING"), ("ts", "BIGINT"),
+                                                                   ("amount", "BIGINT")]), strategy, name="clicks")
+        b = env.from_source(PartitionedLogSource(root / "orders", [("user", "BIGINT" if user == 1 else "STRING"),
+                                                                   ("ts", "BIGINT"), ("amount", orders_amount)]),
+                            strategy, name="orders")
+        out = a.union(b).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("amount").collect()
+        SparkRuntime(str(root / "ck"), spark=spark, end_of_input=True, path="keyed").execute(env)
+        return sorted((repr(r.key), r.value) for r in out.results)
+
+    with pytest.raises(PipelineError) as refused:
+        run("BIGINT", 1, tmp_path / "mixed")
+    assert "'clicks' and 'orders' give the field 'user' two types, STRING and BIGINT" in str(refused.value)
+    assert not (tmp_path / "mixed" / "ck" / "spark" / "commits").exists()  # refused before Spark read
+    assert run("DOUBLE", "1", tmp_path / "widths") == [("'1'", 6.0)]

@@ -265,7 +265,8 @@ class SparkRuntime:
             processor.state_from_json(store.load_json(latest))  # read (another format) is refused before a batch
         driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
-        stream = read_sources(spark, sources)
+        labels = p.source_labels()
+        stream = read_sources(spark, sources, [labels.get(t.id, t.name) for t in p.sources])
         if store.local:  # (a URI checkpoint: Spark's own assertion remains)
             _check_source_count(Path(checkpoint) / "spark", len(sources) + 1)
         stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable

@@ -63,18 +63,43 @@ def find_sources(pipeline: PipelineLike) -> list[SparkSource]:
     return sources  # type: ignore[return-value]
 
 
-def read_sources(spark: SparkSession, sources: list[SparkSource]) -> DataFrame:
+def read_sources(spark: SparkSession, sources: list[SparkSource], names: list[str] | None = None) -> DataFrame:
     """One streaming DataFrame: a single source as it is, several united by name with a
-    ``_source`` column (the source's position); fields one source lacks are null."""
+    ``_source`` column (the source's position); fields one source lacks are null. Sources that
+    give one field two kinds of type are refused (:func:`_check_united_types`), ``names`` naming them."""
     if len(sources) == 1:
         return sources[0].spark_stream(spark)
     from pyspark.sql import functions as F
 
     streams = [src.spark_stream(spark).withColumn(SOURCE_COLUMN, F.lit(i)) for i, src in enumerate(sources)]
+    _check_united_types(streams, names or [f"source #{i}" for i in range(len(sources))])
     united = streams[0]
     for df in streams[1:]:
         united = united.unionByName(df, allowMissingColumns=True)
     return united
+
+
+_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
+
+
+def _check_united_types(streams: list[DataFrame], names: list[str]) -> None:
+    """Refuse sources whose DataFrames give one column two kinds of type (a STRING and a BIGINT
+    ``user``): united into one DataFrame, the column has one type, and Spark's coercion casts the
+    other source's values to it, so ``"1"`` and ``1`` became one key and ``"x"`` failed the query
+    with ``CAST_INVALID_INPUT``, naming neither. Numbers of different widths unite as numbers."""
+    seen: dict[str, tuple[str, str]] = {}
+    for name, df in zip(names, streams, strict=True):
+        for column, kind in df.dtypes:
+            if column.startswith("_"):
+                continue
+            first = seen.setdefault(column, (name, kind))
+            if first[1] != kind and not (first[1].startswith(_NUMERIC) and kind.startswith(_NUMERIC)):
+                raise PipelineError(
+                    f"the sources {first[0]!r} and {name!r} give the field {column!r} two types, "
+                    f"{first[1].upper()} and {kind.upper()}: Spark reads several sources as one DataFrame, whose "
+                    f"column has one type, and would cast one source's values to the other's (the text '1' and "
+                    f"the number 1 one key; a text that is no number fails the query). Hint: declare one type "
+                    f"in both, or give the field another name in one of them")
 
 
 class _Capture(Sink):
