@@ -17,6 +17,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lowwater.core.windows.events import WindowResult
 from lowwater.spark.json_rows import MAX_SHAPES, JsonFrames, document, json_row, merge_shapes, reported, shape, to_json
 
@@ -425,3 +427,33 @@ def test_a_dead_letters_text_reaches_a_dataframe_sink_as_the_native_path_writes_
     out = dead_letter_output(spark, rows, sourced=False)
     assert out.frame is not None
     assert [r["record"] for r in out.frame.orderBy("offset").collect()] == ['{"a": 1', '{"ts":5}']
+
+
+@pytest.mark.parametrize("runtime", ["spark", "reference"])
+def test_a_global_window_s_result_reaches_a_dataframe_sink_with_a_null_window_struct(
+        spark: Any, tmp_path: Path, runtime: str) -> None:
+    """A count window is a global window, from the 64-bit minimum to the maximum: no TIMESTAMP holds
+    those, and ``timestamp_millis`` failed the query with ``long overflow``, naming neither the
+    window nor the sink. Its ``window`` is null now, start and end, on Spark and on the reference
+    runtime's DirectorySink alike."""
+    from lowwater.api import StreamExecutionEnvironment
+    from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.spark.engine import SparkRuntime
+    from lowwater.spark.sinks import DirectorySink, read_directory
+    from lowwater.spark.sources import BatchFilesSource
+
+    BatchFilesSource.write(tmp_path / "in", [[{"key": "a", "ts": 100, "value": 1}, {"key": "a", "ts": 200, "value": 2},
+                                              {"key": "a", "ts": 300, "value": 4}]])
+    env = StreamExecutionEnvironment()
+    (env.from_source(BatchFilesSource(tmp_path / "in", [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")], [0]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").count_window(2).sum("value").add_sink(DirectorySink(tmp_path / "out", "jsonl")))
+    if runtime == "spark":
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    else:
+        env.execute()
+    rows = read_directory(tmp_path / "out")
+    assert [(r["key"], r["window_start"], r["window_end"], r["value"], r["fire_index"]) for r in rows] == [
+        ("a", MIN_TIMESTAMP, MAX_TIMESTAMP, 3, 0)]
+    assert [r["window"] for r in rows] == [{}]  # as Spark's JSON writer writes a struct of nulls

@@ -632,11 +632,17 @@ def _windowed(types: dict[str, str]) -> bool:
 
 
 def _window(col: Any) -> Any:
-    """Spark's ``window`` struct of the columns ``col("window_start")`` and ``col("window_end")``."""
+    """Spark's ``window`` struct of the columns ``col("window_start")`` and ``col("window_end")``; a
+    bound no TIMESTAMP holds (a global window's, the 64-bit ends) is null
+    (:func:`~lowwater.spark.native_sql.window_sql`)."""
     from pyspark.sql import functions as F
 
-    return F.struct(F.timestamp_millis(col("window_start")).alias("start"),
-                    F.timestamp_millis(col("window_end")).alias("end"))
+    from lowwater.spark.native_sql import TIMESTAMP_MILLIS
+
+    def bound(c: Any) -> Any:
+        return F.when(c.between(-TIMESTAMP_MILLIS, TIMESTAMP_MILLIS), F.timestamp_millis(c))
+
+    return F.struct(bound(col("window_start")).alias("start"), bound(col("window_end")).alias("end"))
 
 
 def _infer(frame: DataFrame) -> DataFrame:

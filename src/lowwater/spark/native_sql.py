@@ -272,9 +272,18 @@ def python_repr_sql(text: str) -> str:
             f"ELSE {body(39)} END")
 
 
+TIMESTAMP_MILLIS = (2**63 - 1) // 1000
+"""The largest epoch millisecond a TIMESTAMP (microseconds in 64 bits) holds, and minus it the smallest
+taken here: ``timestamp_millis`` of one further out fails the query with ``long overflow``."""
+
+
 def window_sql(start: str, end: str) -> str:
-    """The ``window`` column (Spark's ``window()`` struct), as SQL over epoch-millisecond ``start`` and ``end``."""
-    return f"named_struct('start', timestamp_millis({start}), 'end', timestamp_millis({end}))"
+    """The ``window`` column (Spark's ``window()`` struct), as SQL over epoch-millisecond ``start`` and
+    ``end``; a bound no TIMESTAMP holds (a global window's, the 64-bit ends) is null."""
+    def bound(ms: str) -> str:
+        return f"CASE WHEN {ms} BETWEEN {-TIMESTAMP_MILLIS} AND {TIMESTAMP_MILLIS} THEN timestamp_millis({ms}) END"
+
+    return f"named_struct('start', {bound(start)}, 'end', {bound(end)})"
 
 
 def schema_json(df: DataFrame) -> str:

@@ -127,13 +127,16 @@ class DirectorySink(DataFrameSink):
 def _with_window(record: dict[str, Any], text: bool) -> dict[str, Any]:
     """A window result's row with Spark's ``window`` struct after its fields, as the Spark paths
     write it (``start`` and ``end`` as TIMESTAMPs, in UTC): datetimes for Parquet, for JSON lines
-    the text Spark's JSON writer gives them in a lowwater session (``2024-05-01T10:00:00.000Z``).
-    A bound past Python's dates (years 1 to 9999: a global window's) is null. Other rows are left
+    the text Spark's JSON writer gives them in a lowwater session (``2024-05-01T10:00:00.000Z``,
+    a null left out). A bound past Python's dates (years 1 to 9999: a global window's) is null. Other rows are left
     as they are."""
     start, end = record.get("window_start"), record.get("window_end")
     if type(start) is not int or type(end) is not int or "window" in record:
         return record
-    return {**record, "window": {"start": _timestamp(start, text), "end": _timestamp(end, text)}}
+    window = {"start": _timestamp(start, text), "end": _timestamp(end, text)}
+    if text:  # as Spark's JSON writer: no null fields
+        window = {k: v for k, v in window.items() if v is not None}
+    return {**record, "window": window}
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
