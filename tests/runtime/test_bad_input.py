@@ -157,6 +157,46 @@ def test_a_user_function_may_dead_letter_a_record_on_purpose() -> None:
     assert acc.scope == "window operator" and acc.rows_in == 2 and acc.balanced, "a map sits before the window"
 
 
+@pytest.mark.parametrize("kind", ["aggregate", "reduce"])
+def test_an_element_one_of_its_sliding_windows_rejects_is_in_none_of_them(kind: str) -> None:
+    """A user's ``add`` (or ``reduce``) that rejects an element for one window's total: the element
+    had been added to the window before it, whose result counted it, and it was also a dead
+    letter: counted twice (found by a probe of session 37)."""
+    from lowwater.core.windows import AggregateFunction
+
+    class CappedSum(AggregateFunction[Any, int, int]):
+        def create_accumulator(self) -> int:
+            return 0
+
+        def add(self, value: Any, acc: int) -> int:
+            if acc + value["value"] > 14:
+                raise BadRecordError(f"total would pass 14 ({acc} + {value['value']})")
+            return acc + value["value"]
+
+        def merge(self, a: int, b: int) -> int:
+            return a + b
+
+        def get_result(self, acc: int) -> int:
+            return acc
+
+    def capped(a: Any, b: Any) -> Any:
+        if a["value"] + b["value"] > 14:
+            raise BadRecordError("total would pass 14")
+        return {**a, "value": a["value"] + b["value"]}
+
+    env = StreamExecutionEnvironment()
+    windows = (env.from_source(CollectionSource([[{"key": "a", "ts": 500, "value": 5}, {"key": "a", "ts": 1500,
+                                                                                       "value": 10}]]),
+                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+               .key_by("key").window(SlidingEventTimeWindows.of(2000, 1000)))
+    out = (windows.aggregate(CappedSum()) if kind == "aggregate" else windows.reduce(capped)).collect()
+    job = env.execute(clock=ManualClock(0))
+    values = [(r.window_start, r.value if kind == "aggregate" else r.value["value"]) for r in out.results]
+    assert values == [(-1000, 5), (0, 5)]  # the element at 1500 is in neither [0, 2 s) nor [1 s, 3 s)
+    assert [d["offset"] for d in job.dead_letters] == [1]
+    assert job.accounting() == Accounting(rows_in=2, rows_windowed=1, rows_late=0, rows_dead_lettered=1)
+
+
 def test_a_user_assigner_that_raises_fails_the_job_naming_function_partition_and_offset() -> None:
     def ts_of(e: dict[str, Any], _: int) -> int:
         return int(e["ts"]) // (e["value"] - 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -26,12 +27,30 @@ class WindowContents(ABC):
     def size(self, state: Any) -> int | None:
         return None
 
+    may_reject = True
+    """Whether ``add`` may raise :class:`~lowwater.core.errors.BadRecordError` (a user's function
+    rejecting the element, which may depend on the state), so an element's adds to several
+    windows are undone when one raises."""
+
+    def snapshot(self, state: Any) -> Any:
+        """What :meth:`restore` needs to undo the ``add`` calls after it (an element one of whose
+        windows rejects it reaches none: :meth:`WindowOperator.process_element`). A copy of the
+        state by default, which an ``add`` that changes its argument in place leaves alone."""
+        return copy.deepcopy(state)
+
+    def restore(self, state: Any, snapshot: Any) -> Any:
+        """The state as it was at :meth:`snapshot` (``state`` is the one ``add`` returned since)."""
+        return snapshot
+
 
 class AggregatingContents(WindowContents):
     """Keeps one accumulator; the window function receives ``[get_result(acc)]``."""
 
     def __init__(self, function: AggregateFunction[Any, Any, Any]) -> None:
+        from lowwater.core.windows.aggregations import BuiltinAggregate
+
         self.function = function
+        self.may_reject = not isinstance(function, BuiltinAggregate)  # a built-in's check comes before any window
 
     def add(self, state: Any, element: Any, is_new: bool) -> Any:
         acc = self.function.create_accumulator() if is_new else state
@@ -63,6 +82,8 @@ class ReducingContents(WindowContents):
 class ListContents(WindowContents):
     """Keeps every element in arrival order; the window function receives them all."""
 
+    may_reject = False  # an append
+
     def add(self, state: Any, element: Any, is_new: bool) -> Any:
         if is_new:
             return [element]
@@ -71,6 +92,13 @@ class ListContents(WindowContents):
 
     def merge(self, a: Any, b: Any) -> Any:
         return [*a, *b]
+
+    def snapshot(self, state: Any) -> Any:
+        return len(state)  # an add appends: undone by cutting the list back, not by copying it
+
+    def restore(self, state: Any, snapshot: Any) -> Any:
+        del state[snapshot:]
+        return state
 
     def inputs(self, state: Any) -> list[Any]:
         return list(state)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable
 from typing import Any, Protocol
 
 from lowwater.core.clock import Clock, ManualClock
-from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.windows.assigner import MergingWindowAssigner, WindowAssigner
 from lowwater.core.windows.contents import WindowContents
@@ -114,12 +114,15 @@ class WindowOperator:
         if self.is_merging:
             skipped = self._process_merging(key, element, timestamp, windows, rejected)
         else:
+            live = []
             for window in windows:
                 if self._is_window_late(window):
                     rejected.append(window)
-                    continue
+                else:
+                    live.append(window)
+            self._add_to_all(key, live, element)
+            for window in live:
                 skipped = False
-                self._add(key, window, element)
                 ctx = _TriggerContext(self, key, window)
                 result = self.trigger.on_element(element, timestamp, window, ctx)
                 if result.is_fire:
@@ -287,6 +290,30 @@ class WindowOperator:
                     del self.merging_sets[key]
 
     # -- state and output -------------------------------------------------------------
+    def _add_to_all(self, key: Hashable, windows: list[Any], element: Any) -> None:
+        """Add ``element`` to each of ``windows``, or to none: a :class:`BadRecordError` from the
+        function in one of them (a user's ``add`` or ``reduce`` rejecting it) undoes the adds
+        before it, so a dead-lettered element is in no window's result (it was counted there and
+        in the dead letters, with sliding windows). One window needs no undo."""
+        if len(windows) <= 1 or not self.contents.may_reject:
+            for window in windows:
+                self._add(key, window, element)
+            return
+        saved = []
+        try:
+            for window in windows:
+                k = (key, window)
+                current = self.window_state.get(k, _MISSING)
+                saved.append((k, current, _MISSING if current is _MISSING else self.contents.snapshot(current)))
+                self._add(key, window, element)
+        except BadRecordError:
+            for k, current, snapshot in saved:
+                if current is _MISSING:
+                    self.window_state.pop(k, None)
+                else:
+                    self.window_state[k] = self.contents.restore(self.window_state.get(k, current), snapshot)
+            raise
+
     def _add(self, key: Hashable, state_window: Any, element: Any) -> None:
         k = (key, state_window)
         current = self.window_state.get(k, _MISSING)
