@@ -290,3 +290,46 @@ def test_a_union_whose_sources_give_a_field_two_types_is_refused_naming_both(spa
     assert "'clicks' and 'orders' give the field 'user' two types, STRING and BIGINT" in str(refused.value)
     assert not (tmp_path / "mixed" / "ck" / "spark" / "commits").exists()  # refused before Spark read
     assert run("DOUBLE", "1", tmp_path / "widths") == [("'1'", 6.0)]
+
+
+@pytest.mark.parametrize("runtime", ["reference", "keyed", "general"])
+def test_a_unions_late_counts_and_window_dead_letters_name_each_source(
+        spark: Any, tmp_path: Path, runtime: str) -> None:
+    """Two sources, each with a partition 0 and one late element there, and one element the window's
+    sum rejects (no ``amount``). The late counts were keyed by the partition number alone (``{"0":
+    2}``), where the watermarks name ``0:0`` and ``1:0``, so ``lowwater status`` showed no late row on
+    either; and on the keyed path the window's dead letter had no ``source``."""
+    from lowwater.api import CollectSink
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.sources import PartitionedLogSource
+
+    fields = [("user", "STRING"), ("ts", "BIGINT"), ("amount", "BIGINT")]
+    for name in ("clicks", "orders"):
+        log = PartitionedLogWriter(tmp_path / name, "jsonl")
+        log.append(0, [{"user": "a", "ts": 20_000, "amount": 1}])  # batch 0: the watermark 19999
+        log.append(0, [{"user": "a", "ts": 1_000, "amount": 1}])  # batch 1: late
+    PartitionedLogWriter(tmp_path / "orders", "jsonl").append(0, [{"user": "b", "ts": 30_000}])  # no amount
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    env = StreamExecutionEnvironment()
+    a = env.from_source(PartitionedLogSource(tmp_path / "clicks", fields, segments_per_batch=1), strategy,
+                        name="clicks")
+    b = env.from_source(PartitionedLogSource(tmp_path / "orders", fields, segments_per_batch=1), strategy,
+                        name="orders")
+    a.union(b).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("amount").collect()
+    dead = CollectSink()
+    if runtime == "reference":
+        job: Any = ReferenceRuntime(dead_letter_sink=dead).execute(env)
+        lines = [line.to_json() for line in job.lines()]
+    else:
+        job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead, end_of_input=True,
+                           path=runtime).execute(env)  # type: ignore[arg-type]
+        assert job.path == runtime
+        lines = job.metrics()
+    late: dict[str, int] = {}
+    for line in lines:
+        for lane, n in (line.get("rows_late_by_partition") or {}).items():
+            late[lane] = late.get(lane, 0) + n
+    assert late == {"0:0": 1, "1:0": 1}
+    assert set(late) <= set(lines[-1]["partition_watermarks"])
+    assert [(d["source"], d["offset"], d["reason"]) for d in dead.results] == [("orders", 2, "missing value (amount)")]

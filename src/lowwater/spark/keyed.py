@@ -85,6 +85,7 @@ from lowwater.graph.transformations import (
 )
 from lowwater.metrics.dead_letters import letter_from_json, letter_json
 from lowwater.runtime.nodes import _fn_name, _lane_labels
+from lowwater.runtime.nodes.window import late_counts
 from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import LaneEvent
 from lowwater.runtime.union_input import UnionInput
@@ -269,7 +270,9 @@ class KeyedState:
     """The last batch read more than :data:`COMPACT_READ` times the rows the state holds: the
     next one compacts."""
     totals: dict[str, int] = field(default_factory=dict)
-    late_by_partition: dict[int, int] = field(default_factory=dict)
+    late_by_partition: dict[str, int] = field(default_factory=dict)
+    """Late elements by lane label (``partition_watermarks``' names: ``source:partition`` with
+    several sources)."""
     metrics: dict[str, Any] = field(default_factory=dict)
     schemas: dict[str, str] = field(default_factory=dict)
     """Per output a DataFrame sink takes (``result``, ``side:<i>``), the schema (Spark's JSON) its
@@ -354,7 +357,7 @@ def state_from_json(data: dict[str, Any], plan: KeyedPlan) -> KeyedState:
     st.pending_delete = [int(b) for b in data["pending_delete"]]
     st.compact_next = bool(data.get("compact_next", False))
     st.totals = {k: int(v) for k, v in data["totals"].items()}
-    st.late_by_partition = {int(p): int(n) for p, n in data["late_by_partition"].items()}
+    st.late_by_partition = {str(p): int(n) for p, n in data["late_by_partition"].items()}
     st.metrics = dict(data.get("metrics") or {})
     st.schemas = {str(k): str(v) for k, v in (data.get("schemas") or {}).items()}
     return st
@@ -786,12 +789,14 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             values = arrival.select([f"_f{j}" for j in range(len(value_fields))]).rename_columns(
                 list(value_fields)).to_pylist(maps_as_pydicts="lossy")
         inputs = [b.input for b in plan.branches]
+        # each record's source, in a job with several: its dead letters and late counts name it
+        names = [b.name if len(plan.branches) > 1 else None for b in plan.branches]
         for kb, src, p, off, sq, ts, v in zip(el["_kb"], el["_source"], el["_partition"], el["_offset"], el["_seq"],
                                              el["_ts"], values, strict=True):
             visited.add(kb)
             order[:] = [0, -1 if sq is None else sq, (src << 32) | p, -1 if off is None else off]
             arriving[0] = src
-            node.on_record(Record(v, ts, (src, p), p, off), inputs[src])
+            node.on_record(Record(v, ts, (src, p), p, off, names[src]), inputs[src])
         try:
             for w in steps:
                 order[:] = [1, w, 0, 0]
@@ -844,7 +849,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
         if isinstance(node, WindowNode):
             stats.update(windowed=node.operator.windowed_count + counted["elements"], late=node.operator.late_count,
                          unassigned=node.operator.unassigned_count, fired=node.operator.fired_count + counted["fired"],
-                         late_by_partition={str(p): n for p, n in node.late_by_partition.items()})
+                         late_by_partition=late_counts(node.late_by_partition))
         else:  # a process function takes every element it is handed (as on the reference runtime)
             stats.update(windowed=node.operator.elements_in, late=0, unassigned=0, fired=node.operator.timers_fired,
                          late_by_partition={})
@@ -1077,7 +1082,7 @@ class KeyedProcessor:
                                                             "fired")}
         for s in stats:
             for p, c in s["late_by_partition"].items():
-                st.late_by_partition[int(p)] = st.late_by_partition.get(int(p), 0) + int(c)
+                st.late_by_partition[str(p)] = st.late_by_partition.get(str(p), 0) + int(c)
         batch = {"rows_in": rows_in, "rows_windowed": sums["windowed"], "rows_late": sums["late"],
                  "rows_dead": dead_a + sums["op_dead"], "rows_unassigned": sums["unassigned"],
                  "op_rows_in": sums["op_rows_in"] + key_dead, "op_dead": sums["op_dead"] + key_dead,

@@ -105,7 +105,7 @@ class WindowNode(_SingleLaneNode):
                     self.emit(Record(out, ts, self.out_lane))
             elif isinstance(ev, LateElement):
                 assert record is not None
-                p = record.partition
+                p = late_lane_label(record)
                 self.late_by_partition[p] = self.late_by_partition.get(p, 0) + 1
                 if self.t.late_tag is not None:
                     late = LateRecord(ev.element, ev.timestamp, self.out_lane, record.partition, record.offset,
@@ -136,8 +136,26 @@ class WindowNode(_SingleLaneNode):
             "rows_late": self.operator.late_count,
             "rows_unassigned": self.operator.unassigned_count,
             "operator_rows_dead_lettered": self.rows_dead_lettered,
-            "rows_late_by_partition": {str(p): n for p, n in self.late_by_partition.items()},
+            "rows_late_by_partition": late_counts(self.late_by_partition),
             "windows_fired": self.operator.fired_count,
             "open_windows": self.operator.open_windows(),
             "state_rows": self.operator.state_size(),
         }
+
+
+def late_lane_label(record: Record) -> str:
+    """Where a late element came from, named as ``partition_watermarks`` names its lane: the
+    partition, or ``source:partition`` in a job with several sources (a record then carries its
+    source's name), whose partition numbers alone would merge two sources' counts."""
+    lane = record.lane
+    if record.source is not None and isinstance(lane, tuple):
+        return f"{lane[0]}:{record.partition}"
+    return str(record.partition)
+
+
+def late_counts(by_lane: dict[Any, int]) -> dict[str, int]:
+    """Late counts by lane label (a state kept before the labels may have a partition number)."""
+    out: dict[str, int] = {}
+    for p, n in by_lane.items():
+        out[str(p)] = out.get(str(p), 0) + n
+    return out
