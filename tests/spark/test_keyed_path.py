@@ -688,3 +688,51 @@ def _ordered(key: Any, context: Any, elements: Iterable[dict[str, Any]]) -> Iter
     yield {"user": key, "window": context.window.start, "total": sum(values), "average": sum(values) / len(values)}
     if key == "b":
         yield {"user": key, "zeta": True, "total": 0}
+
+
+class _LaterByProcessingTime(KeyedProcessFunction):
+    """A processing-time timer 500 ms after each element."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 500)
+        return ()
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any]:
+        yield (ctx.get_current_key(), timestamp, ctx.timer_service().current_processing_time())
+
+
+@pytest.mark.parametrize("path", ["keyed", "general"])
+def test_a_processing_time_timer_pending_at_the_end_of_input_does_not_fire(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """The end of input fires event time (MAX) and leaves processing time where the last batch left
+    it, as the reference runtime does and Flink, whose end of input quiesces the processing-time
+    service. The keyed path read the end step's later clock, and fired ``b``'s timer there alone."""
+    log = tmp_path / "log"
+    for key, ts in (("a", 1), ("c", 2), ("b", 3)):  # one batch each, at clocks 1000, 2000 and 3000
+        PartitionedLogWriter(log, "jsonl").append(0, [{"key": key, "ts": ts, "value": 1}])
+
+    def build() -> tuple[StreamExecutionEnvironment, Any]:
+        env = StreamExecutionEnvironment()
+        out = (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1), _strategy())
+               .key_by("key").process(_LaterByProcessingTime()).collect())
+        return env, out
+
+    env, reference = build()
+    ReferenceRuntime(clock=_BatchClock()).execute(env)
+    assert reference.results == [("a", 1500, 2000), ("c", 2500, 3000)]  # b's 3500 is pending at the end
+    env, out = build()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, clock=lambda b: 1000 * (b + 1),
+                       end_of_input=True).execute(env)  # type: ignore[arg-type]
+    assert job.path == path
+    assert out.results == reference.results
+
+
+class _BatchClock:
+    """1000 ms times the batch's number (from 1), read once per batch by the reference runtime."""
+
+    def __init__(self) -> None:
+        self.batch = 0
+
+    def now_ms(self) -> int:
+        self.batch += 1
+        return 1000 * self.batch

@@ -954,6 +954,7 @@ class KeyedProcessor:
         rejected: DataFrame | None = None  # stage A's rows for the batch's dead letters (_dead), if any
         value_fields: tuple[str, ...] | None = None
         stage_a_kind: str | None = None
+        operator_ms = clock_ms  # the processing time the operators see
         if df is not None and not end_of_input:
             emitted: set[Lane] = set()
             sql = SqlLanes.of(plan, df)
@@ -1011,6 +1012,10 @@ class KeyedProcessor:
         elif end_of_input:  # every lane sends MAX (the sources' end), no last periodic emission
             for lane in st.partitions:
                 st.lane_event(plan, lane, LaneEvent.of(WatermarkEvent.watermark(MAX_TIMESTAMP)))
+            # and processing time stays where the last batch left it, as on the reference runtime and in
+            # Flink, whose end of input quiesces the processing-time service: a timer still pending does
+            # not fire (this step's later clock fired those due before it, on this path alone)
+            operator_ms = max((clock.now_ms() for clock, _ in st.partitions.values()), default=clock_ms)
         else:
             for lane in list(st.partitions):
                 self._periodic(st, lane, clock_ms)
@@ -1033,8 +1038,8 @@ class KeyedProcessor:
             bucket = bucket_column(n)
             stage_b = (elements.select("*", bucket).groupBy("_b")
                        .cogroup(rows.select("*", bucket).groupBy("_b"))
-                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, clock_ms, batch_id, max(w_new, w_prev),
-                                                compact, value_fields, self.encodings),
+                       .applyInArrow(_per_bucket(plan, self.key, w_prev, steps, operator_ms, batch_id,
+                                                max(w_new, w_prev), compact, value_fields, self.encodings),
                                      _B_SCHEMA))
             if n_elements or stored is not None:
                 stage_b = stage_b.persist()
