@@ -197,6 +197,21 @@ def test_an_element_one_of_its_sliding_windows_rejects_is_in_none_of_them(kind: 
     assert job.accounting() == Accounting(rows_in=2, rows_windowed=1, rows_late=0, rows_dead_lettered=1)
 
 
+def test_a_bad_record_error_from_a_window_function_fails_the_job_naming_the_function() -> None:
+    """A window function fires for a whole window: there is no one record to dead-letter, so the job
+    fails, as for any error raised there. It failed with the bare ``BadRecordError``, naming neither
+    the function nor the way out."""
+    def pwf(key: Any, ctx: Any, elements: Any) -> Any:
+        raise BadRecordError("window with 13")
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(CollectionSource([[{"key": "a", "ts": 100, "value": 13}], [{"key": "a", "ts": 5000, "value": 1}]]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(1000)).process(pwf).collect())
+    with pytest.raises(UserFunctionError, match=r"window function of .* raised BadRecordError: window with 13\. Fix"):
+        env.execute(clock=ManualClock(0))
+
+
 def test_a_user_assigner_that_raises_fails_the_job_naming_function_partition_and_offset() -> None:
     def ts_of(e: dict[str, Any], _: int) -> int:
         return int(e["ts"]) // (e["value"] - 2)

@@ -736,3 +736,26 @@ class _BatchClock:
     def now_ms(self) -> int:
         self.batch += 1
         return 1000 * self.batch
+
+
+@pytest.mark.parametrize("path", ["keyed", "general"])
+def test_a_bad_record_error_from_a_window_function_fails_the_query_naming_the_function(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """No one record to dead-letter when a window fires: the query fails naming the function, as on
+    the reference runtime (it failed with the bare ``BadRecordError``)."""
+    from lowwater.core.errors import BadRecordError, LowwaterError
+
+    def pwf(key: Any, ctx: Any, elements: Any) -> Any:
+        raise BadRecordError("window with 13")
+
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, [{"key": "a", "ts": 100, "value": 13}])
+    writer.append(0, [{"key": "a", "ts": 5000, "value": 1}])
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1), _strategy())
+     .key_by("key").window(TumblingEventTimeWindows.of(1000)).process(pwf).collect())
+    with pytest.raises(LowwaterError) as failed:
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, end_of_input=True).execute(env)  # type: ignore[arg-type]
+    assert "user function window function of" in str(failed.value), str(failed.value)[:500]
+    assert "raised BadRecordError: window with 13. Fix the function and restart" in str(failed.value)

@@ -11,8 +11,9 @@ process functions) in a ``try`` whose one ``except`` hands the exception to
         return  # reached only when the record went to the dead-letter output
 
 - :class:`BadRecordError` (the record's data cannot be processed): given to ``on_bad``
-  with the record; then it returns. Without ``on_bad`` it is re-raised like any other
-  :class:`LowwaterError`.
+  with the record; then it returns. Without a record to reject (a window function firing a
+  whole window, a timer, a generator's periodic emission) it fails the job as any other
+  exception does, a :class:`UserFunctionError` naming ``what``.
 - another :class:`LowwaterError`: re-raised unchanged (with ``wrap_lowwater``, wrapped like
   any exception: what a key selector raises is its failure, whatever it is).
 - any other exception: :class:`UserFunctionError` naming ``what`` and the record's partition
@@ -42,8 +43,10 @@ def user_code_failed(
     if isinstance(e, BadRecordError) and on_bad is not None and record is not None:
         on_bad(record, e)
         return
-    if isinstance(e, LowwaterError) and not wrap_lowwater:
+    if isinstance(e, LowwaterError) and not wrap_lowwater and not isinstance(e, BadRecordError):
         raise e
+    # a BadRecordError with no record to dead-letter (a window function firing a whole window, a
+    # timer): the job fails, naming the function, as for any other error it raises there
     if record is not None:
         raise UserFunctionError(what, e, partition=record.partition, offset=record.offset) from e
     raise UserFunctionError(what, e, partition=partition) from e
