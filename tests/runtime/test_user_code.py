@@ -17,9 +17,13 @@ def test_a_bad_record_goes_to_on_bad_and_nothing_is_raised() -> None:
     assert seen == [(RECORD, "no key")]
 
 
-def test_a_bad_record_without_on_bad_is_raised_again() -> None:
-    with pytest.raises(BadRecordError):
-        user_code_failed(BadRecordError("no key"), "window function of w")
+def test_a_bad_record_with_no_record_to_reject_fails_naming_the_function() -> None:
+    """A window function firing a whole window, a timer: there is no one record to dead-letter."""
+    cause = BadRecordError("no key")
+    with pytest.raises(UserFunctionError, match="user function window function of w raised BadRecordError: no key") \
+            as info:
+        user_code_failed(cause, "window function of w")
+    assert info.value.__cause__ is cause
 
 
 def test_any_other_exception_names_the_function_and_the_record_position() -> None:
