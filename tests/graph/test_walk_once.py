@@ -64,3 +64,12 @@ def test_a_pipeline_the_operators_cannot_run_is_refused_before_spark_starts(tmp_
     p = Pipeline.of([SinkTransformation("sink", side, CollectSink())])
     with pytest.raises(PipelineError, match="get_side_output is only available"):
         GeneralProcessor(p, find_sources(p))
+
+
+def test_a_count_window_is_refused_by_the_keyed_path_as_a_global_window(tmp_path: Path) -> None:
+    """It said "processing-time windows": a count window has no time at all."""
+    env = StreamExecutionEnvironment()
+    source = BatchFilesSource(tmp_path / "in", [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")], [0])
+    (env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").count_window(2).sum("value").collect())
+    assert keyed_plan(env) == (None, "global windows (count_window)")  # type: ignore[arg-type]

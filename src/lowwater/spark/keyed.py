@@ -242,7 +242,10 @@ def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
     if any(b is None for b in branches):
         return None, "a source that does not reach the keyed operator"
     if isinstance(w, WindowTransformation) and not w.assigner.is_event_time():
-        return None, "processing-time windows"
+        from lowwater.core.windows.global_windows import GlobalWindows
+
+        return None, ("global windows (count_window)" if isinstance(w.assigner, GlobalWindows)
+                      else "processing-time windows")
     return KeyedPlan(tuple(b for b in branches if b is not None), w, tuple(outputs)), "keyed"
 
 
