@@ -16,6 +16,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.observe import plot_watermarks
 from lowwater.observe.accounting import from_lines
 from lowwater.observe.metrics import MetricsLine, MetricsLog, lines_from_records, read_checkpoint, running_totals
+from lowwater.observe.plot import COMBINED_LABEL
 from lowwater.observe.progress import PROGRESS_HEADER, MetricsTail, progress_line
 from lowwater.spark.state import StateStore
 
@@ -278,7 +279,7 @@ def test_the_plot_is_a_png_whose_drawn_series_equal_the_metrics_log(
     drawn = data["drawn"]
     for p in ("0", "1", "2"):
         assert same(drawn[f"partition {p}"], [y(x["partition_watermarks"][p]) for x in run])
-    assert same(drawn["combined watermark (min over non-idle partitions)"], [y(x["combined_watermark"]) for x in run])
+    assert same(drawn[COMBINED_LABEL], [y(x["combined_watermark"]) for x in run])
     late = drawn["late elements (count), at the watermark they were judged against"]
     assert late == [(xs[i], y(run[i]["watermark_before"])) for i in range(len(run)) if run[i]["rows_late"]]
     assert [n for _, _, n in data["late"]] == [2, 1, 5]

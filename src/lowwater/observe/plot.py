@@ -1,10 +1,10 @@
 """The watermark timeline as a picture (.png, .svg, or .html with the SVG inline).
 
 Top panel: each partition's watermark and the combined watermark (their minimum over
-non-idle partitions) against processing time, one step per micro-batch, idle stretches
-shaded, and late elements as crosses on the combined watermark they were judged against
-(the one emitted at the end of the previous batch). Bottom panel: per batch, the rows
-read, the late rows and the windows fired.
+active partitions that have caught up, the maximum when all are idle) against processing
+time, one step per micro-batch, idle stretches shaded, and late elements as crosses on the
+combined watermark they were judged against (the one emitted at the end of the previous
+batch). Bottom panel: per batch, the rows read, the late rows and the windows fired.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from typing import Any
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.observe.fmt import EPOCH_LIKE_MS, fmt_time
+
+COMBINED_LABEL = "combined watermark (min over active partitions that have caught up)"
+"""The combined line's legend: a partition returning from idle behind it holds it only once caught up."""
 
 __all__ = ["FORMATS", "plot_watermarks", "series"]
 
@@ -114,7 +117,7 @@ def plot_watermarks(batches: Sequence[Mapping[str, Any]], path: str | os.PathLik
                 ax.axvspan(x[j], right, color=line.get_color(), alpha=0.12, zorder=0,
                            label=f"partition {p} idle" if j == idle.index(True) else None)
     ax.step(x, _nan(data["combined"]), where="post", lw=7, color="black", alpha=0.25, zorder=2,
-            label="combined watermark (min over non-idle partitions)")
+            label=COMBINED_LABEL)
     late = [(t, w, n) for t, w, n in data["late"] if w is not None]
     if late:
         ax.scatter([t for t, _, _ in late], [w for _, w, _ in late], marker="x", s=70, color="crimson", zorder=5,

@@ -116,9 +116,11 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
     parts = cur.get("partition_watermarks") or {}
     rows = [(p, fmt_watermark(w), "idle" if p in idle else "active", str(s["rows_late_by_partition"].get(p, 0)))
             for p, w in sorted(parts.items(), key=lambda kv: (len(kv[0]), kv[0]))]
-    note = "min over active partitions" if parts else "no window operator"
+    # Flink's valve: a partition that returns from idle behind the combined watermark holds it only
+    # once it has caught up; when every partition is idle, the maximum over them (Flink 2.3)
+    note = "min over active partitions that have caught up" if parts else "no window operator"
     if parts and len(idle) == len(parts):
-        note = "every partition is idle: the last watermark holds"
+        note = "every partition is idle: the maximum over them"
     rows.append(("combined", fmt_watermark(cur.get("combined_watermark")), note, str(s["rows_late"])))
     out += _table(("partition", "watermark", "status", "late rows (all batches)"), rows, right=(3,))
     lag = lag_ms(cur)
