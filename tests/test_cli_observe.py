@@ -465,3 +465,15 @@ def test_status_refuses_a_negative_count_and_ends_quietly_when_its_reader_goes_a
     monkeypatch.setattr(sys, "stdout", _ClosedPipe())
     assert main(["status", str(checkpoint), "--json"]) == 0
     assert "Broken pipe" not in capsys.readouterr().err
+
+
+def test_a_checkpoint_has_a_job_id_from_its_first_run_and_an_older_one_has_none(tmp_path: Path) -> None:
+    """A DeltaSink's default app id is the job's: a new checkpoint, a new job."""
+    from lowwater.spark.state import StateStore
+
+    first = StateStore(tmp_path / "a").job_id()
+    assert first is not None and StateStore(tmp_path / "a").job_id() == first  # kept across restarts
+    assert StateStore(tmp_path / "b").job_id() not in (None, first)
+    older = StateStore(tmp_path / "old")
+    older.commit_json(0, {})  # a batch committed before checkpoints had job ids
+    assert older.job_id() is None and StateStore(tmp_path / "old").job_id() is None

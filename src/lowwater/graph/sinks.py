@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["CollectSink", "ForeachBatchSink", "FunctionSink", "PrintSink", "Sink", "check_distinct_targets"]
+__all__ = ["CollectSink", "ForeachBatchSink", "FunctionSink", "PrintSink", "Sink", "bind_job", "check_distinct_targets"]
 
 
 class Sink:
@@ -23,6 +23,13 @@ class Sink:
 
     def close(self) -> None:
         pass
+
+    def bind_job(self, job_id: str | None) -> None:
+        """Before the first batch: the job this sink writes for. On Spark it is made with the
+        checkpoint, so a new checkpoint is a new job whose batch ids start again at 0 (None: a
+        checkpoint made before jobs had ids); each reference run is a job of its own, as it never
+        resumes. A sink that keys its exactly-once writes by the job takes it here
+        (:class:`~lowwater.spark.sinks.DeltaSink`'s ``txnAppId``); others ignore it."""
 
     def batch_target(self) -> str | None:
         """Where this sink keeps each batch id's rows, replacing those a write of the same id left
@@ -102,3 +109,12 @@ def check_distinct_targets(outputs: Sequence[tuple[str, Sink]]) -> None:
                          "batch id: the second would replace the first's rows. Give each output a sink of its own "
                          "(another directory, table or app id)")
         seen[target] = what
+
+
+def bind_job(sinks: Sequence[Any], job_id: str | None) -> None:
+    """Tell each sink the job it writes for (:meth:`Sink.bind_job`), also a sink that is not a
+    :class:`Sink` but has the method."""
+    for sink in sinks:
+        bind = getattr(sink, "bind_job", None)
+        if callable(bind):
+            bind(job_id)

@@ -18,11 +18,12 @@ must give the same results.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from lowwater.core.clock import Clock, ManualClock, SystemClock
 from lowwater.graph import PipelineLike, as_pipeline
-from lowwater.graph.sinks import Sink
+from lowwater.graph.sinks import Sink, bind_job
 from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.nodes import Node
 from lowwater.runtime.result import BatchMetrics, JobResult
@@ -66,6 +67,8 @@ class ReferenceRuntime:
         p.check_dead_letter_sink(self.dead_letter_sink)
         job = CompiledJob(p, manual)
         self.nodes = job.nodes
+        # a reference run never resumes: each is a job of its own
+        bind_job([*(t.sink for t in p.sinks), self.dead_letter_sink], uuid.uuid4().hex)
         job.start()
         dead_sink = self.dead_letter_sink
         if dead_sink is not None:

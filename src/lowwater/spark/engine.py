@@ -35,7 +35,7 @@ from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.core.failures import root_cause
 from lowwater.graph import PipelineLike, as_pipeline
-from lowwater.graph.sinks import Sink
+from lowwater.graph.sinks import Sink, bind_job
 from lowwater.metrics.line import MetricsLine, running_totals
 from lowwater.metrics.log import MetricsLog
 from lowwater.spark import faults
@@ -251,6 +251,8 @@ class SparkRuntime:
         store = StateStore(checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
                            spark=spark)
         store.claim({"path": path, **p.fingerprint()})
+        job_id = store.job_id()
+        bind_job([*(t.sink for t in p.sinks), self.dead_letter_sink], job_id)
         if isinstance(processor, NativeProcessor):
             processor.bind(WindowStore(join(store.location, "windows"), store.fs))
         if keyed is not None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,21 @@ class StateStore:
             if recorded == fingerprint:
                 return
         self.fs.write_atomic(path, json.dumps(fingerprint, sort_keys=True, indent=1).encode())
+
+    def job_id(self) -> str | None:
+        """The id of the job this checkpoint holds, made with it (``job.json``): a sink that keys its
+        exactly-once writes by the job (a ``DeltaSink``'s ``txnAppId``) writes a new checkpoint's
+        batches, whose ids start again at 0, as a new job's, where its table had recorded the old
+        job's ids and skipped them. None for a checkpoint that ran batches before jobs had ids: its
+        sinks keep writing under the ids they wrote under."""
+        path = join(self.location, "job.json")
+        recorded = self._json(path)
+        if recorded is not None:
+            job_id: str | None = recorded.get("job_id")
+            return job_id
+        job = None if self.latest_version() is not None else uuid.uuid4().hex
+        self.fs.write_atomic(path, json.dumps({"job_id": job}).encode())
+        return job
 
     # -- the batch log ----------------------------------------------------------------
     def batch_record(self, batch_id: int) -> dict[str, Any] | None:

@@ -96,3 +96,48 @@ def test_rows_whose_values_change_a_columns_type_fail_before_anything_is_written
                                                 r"made it a DOUBLE column"):
         sink.write_batch(1, [{"key": "b", "ratio": "n/a"}])
     assert [(r.key, r.ratio) for r in spark.read.format("delta").load(str(table)).collect()] == [("a", 1.5)]
+
+
+def test_a_new_checkpoint_writes_as_a_new_job_and_a_restart_may_name_the_table_another_way(
+        spark: Any, tmp_path: Path) -> None:
+    """The default app id was the table path's: a new checkpoint (which the refusal of a changed
+    pipeline asks for) starts its batch ids at 0 again, and Delta skipped every one the table had
+    recorded under that app id, without a word; and a restart naming the table ``/t/`` where it
+    had said ``/t`` made another app id, so the batch Spark replayed was appended a second time.
+    The app id is now the checkpoint's job's (and the sink's name)."""
+    from lowwater.api import StreamExecutionEnvironment
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.engine import SparkRuntime
+    from lowwater.spark.sources import BatchFilesSource
+
+    batches = [[{"key": "a", "ts": 1000, "value": 1}], [{"key": "a", "ts": 12_000, "value": 2}],
+               [{"key": "b", "ts": 25_000, "value": 4}]]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    fields = BatchFilesSource.infer_fields(batches)
+    table = tmp_path / "totals"
+
+    def run(checkpoint: Path, size: int, path: str, end_of_input: bool = True) -> Any:
+        env = StreamExecutionEnvironment()
+        (env.from_source(BatchFilesSource(tmp_path / "in", fields, [0]),
+                         WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+         .key_by("key").window(TumblingEventTimeWindows.of(size)).sum("value").add_sink(DeltaSink(path)))
+        return SparkRuntime(str(checkpoint), spark=spark, end_of_input=end_of_input).execute(env)
+
+    def rows(size: int) -> list[tuple[Any, ...]]:
+        got = spark.read.format("delta").load(str(table)).where(f"window_end - window_start = {size}").collect()
+        return sorted((r.key, r.window_start, r.value) for r in got)
+
+    job = run(tmp_path / "ck1", 10_000, str(table), end_of_input=False)
+    assert rows(10_000) == [("a", 0, 1), ("a", 10_000, 2)]  # [20 s, 30 s) still open
+    # a crash after the sinks, before Spark's commit: the restart replays the batch, naming the table another way
+    last = max(b["batch_id"] for b in job.batches())
+    commits = tmp_path / "ck1" / "spark" / "commits"
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+    run(tmp_path / "ck1", 10_000, str(table) + "/")
+    assert rows(10_000) == [("a", 0, 1), ("a", 10_000, 2), ("b", 20_000, 4)]  # the replay added nothing
+
+    # another window size is another pipeline: refused on ck1, so a new checkpoint, the same table
+    run(tmp_path / "ck2", 20_000, str(table))
+    assert rows(20_000) == [("a", 0, 3), ("b", 20_000, 4)]

@@ -12,7 +12,8 @@ is not above the last one recorded for that application id. So:
   the row with the highest ``fire_index``).
 
 The application id must stay the same across restarts of one job and differ between jobs
-(or sinks) writing the same table: by default it is derived from the table path and ``name``.
+(or sinks) writing the same table: by default it is derived from the job (made with its
+checkpoint, :meth:`DeltaSink.bind_job`) and ``name``.
 It needs the Delta jars on Spark's class path (``./dev`` fetches ``delta-spark``, see pom.xml;
 elsewhere ``--packages io.delta:delta-spark_2.13:4.4.0``).
 
@@ -53,7 +54,9 @@ class DeltaSink(DataFrameSink):
     name:
         Distinguishes several sinks writing one table; part of the default ``app_id``.
     app_id:
-        Delta's ``txnAppId``; by default ``lowwater-<sha1(path, name)[:16]>``.
+        Delta's ``txnAppId``; by default ``lowwater-<sha1(job, name)[:16]>``, the job being the
+        checkpoint's (:meth:`bind_job`), so a new checkpoint writes as a new job. One given here
+        is used as it is: give a new one with a new checkpoint.
     schema:
         A Spark DDL schema for :meth:`write_batch`'s rows (:data:`WINDOW_RESULT_SCHEMA` is the one
         this sink forced on window results until session 36). By default the rows' types are the
@@ -71,12 +74,25 @@ class DeltaSink(DataFrameSink):
         if not path:
             raise ConfigurationError("path", "is empty")
         self.path = str(path)
+        self.name = name
+        self.given_app_id = app_id
         self.app_id = app_id or "lowwater-" + hashlib.sha1(f"{self.path}\0{name}".encode()).hexdigest()[:16]
+        """Until :meth:`bind_job`: the id of a job whose checkpoint has none (made before session 37)."""
         self.schema = schema
         self.with_batch_id = with_batch_id
 
     def __repr__(self) -> str:
         return f"DeltaSink({self.path!r})"
+
+    def bind_job(self, job_id: str | None) -> None:
+        """The default ``app_id`` is the job's (its checkpoint's id) and this sink's ``name``: a new
+        checkpoint's batch ids start again at 0, and under the old job's app id Delta skipped every
+        one the table had recorded, without a word; and the same table named another way after a
+        restart (``/t/`` for ``/t``, ``file:/t``) kept the app id, where hashing the path made a
+        new one and appended the replayed batch again. A checkpoint without an id (None) keeps the
+        path's, which its table recorded."""
+        if self.given_app_id is None and job_id is not None:
+            self.app_id = "lowwater-" + hashlib.sha1(f"{job_id}\0{self.name}".encode()).hexdigest()[:16]
 
     def batch_target(self) -> str:
         """The table and app id: Delta skips a batch id the app id has committed, so a second
