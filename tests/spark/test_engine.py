@@ -503,3 +503,34 @@ def test_the_tick_source_runs_batches_without_a_row_or_a_column_in_them(spark: A
          .option("checkpointLocation", str(tmp_path / "ck2")).trigger(availableNow=True).start())
     q.awaitTermination()
     assert seen == [(0, ["v"], [])]
+
+
+def test_a_directory_another_job_wrote_is_refused_before_its_batches_are_replaced(spark: Any, tmp_path: Path) -> None:
+    """A new checkpoint (which a changed pipeline is told to use) starts its batch ids at 0: its
+    ``batch=0/`` replaced the first job's, whose later batches stayed beside, one directory of two
+    jobs' rows, without a word. The job that wrote it resumes; the reference runtime starts over."""
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.spark.sinks import DirectorySink
+
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    for ts in (1000, 12_000, 25_000):
+        writer.append(0, [{"key": "a", "ts": ts, "value": 1}])
+
+    def build(size: int) -> StreamExecutionEnvironment:
+        env = StreamExecutionEnvironment()
+        (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1),
+                         WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+         .key_by("key").window(TumblingEventTimeWindows.of(size)).sum("value")
+         .add_sink(DirectorySink(tmp_path / "out")))
+        return env
+
+    SparkRuntime(str(tmp_path / "ck1"), spark=spark).execute(build(10_000))
+    first = sorted(p.name for p in (tmp_path / "out").iterdir())
+    with pytest.raises(ConfigurationError, match="holds the batches of another job"):
+        SparkRuntime(str(tmp_path / "ck2"), spark=spark).execute(build(20_000))
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == first  # nothing replaced
+    SparkRuntime(str(tmp_path / "ck1"), spark=spark, end_of_input=True).execute(build(10_000))  # its own job resumes
+    assert [(r["window_start"], r["value"]) for r in read_directory(tmp_path / "out")] == [
+        (0, 1), (10_000, 1), (20_000, 1)]
+    build(20_000).execute()  # the reference runtime: a run starts over, replacing its own batches

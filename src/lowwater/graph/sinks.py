@@ -24,12 +24,14 @@ class Sink:
     def close(self) -> None:
         pass
 
-    def bind_job(self, job_id: str | None) -> None:
+    def bind_job(self, job_id: str | None, resumes: bool = True) -> None:
         """Before the first batch: the job this sink writes for. On Spark it is made with the
         checkpoint, so a new checkpoint is a new job whose batch ids start again at 0 (None: a
-        checkpoint made before jobs had ids); each reference run is a job of its own, as it never
-        resumes. A sink that keys its exactly-once writes by the job takes it here
-        (:class:`~lowwater.spark.sinks.DeltaSink`'s ``txnAppId``); others ignore it."""
+        checkpoint made before jobs had ids); each reference run is a job of its own that never
+        resumes (``resumes`` False). A sink that keys its exactly-once writes by the job takes it
+        here (:class:`~lowwater.spark.sinks.DeltaSink`'s ``txnAppId``; a
+        :class:`~lowwater.spark.sinks.DirectorySink` refuses a directory another job's batches
+        are in); others ignore it."""
 
     def batch_target(self) -> str | None:
         """Where this sink keeps each batch id's rows, replacing those a write of the same id left
@@ -111,10 +113,10 @@ def check_distinct_targets(outputs: Sequence[tuple[str, Sink]]) -> None:
         seen[target] = what
 
 
-def bind_job(sinks: Sequence[Any], job_id: str | None) -> None:
+def bind_job(sinks: Sequence[Any], job_id: str | None, resumes: bool = True) -> None:
     """Tell each sink the job it writes for (:meth:`Sink.bind_job`), also a sink that is not a
     :class:`Sink` but has the method."""
     for sink in sinks:
         bind = getattr(sink, "bind_job", None)
         if callable(bind):
-            bind(job_id)
+            bind(job_id, resumes)

@@ -68,7 +68,7 @@ class ReferenceRuntime:
         job = CompiledJob(p, manual)
         self.nodes = job.nodes
         # a reference run never resumes: each is a job of its own
-        bind_job([*(t.sink for t in p.sinks), self.dead_letter_sink], uuid.uuid4().hex)
+        bind_job([*(t.sink for t in p.sinks), self.dead_letter_sink], uuid.uuid4().hex, resumes=False)
         job.start()
         dead_sink = self.dead_letter_sink
         if dead_sink is not None:

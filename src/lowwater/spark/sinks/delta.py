@@ -84,7 +84,7 @@ class DeltaSink(DataFrameSink):
     def __repr__(self) -> str:
         return f"DeltaSink({self.path!r})"
 
-    def bind_job(self, job_id: str | None) -> None:
+    def bind_job(self, job_id: str | None, resumes: bool = True) -> None:
         """The default ``app_id`` is the job's (its checkpoint's id) and this sink's ``name``: a new
         checkpoint's batch ids start again at 0, and under the old job's app id Delta skipped every
         one the table had recorded, without a word; and the same table named another way after a

@@ -27,6 +27,8 @@ __all__ = ["DirectorySink", "read_directory", "to_dict"]
 
 
 _SPARK_FORMAT = {"parquet": "parquet", "jsonl": "json", "json": "json", "orc": "orc"}
+_JOB_FILE = "_lowwater_job"
+"""In a directory a Spark job's :class:`DirectorySink` writes: the job's id (:meth:`DirectorySink.bind_job`)."""
 
 
 class DirectorySink(DataFrameSink):
@@ -69,6 +71,33 @@ class DirectorySink(DataFrameSink):
         from lowwater.util.files import is_uri
 
         return f"the directory {self.location if is_uri(self.location) else os.path.abspath(self.location)}"
+
+    def bind_job(self, job_id: str | None, resumes: bool = True) -> None:
+        """Refuse a directory that holds another job's batches. A new checkpoint's batch ids start
+        again at 0: its ``batch=0/`` replaced the old job's, and the old job's later batches stayed
+        beside the new ones, one directory of two jobs' rows, without a word. The job's id is kept
+        in ``_lowwater_job`` (readers skip ``_`` files). A reference run (``resumes`` False), which
+        starts over every time, and a checkpoint without an id are not checked."""
+        if job_id is None or not resumes:
+            return
+        from pyspark.sql import SparkSession
+
+        from lowwater.spark.fs import checkpoint_fs, join, resolve
+
+        spark = SparkSession.getActiveSession()
+        location = resolve(self.location, spark) if spark is not None else self.location
+        fs = checkpoint_fs(location, spark)
+        marker = join(location, _JOB_FILE)
+        recorded = fs.read(marker)
+        if recorded is not None and recorded.decode().strip() == job_id:
+            return
+        if recorded is not None or any(n.startswith("batch=") for n in fs.names(location)):
+            raise ConfigurationError(
+                "path", f"{self.location} holds the batches of another job (another checkpoint): this job's "
+                "batch ids start at 0 and would replace them, beside the old job's later ones. Hint: give the "
+                "sink a new directory, or delete this one if its rows are no longer wanted")
+        fs.mkdirs(location)
+        fs.write_atomic(marker, job_id.encode())
 
     def write(self, df: DataFrame, batch_id: int) -> None:
         """Spark writes ``df`` from the executors; the directory then replaces ``batch=<id>``."""
