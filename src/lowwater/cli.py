@@ -359,9 +359,13 @@ def _spark_session(name: str, checkpoint: str) -> Any:
     """The session the run uses, started (or the active one taken) before ``build(env)`` runs, so
     that a pipeline reads its streaming DataFrames with it: ``SparkSession.getActiveSession()``."""
     from lowwater.metrics.log import CheckpointError
-    from lowwater.spark.session import get_or_create_session
+    from lowwater.spark.session import get_or_create_session, postgres_jdbc_jar
 
-    spark = get_or_create_session(app_name=f"lowwater {name}", conf={"spark.ui.showConsoleProgress": "false"})
+    # a pipeline file cannot give the session jars (build() runs in it): the PostgreSQL JDBC driver
+    # where it is installed, for a PostgresSink (spark-submit's --jars otherwise)
+    jdbc = postgres_jdbc_jar()
+    spark = get_or_create_session(app_name=f"lowwater {name}", jars=[jdbc] if jdbc else [],
+                                  conf={"spark.ui.showConsoleProgress": "false"})
     try:
         done = len(_checkpoint_lines(checkpoint))
     except CheckpointError:  # nothing there yet: a new job

@@ -333,3 +333,46 @@ def test_on_metrics_gets_every_batchs_line_and_its_failure_does_not_fail_the_job
     assert "on_metrics raised RuntimeError: the dashboard is down" in caplog.text
     with pytest.raises(ConfigurationError, match="on_metrics"):
         SparkRuntime(str(tmp_path / "ck2"), on_metrics="print")  # type: ignore[arg-type]
+
+
+POSTGRES_PIPELINE = """
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.sinks import PostgresSink
+from lowwater.spark.sources import PartitionedLogSource
+
+RUNTIME_OPTIONS = {{"clock": lambda b: 1000 * b}}
+
+
+def build(env):
+    source = PartitionedLogSource({log!r}, [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")])
+    (env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value")
+     .add_sink(PostgresSink({url!r}, "cli_totals", user={user!r})))
+"""
+
+
+def test_lowwater_run_writes_a_pipeline_files_postgres_sink(spark: Any, pg: Any, tmp_path: Path) -> None:
+    """``lowwater run`` in a process of its own, with a PostgresSink: the run's session has the
+    installed JDBC driver. A pipeline file cannot give its session jars (build() runs in it), and
+    the run failed in its first batch, after the batch's other writes, naming a fix it could not take."""
+    import os
+    import subprocess
+    import sys
+
+    from lowwater.spark.sinks.postgres import query_rows
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 2},
+                                                  {"key": "a", "ts": 3000, "value": 3}])
+    p = tmp_path / "p.py"
+    p.write_text(textwrap.dedent(POSTGRES_PIPELINE.format(log=str(log), url=pg.jdbc_url, user=pg.user)))
+    lowwater = Path(sys.executable).parent / "lowwater"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS}
+    if pg.jdbc_jar:
+        env["LOWWATER_POSTGRES_JDBC_JAR"] = pg.jdbc_jar
+    done = subprocess.run([str(lowwater), "run", str(p), "--checkpoint", str(tmp_path / "ck"), "--end-of-input"],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    rows = query_rows(spark, pg.jdbc_url, "SELECT key, window_start, value FROM cli_totals", pg.user)
+    assert [tuple(r) for r in rows] == [("a", 0, 5)]

@@ -485,6 +485,11 @@ class PostgresSink(DataFrameSink):
         if spark is not None:
             check_jdbc_driver(spark)
 
+    def check_before_run(self) -> None:
+        """The driver's check (:meth:`open`), before the query starts: at the first batch's writes it
+        came after the batch had been computed and the other sinks had written it."""
+        self.open()
+
     def write(self, df: DataFrame, batch_id: int) -> None:
         flat = [f.name for f in df.schema.fields if not isinstance(f.dataType, (T.StructType, T.ArrayType,
                                                                                    T.MapType))]
