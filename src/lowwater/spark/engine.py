@@ -253,6 +253,10 @@ class SparkRuntime:
         store.claim({"path": path, **p.fingerprint()})
         job_id = store.job_id()
         bind_job([*(t.sink for t in p.sinks), self.dead_letter_sink], job_id)
+        for sink in [t.sink for t in p.sinks]:  # what would fail its first write (a JDBC driver missing)
+            check = getattr(sink, "check_before_run", None)
+            if callable(check):
+                check()
         if isinstance(processor, NativeProcessor):
             processor.bind(WindowStore(join(store.location, "windows"), store.fs))
         if keyed is not None:

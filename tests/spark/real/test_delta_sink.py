@@ -141,3 +141,26 @@ def test_a_new_checkpoint_writes_as_a_new_job_and_a_restart_may_name_the_table_a
     # another window size is another pipeline: refused on ck1, so a new checkpoint, the same table
     run(tmp_path / "ck2", 20_000, str(table))
     assert rows(20_000) == [("a", 0, 3), ("b", 20_000, 4)]
+
+
+def test_a_path_that_holds_files_but_no_delta_table_is_refused_before_the_run(spark: Any, tmp_path: Path) -> None:
+    """Delta made a table beside a Parquet directory's files: a Delta reader no longer saw them, and
+    a Parquet reader of the path read both, their columns merged, without a word."""
+    from lowwater.api import StreamExecutionEnvironment
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.engine import SparkRuntime
+    from lowwater.spark.sources import BatchFilesSource
+
+    plain = tmp_path / "plain"
+    spark.range(5).write.parquet(str(plain))
+    batches = [[{"key": "a", "ts": 1000, "value": 1}]]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    env = StreamExecutionEnvironment()
+    (env.from_source(BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").add_sink(DeltaSink(str(plain))))
+    with pytest.raises(ConfigurationError, match=r"but no Delta table \(no _delta_log\).*CONVERT TO DELTA"):
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    assert not (plain / "_delta_log").exists() and spark.read.parquet(str(plain)).count() == 5

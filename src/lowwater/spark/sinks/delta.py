@@ -99,6 +99,29 @@ class DeltaSink(DataFrameSink):
         output's write of that id would be skipped."""
         return f"the Delta table {self.path} with app id {self.app_id}"
 
+    def open(self) -> None:
+        """Refuse a path that holds files but no Delta table (no ``_delta_log``): a Parquet directory,
+        a ``DirectorySink``'s batches. Delta made a table beside them, which hid them from a Delta
+        reader, while a Parquet reader of the path then read both, merged, without a word."""
+        from pyspark.sql import SparkSession
+
+        from lowwater.spark.fs import checkpoint_fs, resolve
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            return
+        location = resolve(self.path, spark)
+        names = [n for n in checkpoint_fs(location, spark).names(location) if not n.startswith(".")]
+        if names and "_delta_log" not in names:
+            raise ConfigurationError(
+                "path", f"{self.path} holds files ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}) but no "
+                "Delta table (no _delta_log): appending would make a table beside them. Hint: give the sink a new "
+                f"path, or make the files a table first (CONVERT TO DELTA parquet.`{self.path}`)")
+
+    def check_before_run(self) -> None:
+        """:meth:`open`, before the query starts."""
+        self.open()
+
     def write(self, df: DataFrame, batch_id: int) -> None:
         """The engine's sink contract (:class:`DataFrameSink`): the batch's rows as a DataFrame."""
         self.write_dataframe(df, batch_id)
