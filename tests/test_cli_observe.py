@@ -477,3 +477,18 @@ def test_a_checkpoint_has_a_job_id_from_its_first_run_and_an_older_one_has_none(
     older = StateStore(tmp_path / "old")
     older.commit_json(0, {})  # a batch committed before checkpoints had job ids
     assert older.job_id() is None and StateStore(tmp_path / "old").job_id() is None
+
+
+def test_status_shows_a_dead_letter_sample_without_a_record_as_its_reason_alone() -> None:
+    """A record that did not parse has no fields: the sample line ended ``...: 'not json'": ``."""
+    from lowwater.observe.status import render_status
+
+    line = {"batch_id": 0, "processing_time_ms": 0, "combined_watermark": 5, "rows_in": 2, "rows_dead_lettered": 2,
+            "dead_letter_reasons": {"record does not parse": 2},
+            "dead_letter_sample": {"reason": "record does not parse: 'x'", "partition": 0, "offset": 3,
+                                   "record": ""}}
+    with_record = {**line, "batch_id": 1, "dead_letter_sample": {**line["dead_letter_sample"], "record": '{"a":1}'}}
+    shown = [x for x in render_status("ck", [line]).splitlines() if "e.g." in x]
+    assert shown == ["  e.g. partition 0 offset 3: record does not parse: 'x'"]
+    shown = [x for x in render_status("ck", [with_record]).splitlines() if "e.g." in x]
+    assert shown == ["  e.g. partition 0 offset 3: record does not parse: 'x': {\"a\":1}"]
