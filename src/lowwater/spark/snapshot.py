@@ -9,9 +9,14 @@ savepoint; see :mod:`lowwater.runtime.restore`).
 
 Encoding: ``None``, booleans, ints, floats and strings as themselves; ``{"__list__": [...]}``,
 ``{"__tuple__": [...]}``, ``{"__set__": [...]}``, ``{"__deque__": [...], "maxlen": n}``,
-``{"__dict__": [[k, v], ...]}``; an object as ``{"__obj__": "module:QualName", "a": {attr: value}}``
-(its ``__dict__`` and ``__slots__``); code (functions, classes, modules) as ``{"__code__": name}``,
-restored as whatever the fresh object has. Anything else raises :class:`SnapshotError`.
+``{"__dict__": [[k, v], ...]}``; a namedtuple as ``{"__namedtuple__": "module:QualName", "f": [...]}``
+and a dict subclass (``defaultdict``, ``Counter``, ``OrderedDict``) as
+``{"__mapping__": "module:QualName", "items": [[k, v], ...]}`` (a defaultdict's ``"factory"`` by
+name), each restored as its class (until session 37 a namedtuple was kept without its values and
+a defaultdict came back a plain dict); an object as
+``{"__obj__": "module:QualName", "a": {attr: value}}`` (its ``__dict__`` and ``__slots__``); code
+(functions, classes, modules) as ``{"__code__": name}``, restored as whatever the fresh object
+has. Anything else raises :class:`SnapshotError`.
 """
 
 from __future__ import annotations
@@ -61,14 +66,23 @@ def to_data(obj: Any, depth: int = 0) -> Any:
     d = depth + 1
     if isinstance(obj, list):
         return {"__list__": [to_data(x, d) for x in obj]}
-    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+    if isinstance(obj, tuple):
+        if hasattr(obj, "_fields"):  # a namedtuple: its values (it has no __dict__, and empty __slots__)
+            return {"__namedtuple__": _name(type(obj)), "f": [to_data(x, d) for x in obj]}
         return {"__tuple__": [to_data(x, d) for x in obj]}
     if isinstance(obj, (set, frozenset)):
         return {"__set__": [to_data(x, d) for x in obj]}
     if isinstance(obj, collections.deque):
         return {"__deque__": [to_data(x, d) for x in obj], "maxlen": obj.maxlen}
     if isinstance(obj, dict):
-        return {"__dict__": [[to_data(k, d), to_data(v, d)] for k, v in obj.items()]}
+        items = [[to_data(k, d), to_data(v, d)] for k, v in obj.items()]
+        if type(obj) is dict:
+            return {"__dict__": items}
+        # a defaultdict, a Counter, an OrderedDict: restored as its class, not as a plain dict
+        mapping: dict[str, Any] = {"__mapping__": _name(type(obj)), "items": items}
+        if isinstance(obj, collections.defaultdict):
+            mapping["factory"] = getattr(obj.default_factory, "__qualname__", None)
+        return mapping
     if hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__"):
         return {"__obj__": _name(type(obj)), "a": {k: to_data(v, d) for k, v in _attrs(obj).items()}}
     raise SnapshotError(f"cannot keep a {type(obj).__qualname__} in the checkpoint: a watermark generator's or "
@@ -102,6 +116,12 @@ def restore(data: Any, fresh: Any = None) -> Any:
         return collections.deque((restore(x) for x in data["__deque__"]), data["maxlen"])
     if "__dict__" in data:
         return {restore(k): restore(v) for k, v in data["__dict__"]}
+    if "__namedtuple__" in data:
+        values = [restore(x) for x in data["f"]]
+        same = fresh is not None and _name(type(fresh)) == data["__namedtuple__"]
+        return (type(fresh) if same else _class(data["__namedtuple__"]))(*values)
+    if "__mapping__" in data:
+        return _mapping(data, fresh)
     if "__enum__" in data:
         return _class(data["__enum__"])[data["name"]]
     name = data["__obj__"]
@@ -113,4 +133,21 @@ def restore(data: Any, fresh: Any = None) -> Any:
     for attr, value in data["a"].items():
         current = getattr(target, attr, None) if target is fresh else None
         object.__setattr__(target, attr, restore(value, current))
+    return target
+
+
+def _mapping(data: dict[str, Any], fresh: Any) -> Any:
+    """A dict subclass :func:`to_data` wrote, as its class: a ``defaultdict`` with the fresh object's
+    factory (or a builtin one by name: ``int``, ``list``...), a ``Counter``, an ``OrderedDict``."""
+    import builtins
+
+    if fresh is not None and _name(type(fresh)) == data["__mapping__"]:
+        cls: Any = type(fresh)
+        factory = getattr(fresh, "default_factory", None)
+    else:
+        cls = _class(data["__mapping__"])
+        factory = getattr(builtins, data.get("factory") or "", None)
+    target = cls(factory) if issubclass(cls, collections.defaultdict) else cls()
+    for k, v in data["items"]:
+        target[restore(k)] = restore(v)
     return target
