@@ -10,6 +10,7 @@ same micro-batches, and every output must be equal, element for element.
 
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Iterable
 from decimal import Decimal
@@ -20,7 +21,7 @@ import pytest
 
 from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
 from lowwater.core.process import KeyedProcessFunction, ValueStateDescriptor
-from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.watermarks import Watermark, WatermarkGenerator, WatermarkStrategy
 from lowwater.core.windows import (
     CountTrigger,
     EventTimeSessionWindows,
@@ -759,3 +760,46 @@ def test_a_bad_record_error_from_a_window_function_fails_the_query_naming_the_fu
         SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, end_of_input=True).execute(env)  # type: ignore[arg-type]
     assert "user function window function of" in str(failed.value), str(failed.value)[:500]
     assert "raised BadRecordError: window with 13. Fix the function and restart" in str(failed.value)
+
+
+_Stats = collections.namedtuple("_Stats", "max_ts count")
+
+
+class _CountedBounded(WatermarkGenerator[Any]):
+    """A user generator whose state is a namedtuple: ``max_ts - 1`` once it has seen two events."""
+
+    def __init__(self) -> None:
+        self.s = _Stats(None, 0)
+
+    def on_event(self, event: Any, ts: int, out: Any) -> None:
+        self.s = _Stats(ts if self.s.max_ts is None else max(self.s.max_ts, ts), self.s.count + 1)
+
+    def on_periodic_emit(self, out: Any) -> None:
+        if self.s.count >= 2:
+            out.emit_watermark(Watermark(self.s.max_ts - 1))
+
+
+def test_a_user_generators_namedtuple_state_is_kept_from_batch_to_batch(spark: Any, tmp_path: Path) -> None:
+    """The keyed path carries the generators' state as JSON from batch to batch: a namedtuple was
+    kept without its values, so the generator started over every batch, its watermark stayed at
+    MIN and no element was late (the windows summed the late 10 and 100 in)."""
+    log = tmp_path / "log"
+    for ts, value in ((1000, 1), (12_000, 1), (3000, 10), (25_000, 1), (14_000, 100)):
+        PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": ts, "value": value}])
+
+    def build() -> tuple[StreamExecutionEnvironment, Any]:
+        env = StreamExecutionEnvironment()
+        strategy = WatermarkStrategy.for_generator(_CountedBounded).with_timestamp_assigner("ts")
+        out = (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1), strategy)
+               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
+        return env, out
+
+    env, reference = build()
+    ReferenceRuntime(clock=_BatchClock()).execute(env)
+    expected = sorted((r.window_start, r.value) for r in reference.results)
+    assert expected == [(0, 1), (10_000, 1), (20_000, 1)]  # 3000 and 14000 late
+    env, out = build()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", clock=lambda b: 1000 * (b + 1),
+                       end_of_input=True).execute(env)
+    assert sorted((r.window_start, r.value) for r in out.results) == expected
+    assert [b["combined_watermark"] for b in job.watermarks()][1:4] == [11_999, 11_999, 24_999]
