@@ -251,9 +251,9 @@ class SparkRuntime:
         store = StateStore(checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
                            spark=spark)
         store.claim({"path": path, **p.fingerprint()})
-        job_id = store.job_id()
-        bind_job([*(t.sink for t in p.sinks), self.dead_letter_sink], job_id)
-        for sink in [t.sink for t in p.sinks]:  # what would fail its first write (a JDBC driver missing)
+        sinks = [*(t.sink for t in p.sinks), self.dead_letter_sink]
+        bind_job(sinks, store.job_id())
+        for sink in sinks:  # what would fail its first write (a JDBC driver missing), before the query starts
             check = getattr(sink, "check_before_run", None)
             if callable(check):
                 check()

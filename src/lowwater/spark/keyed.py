@@ -806,12 +806,10 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
                 node._handle(op.advance_watermark(w))  # type: ignore[arg-type]
             order[:] = [2, clock_ms, 0, 0]
             node._handle(op.advance_processing_time(clock_ms))  # type: ignore[arg-type]
-        except LowwaterError as e:
-            if not isinstance(e, BadRecordError):  # one with no record to reject fails, naming the function
-                raise
-            raise UserFunctionError(f"{'window' if isinstance(node, WindowNode) else 'process'} function of "
-                                    f"{node.name}", e) from e
         except Exception as e:
+            # lowwater's own errors pass; a BadRecordError has no record to reject here: it fails, naming the function
+            if isinstance(e, LowwaterError) and not isinstance(e, BadRecordError):
+                raise
             raise UserFunctionError(f"{'window' if isinstance(node, WindowNode) else 'process'} function of "
                                     f"{node.name}", e) from e
         for letter in node.dead.rows:

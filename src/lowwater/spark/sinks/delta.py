@@ -108,7 +108,7 @@ class DeltaSink(DataFrameSink):
         from lowwater.spark.fs import checkpoint_fs, resolve
 
         spark = SparkSession.getActiveSession()
-        if spark is None:
+        if spark is None or self.__dict__.get("_lw_checked"):  # once per run (check_before_run, then open)
             return
         location = resolve(self.path, spark)
         names = [n for n in checkpoint_fs(location, spark).names(location) if not n.startswith(".")]
@@ -117,6 +117,7 @@ class DeltaSink(DataFrameSink):
                 "path", f"{self.path} holds files ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}) but no "
                 "Delta table (no _delta_log): appending would make a table beside them. Hint: give the sink a new "
                 f"path, or make the files a table first (CONVERT TO DELTA parquet.`{self.path}`)")
+        self.__dict__["_lw_checked"] = True
 
     def check_before_run(self) -> None:
         """:meth:`open`, before the query starts."""
