@@ -20,6 +20,7 @@ import collections
 import datetime as dt
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -70,12 +71,18 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--batches", type=int, default=10)
     args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="lowwater-thread-cpu-"))
+    try:
+        return _run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # a run's log and checkpoint are hundreds of MB
 
+
+def _run(args: argparse.Namespace, work: Path) -> int:
     import scale
 
     from lowwater.spark.session import get_or_create_session
 
-    work = Path(tempfile.mkdtemp(prefix="lowwater-thread-cpu-"))
     log, ckpt = work / "log", work / "ckpt"
     H.write_log(log, H.stream_for(scale.PARTITIONS, args.keys, args.rows, scale.SPAN_MS, scale.BOUND_MS),
                 args.batches, args.rows)

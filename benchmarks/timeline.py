@@ -29,6 +29,7 @@ import datetime
 import glob
 import json
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -104,13 +105,19 @@ def main() -> int:
     ap.add_argument("--jfr", metavar="FILE", help="record the driver JVM with Java Flight Recorder (profile settings) "
                     "into FILE; read it with `jfr print --events jdk.ExecutionSample FILE`")
     args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="lowwater-timeline-"))
+    try:
+        return _run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # a run's log and checkpoint are hundreds of MB
 
+
+def _run(args: argparse.Namespace, work: Path) -> int:
     import scale
     import sessions
 
     from lowwater.spark.session import get_or_create_session
 
-    work = Path(tempfile.mkdtemp(prefix="lowwater-timeline-"))
     window = sessions if args.engine in ("keyed", "spark-sessions") else scale
     H.write_log(work / "log", H.stream_for(window.PARTITIONS, args.keys, args.rows, window.SPAN_MS, window.BOUND_MS),
                 args.batches, args.rows)
