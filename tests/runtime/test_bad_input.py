@@ -14,7 +14,7 @@ import pytest
 from lowwater.api import CollectionSource, OutputTag, StreamExecutionEnvironment
 from lowwater.api.sinks import FunctionSink
 from lowwater.core.clock import ManualClock
-from lowwater.core.errors import BadRecordError, UserFunctionError
+from lowwater.core.errors import BadRecordError, ConfigurationError, UserFunctionError
 from lowwater.core.time import MIN_TIMESTAMP
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
@@ -86,6 +86,33 @@ def test_long_min_value_is_the_no_timestamp_marker_and_dead_lettered() -> None:
     _, _, result, acc = _run([[_ev("a", MIN_TIMESTAMP), _ev("a", 1)]])
     assert _reasons(result) == [("timestamp is Long.MIN_VALUE, Flink's no-timestamp marker (ts)", 0, 0)]
     assert acc.balanced
+
+
+@pytest.mark.parametrize("window", ["tumbling", "sliding"])
+def test_a_source_timestamp_that_is_null_or_the_marker_is_dead_lettered_as_on_the_native_path(window: str) -> None:
+    """With source timestamps (no assigner), a record whose source gave none, or Long.MIN_VALUE, is a
+    dead letter with the native path's reason. The reference runtime failed the job with a
+    ConfigurationError asking whether assign_timestamps_and_watermarks was forgotten."""
+    env = StreamExecutionEnvironment()
+    src = CollectionSource([[_ev("a", 100), _ev("a", None), _ev("b", 200), _ev("a", MIN_TIMESTAMP), _ev("a", 5)]],
+                           timestamp_of=lambda e: e["ts"])
+    assigner = SlidingEventTimeWindows.of(10, 5) if window == "sliding" else TumblingEventTimeWindows.of(10)
+    sums = (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0))
+            .key_by("key").window(assigner).sum("value").collect())
+    result = env.execute(clock=ManualClock(0))
+    assert _reasons(result) == [("missing or non-numeric timestamp (source timestamp)", 0, 1),
+                                ("timestamp is Long.MIN_VALUE, Flink's no-timestamp marker (source timestamp)", 0, 3)]
+    assert {(r.key, r.window_start) for r in sums.results} >= {("a", 100), ("b", 200), ("a", 0)}
+    assert result.accounting() == Accounting(rows_in=5, rows_windowed=3, rows_late=0, rows_dead_lettered=2)
+
+
+def test_an_event_time_window_with_no_watermark_strategy_before_it_is_a_configuration_error() -> None:
+    env = StreamExecutionEnvironment()
+    src = CollectionSource([[_ev("a", 100), _ev("a", None)]], timestamp_of=lambda e: e["ts"])
+    env.from_source(src).key_by("key").window(TumblingEventTimeWindows.of(10)).sum("value").collect()
+    with pytest.raises(ConfigurationError, match="offset 1 has no timestamp. Did you forget to call "
+                                                 "assign_timestamps_and_watermarks"):
+        env.execute(clock=ManualClock(0))
 
 
 @pytest.mark.parametrize("missing", ["absent", "null"])

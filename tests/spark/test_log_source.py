@@ -267,3 +267,39 @@ def test_a_log_given_as_a_file_uri_is_read_as_its_path(spark: Any, tmp_path: Pat
     ref_results, _ref_late, _ = _reference(PartitionedLogSource(log, FIELDS, records_per_batch=1))
     _job, results, _late, _ = _spark(spark, source, tmp_path / "ck")
     assert _windows(results) == _windows(ref_results) and results.results
+
+
+@pytest.mark.parametrize("path", ["native", "executor", "keyed", "general"])
+def test_a_source_timestamp_that_is_null_or_the_marker_is_a_dead_letter_on_every_path(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """With the log's own timestamps (no assigner), a record stored with none, or with Long.MIN_VALUE,
+    is a dead letter on every path, with the native path's reason. The reference runtime, the keyed
+    and the general paths failed the job with a ConfigurationError asking whether
+    assign_timestamps_and_watermarks was forgotten; the executor path called a null one the marker."""
+    writer = PartitionedLogWriter(tmp_path / "log")
+    writer.append(0, [{"key": "a", "value": 1}, {"key": "a", "value": 2}, {"key": "b", "value": 4}], [100, None, 200])
+    writer.append(0, [{"key": "a", "value": 8}], [-(2**63)])
+    writer.append(0, [{"key": "a", "value": 16}], [5_000])
+
+    def run(runtime: Any) -> tuple[list[Any], list[Any], str]:
+        env = StreamExecutionEnvironment()
+        windowed = (env.from_source(PartitionedLogSource(tmp_path / "log", [("key", "STRING"), ("value", "BIGINT")],
+                                                         segments_per_batch=1),
+                                    WatermarkStrategy.for_bounded_out_of_orderness(0))
+                    .key_by("key").window(TumblingEventTimeWindows.of(1000)))
+        # a reduce keeps the keyed and general paths (a sum would take the native one)
+        sums = (windowed.sum("value") if path in ("native", "executor")
+                else windowed.reduce(lambda a, b: {"key": a["key"], "value": a["value"] + b["value"]})).collect()
+        dead = CollectSink()
+        job = runtime(dead).execute(env)
+        got = sorted((r.key, r.window_start, r.value if isinstance(r.value, int) else r.value["value"])
+                     for r in sums.results)
+        return got, [(d["offset"], d["reason"]) for d in dead.results], str(job.accounting())
+
+    want = run(lambda dead: ReferenceRuntime(dead_letter_sink=dead))
+    assert want == ([("a", 0, 1), ("a", 5_000, 16), ("b", 0, 4)],
+                    [(1, "missing or non-numeric timestamp (source timestamp)"),
+                     (3, "timestamp is Long.MIN_VALUE, Flink's no-timestamp marker (source timestamp)")],
+                    "5 rows in = 3 windowed + 0 late + 2 dead-lettered")
+    assert run(lambda dead: SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, dead_letter_sink=dead,
+                                         end_of_input=True)) == want

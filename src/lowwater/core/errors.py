@@ -60,10 +60,20 @@ class BadRecordError(LowwaterError):
         super().__init__(reason)
         self.reason = reason
 
+    SOURCE_TIMESTAMP = "source timestamp"
+    """The field a reason names where the timestamp is the source's (no field assigner)."""
+
     # The reasons every engine path gives, from one place so that the paths agree.
     @staticmethod
     def missing_timestamp(field: str) -> str:
         return f"missing or non-numeric timestamp ({field})"
+
+    @staticmethod
+    def no_timestamp(timestamp: int | None, field: str = SOURCE_TIMESTAMP) -> str:
+        """The reason for an element an event-time window cannot take: ``timestamp`` is ``None`` (the
+        record had none, and its assigner kept it so) or ``Long.MIN_VALUE``."""
+        return BadRecordError.missing_timestamp(field) if timestamp is None else \
+            BadRecordError.no_timestamp_marker(field)
 
     @staticmethod
     def no_timestamp_marker(field: str) -> str:

@@ -28,6 +28,7 @@ from lowwater.core.watermarks import (
     WatermarkGeneratorContext,
     WatermarkStrategy,
 )
+from lowwater.core.watermarks.assigner import timestamp_or_none
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -80,9 +81,9 @@ def with_executor_timestamps(
                 stamps.append(None)
                 whys.append(None)
                 continue
-            prev = MIN_TIMESTAMP if source_ts is None or source_ts != source_ts else int(source_ts)
+            prev = None if source_ts is None or source_ts != source_ts else int(source_ts)
             try:
-                ts = int(pw.assigner.extract_timestamp(element, prev))
+                ts = int(pw.assigner.extract_timestamp(element, MIN_TIMESTAMP if prev is None else prev))
                 pw.generator.on_event(element, ts, out)
             except BadRecordError as e:  # a null _ts: dead-lettered with this reason
                 stamps.append(None)
@@ -93,7 +94,7 @@ def with_executor_timestamps(
             except Exception as e:
                 raise UserFunctionError(f"timestamp/watermark assignment ({strategy!r})", e,
                                         partition=p, offset=int(offset)) from e
-            stamps.append(ts)
+            stamps.append(timestamp_or_none(prev, ts))  # None: dead-lettered as a missing timestamp
             whys.append(None)
         pw.generator.on_periodic_emit(out)
         pdf = pdf.assign(_ts=pd.array(stamps, dtype="Int64"), _ctl=None, _why=whys)

@@ -68,6 +68,7 @@ from lowwater.core.watermarks import (
     WatermarkEvent,
     WatermarkStrategy,
 )
+from lowwater.core.watermarks.assigner import timestamp_or_none
 from lowwater.core.windows.events import RESULT_FIELDS
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.transformations import (
@@ -501,8 +502,9 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
                 kind, fn = chain[step]
                 try:
                     if kind == "assign":
-                        ts = int(pw.assigner.extract_timestamp(value, MIN_TIMESTAMP if ts is None else ts))
-                        pw.generator.on_event(value, ts, out)
+                        stamp = int(pw.assigner.extract_timestamp(value, MIN_TIMESTAMP if ts is None else ts))
+                        pw.generator.on_event(value, stamp, out)
+                        ts = timestamp_or_none(ts, stamp)
                     elif kind == "map":
                         value = fn(value)
                     elif kind == "filter":

@@ -556,7 +556,7 @@ class NativeProcessor:
     def _dead_frame(self, base: DataFrame) -> DataFrame:
         """Dead letters as a DataFrame: reason, partition, offset, file, record (the fields as JSON)."""
         p = self.plan
-        field = p.timestamp_field or "source timestamp"
+        field = p.timestamp_field or BadRecordError.SOURCE_TIMESTAMP
         fields = [f for f in p.source.fields() if f in base.columns]
         reasons = [
             ("_why IS NOT NULL", "_why") if "_why" in base.columns else None,
@@ -594,7 +594,7 @@ class NativeProcessor:
             if corrupt and r["_corrupt"] is not None:
                 out.append(unparsed_dead_letter(r))
                 continue
-            field = p.timestamp_field or "source timestamp"
+            field = p.timestamp_field or BadRecordError.SOURCE_TIMESTAMP
             if why and r["_why"] is not None:
                 reason = r["_why"]
             elif r["_ts"] is None:

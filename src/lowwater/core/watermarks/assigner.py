@@ -17,6 +17,7 @@ __all__ = [
     "RecordTimestampAssigner",
     "TimestampAssigner",
     "as_timestamp_assigner",
+    "timestamp_or_none",
 ]
 
 T = TypeVar("T")
@@ -31,6 +32,19 @@ class TimestampAssigner(ABC, Generic[T]):
 
     @abstractmethod
     def extract_timestamp(self, element: T, previous_element_timestamp: int) -> int: ...
+
+
+def timestamp_or_none(previous: int | None, assigned: int) -> int | None:
+    """The timestamp a record carries after its assigner: ``assigned``, or ``None`` where the record
+    had none (``previous``) and the assigner gave Flink's no-timestamp marker back (as
+    :class:`RecordTimestampAssigner` does). An event-time window dead-letters both a ``None`` and a
+    ``Long.MIN_VALUE``, with reasons that tell them apart (:meth:`BadRecordError.no_timestamp`), as the
+    native path's SQL does from the source's null.
+
+    >>> [timestamp_or_none(prev, ts) for prev, ts in [(None, MIN_TIMESTAMP), (MIN_TIMESTAMP, MIN_TIMESTAMP), (None, 5)]]
+    [None, -9223372036854775808, 5]
+    """
+    return None if previous is None and assigned == MIN_TIMESTAMP else assigned
 
 
 class RecordTimestampAssigner(TimestampAssigner[Any]):

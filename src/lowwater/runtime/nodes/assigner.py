@@ -14,6 +14,7 @@ from lowwater.core.watermarks import (
     WatermarkGeneratorContext,
     WatermarkStrategy,
 )
+from lowwater.core.watermarks.assigner import timestamp_or_none
 from lowwater.runtime.nodes.node import Node
 from lowwater.runtime.records import Lane, LaneEvent, Record
 from lowwater.runtime.restore import transfer_state
@@ -72,7 +73,7 @@ class AssignerNode(Node):
         except Exception as e:
             user_code_failed(e, f"timestamp/watermark assignment ({self.strategy!r})", record, on_bad=self.dead.add)
             return
-        record.timestamp = ts
+        record.timestamp = timestamp_or_none(record.timestamp, ts)
         self.emit(record)
 
     def on_lane_event(self, input_index: int, lane: Lane, event: LaneEvent) -> None:

@@ -11,7 +11,13 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.core.windows.aggregations import BuiltinAggregate
 from lowwater.core.windows.session_operator import SessionWindowOperator
-from lowwater.graph.transformations import OutputTag, WindowTransformation
+from lowwater.graph.transformations import (
+    AssignTransformation,
+    OutputTag,
+    SourceTransformation,
+    Transformation,
+    WindowTransformation,
+)
 from lowwater.runtime.nodes.node import Node, _fn_name
 from lowwater.runtime.nodes.single_lane import _lane_labels, _SingleLaneNode
 from lowwater.runtime.records import LateRecord, Record
@@ -49,6 +55,9 @@ class WindowNode(_SingleLaneNode):
         if isinstance(size, int) and self.operator.is_event_time:
             slide = getattr(t.assigner, "slide_ms", size)
             self._edge_margin_ms = size + slide + abs(getattr(t.assigner, "offset_ms", 0)) + t.allowed_lateness_ms + 1
+        self._timestamped = _timestamped(t.input)
+        """Whether a watermark strategy stamps every element: if so, one without a timestamp is a
+        dead letter (its source had none); if not, the pipeline is missing one."""
         function = getattr(t.contents, "function", None)
         self._check_value: Callable[[Any], None] | None = (
             function.check if isinstance(function, BuiltinAggregate) and function.field else None
@@ -73,14 +82,18 @@ class WindowNode(_SingleLaneNode):
             user_code_failed(e, f"key_by {_fn_name(self.t.key_selector)}", record, on_bad=self._reject,
                              wrap_lowwater=True)
             return
-        if record.timestamp is None and self.operator.is_event_time:
-            raise ConfigurationError(
-                "timestamp",
-                f"record at partition {record.partition}, offset {record.offset} has no timestamp. "
-                "Did you forget to call assign_timestamps_and_watermarks(...) or give from_source a "
-                "WatermarkStrategy?",
-            )
         ts = MIN_TIMESTAMP if record.timestamp is None else record.timestamp
+        if ts == MIN_TIMESTAMP and self.operator.is_event_time:
+            if not self._timestamped:
+                raise ConfigurationError(
+                    "timestamp",
+                    f"record at partition {record.partition}, offset {record.offset} has no timestamp. "
+                    "Did you forget to call assign_timestamps_and_watermarks(...) or give from_source a "
+                    "WatermarkStrategy?",
+                )
+            # the source's timestamp is null or Flink's no-timestamp marker: as on the native path
+            self._reject(record, BadRecordError(BadRecordError.no_timestamp(record.timestamp)))
+            return
         margin = self._edge_margin_ms
         if margin is not None and ts != MIN_TIMESTAMP and (ts > MAX_TIMESTAMP - margin or ts < MIN_TIMESTAMP + margin):
             self.rows_dead_lettered += 1
@@ -141,6 +154,16 @@ class WindowNode(_SingleLaneNode):
             "open_windows": self.operator.open_windows(),
             "state_rows": self.operator.state_size(),
         }
+
+
+def _timestamped(t: Transformation) -> bool:
+    """Whether every way into ``t`` passes a watermark strategy (a source's, or
+    ``assign_timestamps_and_watermarks``) or a window, whose results carry its end's timestamp."""
+    if isinstance(t, AssignTransformation | WindowTransformation):
+        return True
+    if isinstance(t, SourceTransformation):
+        return t.strategy is not None
+    return bool(t.inputs) and all(_timestamped(i) for i in t.inputs)
 
 
 def late_lane_label(record: Record) -> str:
