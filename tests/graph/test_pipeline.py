@@ -134,3 +134,12 @@ def test_the_reference_runtime_runs_a_pipeline_value_and_an_environment_alike() 
     by_value = ReferenceRuntime().execute(env.pipeline(), "j")
     by_env = ReferenceRuntime().execute(env, "j")
     assert by_value.watermark_history == by_env.watermark_history
+
+
+@pytest.mark.parametrize("make", [lambda: StreamExecutionEnvironment(auto_watermark_interval=0),
+                                  lambda: StreamExecutionEnvironment().set_auto_watermark_interval(0)])
+def test_an_auto_watermark_interval_of_zero_is_refused_as_flinks_switch_off_which_lowwater_lacks(make: Any) -> None:
+    """The constructor took 0 (the setter refused it): Flink's 0 turns periodic watermarks off,
+    which lowwater does not do, so a pipeline that asked for it would silently get them."""
+    with pytest.raises(ConfigurationError, match="Flink's 0 turns periodic watermarks off"):
+        make()

@@ -110,7 +110,7 @@ def test_an_event_time_window_with_no_watermark_strategy_before_it_is_a_configur
     env = StreamExecutionEnvironment()
     src = CollectionSource([[_ev("a", 100), _ev("a", None)]], timestamp_of=lambda e: e["ts"])
     env.from_source(src).key_by("key").window(TumblingEventTimeWindows.of(10)).sum("value").collect()
-    with pytest.raises(ConfigurationError, match="offset 1 has no timestamp. Did you forget to call "
+    with pytest.raises(ConfigurationError, match=r"offset 1 has no timestamp\. Did you forget to call "
                                                  "assign_timestamps_and_watermarks"):
         env.execute(clock=ManualClock(0))
 

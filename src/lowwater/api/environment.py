@@ -19,6 +19,14 @@ from lowwater.graph.transformations import SinkTransformation, SourceTransformat
 __all__ = ["RuntimeName", "StreamExecutionEnvironment"]
 
 
+def _positive_interval(interval: DurationLike) -> int:
+    ms = to_millis(interval, name="auto_watermark_interval")
+    if ms <= 0:
+        raise ConfigurationError("auto_watermark_interval", f"must be > 0 ms, got {ms}: Flink's 0 turns periodic "
+                                 "watermarks off, and lowwater emits them at the end of every micro-batch")
+    return ms
+
+
 class StreamExecutionEnvironment:
     """Holds the job's settings and sinks; ``execute`` runs it on a runtime.
 
@@ -27,9 +35,10 @@ class StreamExecutionEnvironment:
     time_characteristic:
         Event time by default (see :meth:`set_stream_time_characteristic`).
     auto_watermark_interval:
-        How often periodic watermarks are emitted (default 200 ms). The runtimes emit
-        at the end of every micro-batch, and at ticks of this interval when no data
-        arrives.
+        Flink's ``setAutoWatermarkInterval`` (default 200 ms), kept for its API: it does not change
+        when lowwater emits. lowwater's period is the micro-batch: every partition's generator
+        emits at the end of each one (``docs/semantics.md``). It must be > 0 ms, since Flink's 0
+        turns periodic emission off, which lowwater does not do.
     """
 
     def __init__(
@@ -38,7 +47,7 @@ class StreamExecutionEnvironment:
         auto_watermark_interval: DurationLike = 200,
     ) -> None:
         self.time_characteristic = time_characteristic
-        self.auto_watermark_interval_ms = to_millis(auto_watermark_interval, name="auto_watermark_interval")
+        self.auto_watermark_interval_ms = _positive_interval(auto_watermark_interval)
         self._sinks: list[SinkTransformation] = []
 
     @staticmethod
@@ -51,10 +60,8 @@ class StreamExecutionEnvironment:
         self.time_characteristic = characteristic
 
     def set_auto_watermark_interval(self, interval: DurationLike) -> None:
-        ms = to_millis(interval, name="auto_watermark_interval")
-        if ms <= 0:
-            raise ConfigurationError("auto_watermark_interval", f"must be > 0 ms, got {ms}")
-        self.auto_watermark_interval_ms = ms
+        """See the class's ``auto_watermark_interval``: kept, with no effect on when watermarks are emitted."""
+        self.auto_watermark_interval_ms = _positive_interval(interval)
 
     # -- sources ----------------------------------------------------------------------
     def from_source(
