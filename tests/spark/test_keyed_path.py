@@ -779,26 +779,31 @@ class _CountedBounded(WatermarkGenerator[Any]):
             out.emit_watermark(Watermark(self.s.max_ts - 1))
 
 
+_COUNTED_EVENTS = ((1000, 1), (12_000, 1), (3000, 10), (25_000, 1), (14_000, 100))
+"""(ts, value) in arrival order, one segment each: 3000 and 14000 are late by _CountedBounded's watermark."""
+
+
+def _counted_sums(log: Path) -> tuple[StreamExecutionEnvironment, Any]:
+    """Sums per 10 s window of the log, watermarked by _CountedBounded."""
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_generator(_CountedBounded).with_timestamp_assigner("ts")
+    out = (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1), strategy)
+           .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
+    return env, out
+
+
 def test_a_user_generators_namedtuple_state_is_kept_from_batch_to_batch(spark: Any, tmp_path: Path) -> None:
     """The keyed path carries the generators' state as JSON from batch to batch: a namedtuple was
     kept without its values, so the generator started over every batch, its watermark stayed at
     MIN and no element was late (the windows summed the late 10 and 100 in)."""
     log = tmp_path / "log"
-    for ts, value in ((1000, 1), (12_000, 1), (3000, 10), (25_000, 1), (14_000, 100)):
+    for ts, value in _COUNTED_EVENTS:
         PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": ts, "value": value}])
-
-    def build() -> tuple[StreamExecutionEnvironment, Any]:
-        env = StreamExecutionEnvironment()
-        strategy = WatermarkStrategy.for_generator(_CountedBounded).with_timestamp_assigner("ts")
-        out = (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1), strategy)
-               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
-        return env, out
-
-    env, reference = build()
+    env, reference = _counted_sums(log)
     ReferenceRuntime(clock=_BatchClock()).execute(env)
     expected = sorted((r.window_start, r.value) for r in reference.results)
     assert expected == [(0, 1), (10_000, 1), (20_000, 1)]  # 3000 and 14000 late
-    env, out = build()
+    env, out = _counted_sums(log)
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", clock=lambda b: 1000 * (b + 1),
                        end_of_input=True).execute(env)
     assert sorted((r.window_start, r.value) for r in out.results) == expected
@@ -813,21 +818,14 @@ def test_a_user_generators_namedtuple_state_survives_an_executor_path_restart(sp
     log = tmp_path / "log"
     events = ((1000, 1), (12_000, 1), (3000, 10), (25_000, 1), (14_000, 100))
 
-    def build() -> tuple[StreamExecutionEnvironment, Any]:
-        env = StreamExecutionEnvironment()
-        strategy = WatermarkStrategy.for_generator(_CountedBounded).with_timestamp_assigner("ts")
-        out = (env.from_source(PartitionedLogSource(log, FIELDS, segments_per_batch=1), strategy)
-               .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").collect())
-        return env, out
-
     for ts, value in events[:3]:
         PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": ts, "value": value}])
-    env, first = build()
+    env, first = _counted_sums(log)
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, clock=lambda b: 1000 * (b + 1)).execute(env)
     assert job.path == path, job.reason
-    for ts, value in events[3:]:
+    for ts, value in _COUNTED_EVENTS[3:]:
         PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": ts, "value": value}])
-    env, second = build()
+    env, second = _counted_sums(log)
     SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, clock=lambda b: 1000 * (b + 1),
                  end_of_input=True).execute(env)
     assert sorted((r.window_start, r.value) for r in first.results + second.results) == \
