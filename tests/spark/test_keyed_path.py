@@ -830,3 +830,30 @@ def test_a_user_generators_namedtuple_state_survives_an_executor_path_restart(sp
                  end_of_input=True).execute(env)
     assert sorted((r.window_start, r.value) for r in first.results + second.results) == \
         [(0, 1), (10_000, 1), (20_000, 1)]  # 3000 and 14000 late, as on the reference runtime (above)
+
+
+class _TimerRaises(KeyedProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> None:
+        ctx.timer_service().register_event_time_timer(50_000)  # fires at the end of input only
+
+    def on_timer(self, timestamp: int, ctx: Any) -> None:
+        raise ValueError(f"boom at {timestamp}")
+
+
+def test_a_timer_that_raises_at_the_end_of_input_fails_the_job_as_in_a_batch(spark: Any, tmp_path: Path) -> None:
+    """The end-of-input step runs outside the query: a user function's error there came out as
+    PySpark's raw PythonException, its traceback in the message, where a batch's says which
+    function failed (and, as on the reference runtime, that it was an ``on_timer``)."""
+    from lowwater.core.errors import PipelineError
+
+    PartitionedLogWriter(tmp_path / "log", "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1}])
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(tmp_path / "log", FIELDS),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").process(_TimerRaises()).collect())
+    with pytest.raises(PipelineError) as failed:
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", end_of_input=True).execute(env)
+    assert str(failed.value) == (
+        "the end-of-input step failed: UserFunctionError: user function process function of keyed process "
+        "(on_timer) raised ValueError: boom at 50000. Fix the function and restart; processing resumes from the "
+        "last completed batch.")

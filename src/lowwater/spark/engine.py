@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lowwater.core.clock import Clock, SystemClock
-from lowwater.core.errors import ConfigurationError, PipelineError
+from lowwater.core.errors import ConfigurationError, LowwaterError, PipelineError
 from lowwater.core.failures import root_cause
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.sinks import Sink, bind_job
@@ -424,8 +424,18 @@ class _BatchDriver:
         if end.get("done"):
             log.info("the input already ended at step %d; nothing more to fire", end["step"])
             return
-        self._run(None, int(end["step"]), end_of_input=True)
+        self._end_step(int(end["step"]))
         self.store.write_end_of_input({**end, "done": True})
+
+    def _end_step(self, step: int) -> None:
+        """The end-of-input step, run from the driver outside the query: a failure in it (a user
+        function's, on an executor) is said as a batch's is, not as PySpark's raw exception."""
+        try:
+            self._run(None, step, end_of_input=True)
+        except LowwaterError:
+            raise
+        except Exception as e:
+            raise PipelineError(f"the end-of-input step failed: {root_cause(e)}") from e
 
     def complete_end_of_input(self) -> None:
         """Before a query starts: finish an end-of-input step that a crash interrupted, so no

@@ -812,8 +812,9 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             # lowwater's own errors pass; a BadRecordError has no record to reject here: it fails, naming the function
             if isinstance(e, LowwaterError) and not isinstance(e, BadRecordError):
                 raise
-            raise UserFunctionError(f"{'window' if isinstance(node, WindowNode) else 'process'} function of "
-                                    f"{node.name}", e) from e
+            # as the reference runtime's nodes name it (WindowNode, KeyedProcessNode.on_batch_end)
+            raise UserFunctionError(f"window function of {node.name}" if isinstance(node, WindowNode)
+                                    else f"process function of {node.name} (on_timer)", e) from e
         for letter in node.dead.rows:
             out.append(("dead", None, 0, 0, 0, 0, len(out), letter_json(letter).encode(), None, None,
                         None, None))
