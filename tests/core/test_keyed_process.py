@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,6 +21,7 @@ from lowwater.core.process import (
     TimeDomain,
     ValueStateDescriptor,
 )
+from lowwater.core.time import timer_time
 
 
 class TimerAt(KeyedProcessFunction):
@@ -204,3 +207,27 @@ def test_yielding_a_tag_and_a_value_goes_to_the_side_output_when_the_runtime_kno
 
     op = KeyedProcessOperator(Tagged(), ManualClock(0), is_tag=lambda x: x == "late")
     assert op.process_element("k", 1, 5) == [SideEmitted("late", 1, 5), Emitted(("not", "a tag"), 5)]
+
+
+@pytest.mark.parametrize(("time", "error"), [
+    (1500.7, "a timer's time must be an integer of epoch milliseconds, got 1500.7 (float)"),
+    ("1500", "a timer's time must be an integer of epoch milliseconds, got '1500' (str)"),
+    (True, "a timer's time must be an integer of epoch milliseconds, got True (bool)"),
+    (2**63 + 5, "a timer's time must be within the 64-bit range of epoch milliseconds [-2**63, 2**63 - 1], "
+                "got 9223372036854775813"),
+    (-(2**63) - 10, "a timer's time must be within the 64-bit range"),
+])
+def test_a_timer_time_that_is_no_64_bit_integer_is_refused(time: Any, error: str) -> None:
+    """A float was truncated, a string or a bool taken as a number, a time past Long.MAX_VALUE kept
+    as a timer that never fired (not even at the end of input), and one below Long.MIN_VALUE fired
+    with a timestamp no record has. (The node names the function: UserFunctionError.)"""
+    op = _op(TimerAt())
+    with pytest.raises((TypeError, ValueError), match=re.escape(error)):
+        op.process_element("a", time, 1000, 0)
+    assert op.pending_timers() == 0
+
+
+def test_a_numpy_integer_is_a_timer_time() -> None:
+    import numpy as np
+
+    assert timer_time(np.int64(1_500)) == 1_500 and type(timer_time(np.int64(1_500))) is int

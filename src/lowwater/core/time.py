@@ -14,6 +14,7 @@ once, at the API edge.
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,7 +22,7 @@ from fractions import Fraction
 
 from lowwater.core.errors import ConfigurationError
 
-__all__ = ["MAX_TIMESTAMP", "MIN_TIMESTAMP", "Duration", "DurationLike", "to_millis"]
+__all__ = ["MAX_TIMESTAMP", "MIN_TIMESTAMP", "Duration", "DurationLike", "timer_time", "to_millis"]
 
 MIN_TIMESTAMP: int = -(2**63)
 """The smallest timestamp (Java's ``Long.MIN_VALUE``): "no watermark yet"."""
@@ -86,6 +87,33 @@ class Duration:
 
 DurationLike = int | timedelta | str | Duration
 """What the API edge accepts for a duration: milliseconds, ``timedelta``, ``"10 s"``, :class:`Duration`."""
+
+
+def timer_time(timestamp: object) -> int:
+    """A timer's time as given to ``register_*_timer``/``delete_*_timer``: an integer of epoch
+    milliseconds in the 64-bit range (a numpy integer too), or a ``TypeError``/``ValueError``
+    saying what it got. Flink's timers take a Java ``long``; a float was truncated here, a
+    string or a bool taken as a number, a time past ``Long.MAX_VALUE`` kept as a timer that
+    never fires (not even at the end of input), and one below ``Long.MIN_VALUE`` fired with a
+    timestamp no record can have.
+
+    >>> timer_time(1_500)
+    1500
+    >>> timer_time(1500.7)
+    Traceback (most recent call last):
+    ...
+    TypeError: a timer's time must be an integer of epoch milliseconds, got 1500.7 (float)
+    """
+    if type(timestamp) is int and MIN_TIMESTAMP <= timestamp <= MAX_TIMESTAMP:
+        return timestamp  # the common case, once per element for a window's trigger: no ABC check
+    if isinstance(timestamp, bool) or not isinstance(timestamp, numbers.Integral):
+        raise TypeError(f"a timer's time must be an integer of epoch milliseconds, got {timestamp!r} "
+                        f"({type(timestamp).__name__})")
+    t = int(timestamp)
+    if not MIN_TIMESTAMP <= t <= MAX_TIMESTAMP:
+        raise ValueError(f"a timer's time must be within the 64-bit range of epoch milliseconds "
+                         f"[-2**63, 2**63 - 1], got {t}")
+    return t
 
 
 def to_millis(value: DurationLike, *, name: str = "duration") -> int:

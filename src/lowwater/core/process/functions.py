@@ -44,6 +44,7 @@ from lowwater.core.process.state import (
     ValueState,
     ValueStateDescriptor,
 )
+from lowwater.core.time import timer_time
 
 __all__ = [
     "Collector",
@@ -86,16 +87,16 @@ class TimerService:
         return int(self._op.clock.now_ms())
 
     def register_event_time_timer(self, timestamp: int) -> None:
-        self._op.register_timer(TimeDomain.EVENT_TIME, int(timestamp))
+        self._op.register_timer(TimeDomain.EVENT_TIME, timer_time(timestamp))
 
     def delete_event_time_timer(self, timestamp: int) -> None:
-        self._op.delete_timer(TimeDomain.EVENT_TIME, int(timestamp))
+        self._op.delete_timer(TimeDomain.EVENT_TIME, timer_time(timestamp))
 
     def register_processing_time_timer(self, timestamp: int) -> None:
-        self._op.register_timer(TimeDomain.PROCESSING_TIME, int(timestamp))
+        self._op.register_timer(TimeDomain.PROCESSING_TIME, timer_time(timestamp))
 
     def delete_processing_time_timer(self, timestamp: int) -> None:
-        self._op.delete_timer(TimeDomain.PROCESSING_TIME, int(timestamp))
+        self._op.delete_timer(TimeDomain.PROCESSING_TIME, timer_time(timestamp))
 
 
 class ProcessContext:

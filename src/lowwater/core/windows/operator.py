@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from lowwater.core.clock import Clock, ManualClock
 from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError
-from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, timer_time
 from lowwater.core.windows.assigner import MergingWindowAssigner, WindowAssigner
 from lowwater.core.windows.contents import WindowContents
 from lowwater.core.windows.events import (
@@ -454,16 +454,16 @@ class _TriggerContext:
         return self.op.current_watermark
 
     def register_event_time_timer(self, time: int) -> None:
-        self.op.event_timers.register(Timer(time, self.key, self.window))
+        self.op.event_timers.register(Timer(timer_time(time), self.key, self.window))
 
     def register_processing_time_timer(self, time: int) -> None:
-        self.op.processing_timers.register(Timer(time, self.key, self.window))
+        self.op.processing_timers.register(Timer(timer_time(time), self.key, self.window))
 
     def delete_event_time_timer(self, time: int) -> None:
-        self.op.event_timers.delete(Timer(time, self.key, self.window))
+        self.op.event_timers.delete(Timer(timer_time(time), self.key, self.window))
 
     def delete_processing_time_timer(self, time: int) -> None:
-        self.op.processing_timers.delete(Timer(time, self.key, self.window))
+        self.op.processing_timers.delete(Timer(timer_time(time), self.key, self.window))
 
     def _store(self, window: Any) -> dict[str, Any]:
         return self.op.trigger_state.setdefault((self.key, window), {})
