@@ -11,7 +11,7 @@ import lowwater.graph.pipeline as pipeline_module
 from lowwater.api import StreamExecutionEnvironment
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import EventTimeSessionWindows, TumblingEventTimeWindows
-from lowwater.spark.field_check import check_field_names
+from lowwater.graph.field_check import check_field_names
 from lowwater.spark.general import find_sources
 from lowwater.spark.keyed import keyed_plan
 from lowwater.spark.plan import native_plan

@@ -23,6 +23,7 @@ from typing import Any
 
 from lowwater.core.clock import Clock, ManualClock, SystemClock
 from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.field_check import check_field_names
 from lowwater.graph.sinks import Sink, bind_job
 from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.nodes import Node
@@ -65,6 +66,7 @@ class ReferenceRuntime:
         fallback: Clock = self.user_clock or SystemClock()
         p = as_pipeline(pipeline)
         p.check_dead_letter_sink(self.dead_letter_sink)
+        check_field_names(p)  # as on Spark: a misspelt field is an error, not a dead letter per record
         job = CompiledJob(p, manual)
         self.nodes = job.nodes
         # a reference run never resumes: each is a job of its own

@@ -35,11 +35,11 @@ from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, LowwaterError, PipelineError
 from lowwater.core.failures import root_cause
 from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.field_check import check_field_names
 from lowwater.graph.sinks import Sink, bind_job
 from lowwater.metrics.line import MetricsLine, running_totals
 from lowwater.metrics.log import MetricsLog
 from lowwater.spark import faults
-from lowwater.spark.field_check import check_field_names
 from lowwater.spark.fs import join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan

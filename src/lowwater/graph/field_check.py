@@ -17,7 +17,7 @@ from typing import Any
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.watermarks import FieldTimestampAssigner, WatermarkStrategy
 from lowwater.core.windows import AggregatingContents, BuiltinAggregate
-from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph.pipeline import PipelineLike, as_pipeline
 from lowwater.graph.transformations import (
     AssignTransformation,
     SourceTransformation,

@@ -1,0 +1,48 @@
+"""The reference runtime checks a pipeline's field names against its sources before it runs, as Spark does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lowwater.api import StreamExecutionEnvironment
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.io import PartitionedLogWriter
+from lowwater.runtime.reference import ReferenceRuntime
+from lowwater.spark.sources import PartitionedLogSource
+
+FIELDS = [("user", "STRING"), ("ts", "BIGINT"), ("amount", "BIGINT")]
+
+
+@pytest.mark.parametrize(("key", "ts", "field", "what", "hint"), [
+    ("usr", "ts", "amount", 'key_by("usr")', '"user"'),
+    ("user", "time", "amount", 'with_timestamp_assigner("time")', None),
+    ("user", "ts", "amt", 'sum("amt")', '"amount"'),
+])
+def test_a_field_the_source_does_not_declare_is_refused_before_the_run(
+        tmp_path: Path, key: str, ts: str, field: str, what: str, hint: str | None) -> None:
+    """It made every record a dead letter, and the run succeeded (exit code 0 in the CLI), where
+    Spark refused the same pipeline before it started."""
+    PartitionedLogWriter(tmp_path / "log").append(0, [{"user": "ann", "ts": 1, "amount": 5}])
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(tmp_path / "log", FIELDS),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(ts))
+     .key_by(key).window(TumblingEventTimeWindows.of(1000)).sum(field).collect())
+    with pytest.raises(ConfigurationError, match="names a field that PartitionedLogSource does not declare") as e:
+        ReferenceRuntime().execute(env)
+    assert what in str(e.value)
+    assert (f"did you mean {hint}?" in str(e.value)) if hint else "did you mean" not in str(e.value)
+
+
+def test_a_field_declared_as_a_type_none_of_its_values_read_as_is_refused_before_the_run(tmp_path: Path) -> None:
+    PartitionedLogWriter(tmp_path / "log").append(0, [{"user": "ann", "ts": 1000, "amount": 5}])
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(tmp_path / "log", [("user", "STRING"), ("ts", "TIMESTAMP"),
+                                                              ("amount", "BIGINT")]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount").collect())
+    with pytest.raises(ConfigurationError, match="field 'ts' is declared TIMESTAMP, but none of the 1 values"):
+        ReferenceRuntime().execute(env)
