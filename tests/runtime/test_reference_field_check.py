@@ -46,3 +46,22 @@ def test_a_field_declared_as_a_type_none_of_its_values_read_as_is_refused_before
      .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount").collect())
     with pytest.raises(ConfigurationError, match="field 'ts' is declared TIMESTAMP, but none of the 1 values"):
         ReferenceRuntime().execute(env)
+
+
+def test_a_line_that_does_not_parse_has_sparks_reason_on_the_reference_runtime(tmp_path: Path) -> None:
+    """The reference runtime gave the reader's reason bare (``invalid JSON (...): 'not json'``), where
+    every Spark path and docs/reliability.md say ``record does not parse: '<the reader's reason>'``."""
+    from lowwater.api import CollectSink
+
+    PartitionedLogWriter(tmp_path / "log").append(0, [{"user": "ann", "ts": 1, "amount": 5}])
+    segment = next((tmp_path / "log" / "partition=0").glob("segment-*.jsonl"))
+    with open(segment, "a") as f:
+        f.write("not json\n")
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(tmp_path / "log", FIELDS),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount").collect())
+    dead = CollectSink()
+    ReferenceRuntime(dead_letter_sink=dead).execute(env)
+    assert [(d["offset"], d["reason"], d["record"]) for d in dead.results] == [
+        (1, "record does not parse: \"invalid JSON (Expecting value: line 1 column 1 (char 0)): 'not json'\"", None)]

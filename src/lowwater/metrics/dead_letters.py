@@ -46,10 +46,41 @@ def summarize_dead(rows: Iterable[Mapping[str, Any]], top: int = TOP_REASONS) ->
     return {"dead_letter_reasons": dict(counts.most_common(top)), "dead_letter_sample": sample}
 
 
+_FIELD_ERROR = re.compile(r"(field '.*?'): .* (is not an? [A-Z].*)$", re.S)
+
+
 def reason_kind(reason: str) -> str:
-    """A reason without the record's own details: ``record does not parse: '{...'`` ->
-    ``record does not parse``; ``missing key (user)`` stays as it is."""
-    return reason.split(": ", 1)[0]
+    """A reason without the record's own details, so that a batch's reasons group by kind.
+
+    >>> reason_kind("missing key (user)")
+    'missing key (user)'
+    >>> reason_kind("non-numeric value (amount): 'x'")
+    'non-numeric value (amount)'
+    >>> from lowwater.core.errors import BadRecordError
+    >>> reason_kind(BadRecordError.unparsed("field 'ts': 'NaN' is not a BIGINT"))
+    "record does not parse (field 'ts' is not a BIGINT)"
+    >>> reason_kind(BadRecordError.unparsed("invalid JSON (Expecting value: line 1 column 1 (char 0)): 'x'"))
+    'record does not parse (invalid JSON)'
+
+    The reader's own reason inside ``record does not parse: '...'`` (Python's repr of it) gives
+    its kind too, where all of them were one ``record does not parse``; a colon inside
+    parentheses does not cut (``invalid JSON (Expecting value`` was a kind)."""
+    field = _FIELD_ERROR.match(reason)
+    if field:
+        return f"{field[1]} {field[2]}"
+    head, _, rest = reason.partition(": ")
+    if head.count("(") > head.count(")"):
+        head = head.split(" (", 1)[0]
+    if head == "record does not parse" and rest:
+        import ast
+
+        try:
+            inner = ast.literal_eval(rest)
+        except (ValueError, SyntaxError):
+            return head
+        if isinstance(inner, str) and inner:
+            return f"{head} ({reason_kind(inner)})"
+    return head
 
 
 def merge_reasons(lines: Sequence[Mapping[str, Any]], top: int = TOP_REASONS) -> dict[str, int]:

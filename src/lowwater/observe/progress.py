@@ -57,9 +57,11 @@ def print_progress(line: Mapping[str, Any], out: TextIO | None = None, err: Text
     sample = line.get("dead_letter_sample") or {}
     where = f"partition {sample.get('partition')} offset {sample.get('offset')}"
     if dead == rows_in:
+        record = sample.get("record")  # none for a line that does not parse: its reason says what it read
+        example = f"{sample.get('reason')}" + (f", record {record}" if record and record != "null" else "")
         print(f"WARNING: batch {line['batch_id']} dead-lettered every one of its {rows_in} rows: {reasons}; "
-              f"e.g. {where}: {sample.get('record')}; hint: check the source's declared fields and types "
-              "against the data", file=err, flush=True)
+              f"e.g. {where}: {example}; hint: check the data, and the source's declared fields and types "
+              "against it", file=err, flush=True)
     else:
         print(f"        {dead} dead-lettered: {reasons}", file=out, flush=True)
 

@@ -60,7 +60,7 @@ class SourceNode(Node):
             record = Record(item.value, item.timestamp, self.lane(item.partition), item.partition, item.offset,
                             self.source_name)
             if item.error is not None:  # stored, but not an element
-                self.dead.add(record, BadRecordError(item.error))
+                self.dead.add(record, BadRecordError(BadRecordError.unparsed(item.error)))  # as Spark words it
                 return
             self.emit(record)
         elif isinstance(item, SourceWatermark):
