@@ -492,3 +492,25 @@ def test_status_shows_a_dead_letter_sample_without_a_record_as_its_reason_alone(
     assert shown == ["  e.g. partition 0 offset 3: record does not parse: 'x'"]
     shown = [x for x in render_status("ck", [with_record]).splitlines() if "e.g." in x]
     assert shown == ["  e.g. partition 0 offset 3: record does not parse: 'x': {\"a\":1}"]
+
+
+def test_the_cli_names_what_is_wrong_with_a_path_it_is_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each was a raw Errno (IsADirectoryError, FileExistsError), a message naming the word "file"
+    in place of the path, or "no such pipeline file" for a directory that exists."""
+    from lowwater.cli import main
+
+    (tmp_path / "afile").write_text("not json")
+    (tmp_path / "adir").mkdir()
+    cases = [
+        (["scenario", "run", str(tmp_path / "adir")], f"{tmp_path / 'adir'}: is a directory; pass a scenario JSON"),
+        (["scenario", "run", str(tmp_path / "afile")], f"{tmp_path / 'afile'}: is not valid JSON"),
+        (["scenario", "run", str(tmp_path / "none.json")], f"{tmp_path / 'none.json'}: no such file"),
+        (["run", str(tmp_path / "adir")], f"{tmp_path / 'adir'} is a directory, not a pipeline file"),
+        (["demo", "--out", str(tmp_path / "afile")], f"--out {tmp_path / 'afile'} is a file"),
+        (["demo", "--bootstrap-servers", "x:1"], "--bootstrap-servers: is for the Kafka demo: add --kafka"),
+    ]
+    for argv, said in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert said in err and "Errno" not in err, (argv, err)

@@ -157,3 +157,26 @@ def test_a_window_result_s_fire_index_is_an_int_column_as_on_spark(tmp_path: Pat
         assert str(pq.read_schema(tmp_path / "p" / f"batch={b}" / "part.parquet").field("fire_index").type) == "int32"
     DirectorySink(tmp_path / "d", "parquet").write_batch(0, [{"fire_index": 2}])  # not a window result: as it is
     assert str(pq.read_schema(tmp_path / "d" / "batch=0" / "part.parquet").field("fire_index").type) == "int64"
+
+
+def test_a_path_that_is_a_file_is_refused_before_the_run(tmp_path: Path) -> None:
+    """It failed at the first batch with a raw Errno: ``[Errno 17] File exists`` on the reference
+    runtime, ``[Errno 20] Not a directory: '.../_lowwater_job'`` on Spark."""
+    import pytest
+
+    from lowwater.api import StreamExecutionEnvironment
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.graph.sources import CollectionSource
+
+    (tmp_path / "out").write_text("")
+    env = StreamExecutionEnvironment()
+    (env.from_source(CollectionSource([[{"k": "a", "ts": 1}]]),
+                     WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts"))
+     .key_by("k").window(TumblingEventTimeWindows.of(10)).count().add_sink(DirectorySink(tmp_path / "out")))
+    with pytest.raises(ConfigurationError, match="out is a file, not a directory: a DirectorySink writes"):
+        env.execute()
+    sink = DirectorySink(tmp_path / "out")
+    with pytest.raises(ConfigurationError, match="is a file, not a directory"):
+        sink.bind_job("a-job-id", resumes=True)  # as on Spark, where a job resumes

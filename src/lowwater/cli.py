@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.png, FILE.svg or FILE.html")
     pl.add_argument("--title", default="", help="the picture's title")
 
-    sc = sub.add_parser("scenario", help="run scenario transcripts (shared/SCENARIOS.md)")
+    sc = sub.add_parser("scenario", help="run scenario transcripts (examples/scenarios/FORMAT.md)")
     sc_sub = sc.add_subparsers(dest="scenario_command", required=True)
     srun = sc_sub.add_parser("run", help="run one scenario and print its output JSON")
     srun.add_argument("file", help="the scenario JSON file")
@@ -166,6 +166,10 @@ def _scenario_run(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.bootstrap_servers and not args.kafka:  # it was ignored, and the file demo ran
+        raise ConfigurationError("--bootstrap-servers", "is for the Kafka demo: add --kafka")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise CliError(f"--out {args.out} is a file; hint: give the demo a directory to write its files in")
     if args.kafka:  # lowwater.demo_kafka: the same demo through a real broker
         from lowwater.demo_kafka import run_kafka_demo
 
@@ -233,6 +237,8 @@ def _plot(args: argparse.Namespace) -> int:
 def load_pipeline(file: str | Path) -> ModuleType:
     """Import a pipeline file; it must define ``build(env)``."""
     path = Path(file)
+    if path.is_dir():
+        raise CliError(f"{path} is a directory, not a pipeline file; hint: pass a .py file that defines build(env)")
     if not path.is_file():
         raise CliError(f"no such pipeline file: {path}; hint: pass a .py file that defines build(env)")
     name = "lowwater_pipeline_" + re.sub(r"\W", "_", path.stem)
@@ -371,7 +377,8 @@ def _spark_session(name: str, checkpoint: str) -> Any:
     except CheckpointError:  # nothing there yet: a new job
         done = 0
     if done:
-        print(f"resuming from {checkpoint} ({done} batches done); pass --checkpoint NEW_DIR to start over")
+        print(f"{checkpoint} holds {done} batches: resuming from them if they are this pipeline's; "
+              "pass --checkpoint NEW_DIR to start over")
     return spark
 
 

@@ -1,4 +1,4 @@
-"""Scenario transcripts (shared/SCENARIOS.md): parse one, build its pipeline, run it.
+"""Scenario transcripts (examples/scenarios/FORMAT.md): parse one, build its pipeline, run it.
 
 The pipeline is built with the public API, exactly as a user would write it, so a
 scenario exercises the same code on every runtime.
@@ -78,7 +78,7 @@ class Scenario:
     aggregate: str
     final_watermark: bool
     sources: tuple[SourceSpec, ...] = ()
-    """Several sources (shared/SCENARIOS.md "Several sources"); empty for one source."""
+    """Several sources (examples/scenarios/FORMAT.md "Several sources"); empty for one source."""
     topology: str = "union"
     timer_delay_ms: int = 0
 
@@ -151,12 +151,17 @@ def _sources(data: dict[str, Any]) -> tuple[SourceSpec, ...]:
 def load_scenario(data: dict[str, Any] | str | Path) -> Scenario:
     """Validate a scenario (a dict, or a JSON file path)."""
     if not isinstance(data, dict):
+        path = Path(data)
+        if path.is_dir():
+            raise ScenarioError(str(path), "is a directory; pass a scenario JSON file")
+        if not path.exists():
+            raise ScenarioError(str(path), "no such file; pass a scenario JSON file")
         try:
-            data = json.loads(Path(data).read_text())
+            data = json.loads(path.read_text())
         except json.JSONDecodeError as err:
-            raise ScenarioError("file", f"is not valid JSON: {err}") from None
+            raise ScenarioError(str(path), f"is not valid JSON: {err}") from None
         if not isinstance(data, dict):
-            raise ScenarioError("file", "must hold a JSON object")
+            raise ScenarioError(str(path), "must hold a JSON object")
     several = "sources" in data and data["sources"] is not None
     sources = _sources(data) if several else ()
     topology = _opt(data, "topology", str, "", "union")
@@ -363,7 +368,7 @@ def build_pipeline(
 def run_scenario(
     data: dict[str, Any] | str | Path, runtime: str = "reference", **options: Any
 ) -> dict[str, Any]:
-    """Run a scenario and return its output document (shared/SCENARIOS.md)."""
+    """Run a scenario and return its output document (examples/scenarios/FORMAT.md)."""
     s = load_scenario(data)
     if runtime == "spark":
         return _run_on_spark(s, **options)

@@ -78,6 +78,10 @@ class DirectorySink(DataFrameSink):
         beside the new ones, one directory of two jobs' rows, without a word. The job's id is kept
         in ``_lowwater_job`` (readers skip ``_`` files). A reference run (``resumes`` False), which
         starts over every time, and a checkpoint without an id are not checked."""
+        from lowwater.util.files import is_uri
+
+        if not is_uri(self.location) and self.path.is_file():  # checked on both runtimes, before a batch
+            raise self._a_file()
         if job_id is None or not resumes:
             return
         from pyspark.sql import SparkSession
@@ -87,6 +91,8 @@ class DirectorySink(DataFrameSink):
         spark = SparkSession.getActiveSession()
         location = resolve(self.location, spark) if spark is not None else self.location
         fs = checkpoint_fs(location, spark)
+        if fs.is_file(location):
+            raise self._a_file()
         marker = join(location, _JOB_FILE)
         recorded = fs.read(marker)
         if recorded is not None and recorded.decode().strip() == job_id:
@@ -98,6 +104,10 @@ class DirectorySink(DataFrameSink):
                 "sink a new directory, or delete this one if its rows are no longer wanted")
         fs.mkdirs(location)
         fs.write_atomic(marker, job_id.encode())
+
+    def _a_file(self) -> ConfigurationError:
+        return ConfigurationError("path", f"{self.location} is a file, not a directory: a DirectorySink writes "
+                                  "a directory per batch under its path. Hint: give it a directory")
 
     def write(self, df: DataFrame, batch_id: int) -> None:
         """Spark writes ``df`` from the executors; the directory then replaces ``batch=<id>``."""
