@@ -514,3 +514,14 @@ def test_the_cli_names_what_is_wrong_with_a_path_it_is_given(
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert said in err and "Errno" not in err, (argv, err)
+
+
+def test_status_of_a_native_path_checkpoint_counts_its_open_window_starts() -> None:
+    """The native path keeps window starts on the driver (its windows per key are files on the
+    executors): status printed ``- open windows, - state rows`` where the line holds the count."""
+    from lowwater.observe.status import render_status
+
+    line = {"batch_id": 4, "processing_time_ms": 0, "combined_watermark": 5, "rows_in": 2, "path": "native",
+            "open_windows": None, "open_window_starts": 10, "state_rows": None, "state_bytes": 2048}
+    shown = [x for x in render_status("ck", [line]).splitlines() if x.startswith("state after")]
+    assert shown == ["state after batch 4: 10 open window starts, 2.0 KiB on disk"]

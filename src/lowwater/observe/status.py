@@ -133,8 +133,13 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
     state = s["state"]
     out.append("")
     size = state.get("state_bytes")
-    out.append(f"state after batch {state['batch_id']}: {_n(state.get('open_windows'))} open windows, "
-               f"{_n(state.get('state_rows'))} state rows"
+    # the native path counts the window starts it keeps (its windows per key are files on the executors)
+    held = [f"{state['open_windows']} open windows" if state.get("open_windows") is not None else
+            f"{state['open_window_starts']} open window starts" if state.get("open_window_starts") is not None
+            else "- open windows"]
+    if state.get("state_rows") is not None or state.get("open_window_starts") is None:
+        held.append(f"{_n(state.get('state_rows'))} state rows")
+    out.append(f"state after batch {state['batch_id']}: {', '.join(held)}"
                + (f", {fmt_bytes(size)} on disk" if size is not None else " (not stored on disk)"))
     shown = list(lines)[-last:] if last > 0 else []
     if shown:
