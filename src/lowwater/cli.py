@@ -228,7 +228,9 @@ def _plot(args: argparse.Namespace) -> int:
         raise CliError(f"cannot write {out}: no directory {out.parent}; hint: create it first")
     data = plot_watermarks(lines, out, args.title or f"lowwater watermarks: {args.checkpoint}")
     late = sum(n for _, _, n in data["late"])
-    print(f"wrote {out}: {len(data['x'])} batches, {len(data['partitions'])} partitions, "
+    # the end-of-input step is no batch of data: status counts it among its batches, the picture does not
+    ended = " and the end of input" if any(x.get("end_of_input") for x in lines) else ""
+    print(f"wrote {out}: {len(data['x'])} batches{ended}, {len(data['partitions'])} partitions, "
           f"{late} late rows, {sum(n for _, n in data['fired'])} window firings")
     return 0
 
