@@ -112,7 +112,8 @@ def _parser() -> argparse.ArgumentParser:
                          description=_RUN_HELP.replace("{cli}", str(Path(__file__).resolve())))
     run.add_argument("file", metavar="PIPELINE.py", help="the pipeline file")
     run.add_argument("--checkpoint", metavar="DIR",
-                     help="checkpoint location (default: checkpoints/<file name>); a rerun resumes from it")
+                     help="checkpoint location (default: checkpoints/<file name>); a rerun on spark resumes from "
+                          "it (the reference runtime starts over, keeping only its metrics there)")
     run.add_argument("--runtime", choices=["spark", "reference"], default="spark",
                      help="spark (default), or the in-process reference runtime")
     run.add_argument("--end-of-input", action="store_true",
