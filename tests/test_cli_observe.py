@@ -259,7 +259,8 @@ def test_the_plot_is_a_png_whose_drawn_series_equal_the_metrics_log(
 ) -> None:
     out = tmp_path / "w.png"
     assert main(["plot", str(checkpoint), "-o", str(out)]) == 0
-    assert f"wrote {out}: 4 batches and the end of input, 3 partitions, 8 late rows, 23 window firings" in capsys.readouterr().out
+    assert (f"wrote {out}: 4 batches and the end of input, 3 partitions, 8 late rows, 23 window firings"
+            in capsys.readouterr().out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
 
     lines = read_checkpoint(checkpoint)

@@ -327,3 +327,42 @@ def test_each_batchs_metrics_line_names_the_reasons_of_its_own_dead_letters() ->
         {"missing key (key)": 1}, {}, {"missing or non-numeric timestamp (ts)": 1, "missing key (key)": 1},
         {}]  # the end of input
     assert sum(line.rows_dead_lettered for line in result.lines()) == len(result.dead_letters) == 3
+
+
+def test_a_co_process_function_missing_a_method_is_refused_when_the_pipeline_is_built() -> None:
+    """It failed the job at the first element of the second input with a bare NotImplementedError,
+    naming neither the method nor the input."""
+    from lowwater.core.process import KeyedCoProcessFunction, KeyedProcessFunction
+
+    class OnlyFirst(KeyedCoProcessFunction):
+        def process_element1(self, value: Any, ctx: Any) -> Any:
+            yield value
+
+    class Nothing(KeyedProcessFunction):
+        pass
+
+    env = StreamExecutionEnvironment()
+    a, b = env.from_collection([{"k": 1}]), env.from_collection([{"k": 2}])
+    with pytest.raises(ConfigurationError, match="OnlyFirst does not implement process_element2"):
+        a.connect(b).key_by("k", "k").process(OnlyFirst())
+    with pytest.raises(ConfigurationError, match="Nothing does not implement process_element"):
+        a.key_by("k").process(Nothing())
+
+
+def test_an_open_that_raises_fails_the_job_naming_open_and_no_record() -> None:
+    """It was blamed on the first record: ``raised RuntimeError: cannot open at partition 0, offset 0``."""
+    from lowwater.core.process import KeyedProcessFunction
+
+    class OpenRaises(KeyedProcessFunction):
+        def open(self, rc: Any) -> None:
+            raise RuntimeError("cannot open")
+
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield value
+
+    env = StreamExecutionEnvironment()
+    env.from_collection([{"k": 1}]).key_by("k").process(OpenRaises()).collect()
+    with pytest.raises(UserFunctionError) as failed:
+        env.execute(clock=ManualClock(0))
+    assert str(failed.value).startswith(
+        "user function process function of keyed process (open) raised RuntimeError: cannot open. Fix")

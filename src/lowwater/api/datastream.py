@@ -227,6 +227,7 @@ class KeyedStream:
                 "function", f"expected a KeyedProcessFunction, got {type(function).__name__}; subclass "
                 "lowwater.api.KeyedProcessFunction and implement process_element(value, ctx)",
             )
+        _check_implements(function, KeyedProcessFunction, "process_element")
         stream = self.stream
         t = KeyedProcessTransformation(name, stream.transformation, self.key_selector, function)
         return SingleOutputStream(stream.env, t)
@@ -344,6 +345,7 @@ class ConnectedStreams:
                 "function", f"expected a KeyedCoProcessFunction, got {type(function).__name__}; subclass "
                 "lowwater.api.KeyedCoProcessFunction and implement process_element1 and process_element2",
             )
+        _check_implements(function, KeyedCoProcessFunction, "process_element1", "process_element2")
         t = KeyedCoProcessTransformation(name, self.first.transformation, self.second.transformation,
                                          self.key_selector1, self.key_selector2, function)
         return SingleOutputStream(self.first.env, t)
@@ -369,3 +371,14 @@ def _pair(fn1: Any, fn2: Any, m1: str, m2: str) -> tuple[Callable[[Any], Any], C
             return getattr(fn1, m1), getattr(fn1, m2)
         raise ConfigurationError("function", f"give two functions, or one object with {m1} and {m2}")
     return fn1, fn2
+
+
+def _check_implements(function: object, base: type, *methods: str) -> None:
+    """Refuse a process function that leaves one of ``methods`` as ``base`` has it: its first element
+    failed the job with a bare ``NotImplementedError``, naming neither the method nor the input."""
+    missing = [m for m in methods if getattr(type(function), m, None) is getattr(base, m)]
+    if missing:
+        raise ConfigurationError(
+            "function", f"{type(function).__name__} does not implement {' and '.join(missing)}(value, ctx), "
+            f"which {base.__name__} needs" + (": process_element1 takes the first input's elements, "
+                                              "process_element2 the second's" if len(methods) == 2 else ""))

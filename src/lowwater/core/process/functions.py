@@ -172,7 +172,7 @@ class KeyedProcessFunction(_Function):
     """Processes each element of a keyed stream: ``process_element(value, ctx)``."""
 
     def process_element(self, value: Any, ctx: ProcessContext, *out: Collector) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement process_element")
 
 
 class KeyedCoProcessFunction(_Function):
@@ -180,7 +180,7 @@ class KeyedCoProcessFunction(_Function):
     first input, ``process_element2`` for the second."""
 
     def process_element1(self, value: Any, ctx: ProcessContext, *out: Collector) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement process_element1 (the first input)")
 
     def process_element2(self, value: Any, ctx: ProcessContext, *out: Collector) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement process_element2 (the second input)")

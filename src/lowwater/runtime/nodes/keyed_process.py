@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lowwater.core.clock import Clock
-from lowwater.core.errors import BadRecordError
+from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
 from lowwater.core.process import Emitted, KeyedProcessOperator, SideEmitted
 from lowwater.graph.transformations import OutputTag
 from lowwater.runtime.nodes.node import Node, _fn_name
@@ -65,6 +65,12 @@ class KeyedProcessNode(_SingleLaneNode):
         except Exception as e:
             user_code_failed(e, f"key_by {_fn_name(selector)}", record, on_bad=self._reject, wrap_lowwater=True)
             return
+        try:
+            self.operator.open()
+        except LowwaterError:
+            raise
+        except Exception as e:  # the function's open(), not this record: no position
+            raise UserFunctionError(f"process function of {self.name} (open)", e) from e
         try:
             events = self.operator.process_element(key, record.value, record.timestamp, input_index)
         except Exception as e:
