@@ -857,3 +857,29 @@ def test_a_timer_that_raises_at_the_end_of_input_fails_the_job_as_in_a_batch(spa
         "the end-of-input step failed: UserFunctionError: user function process function of keyed process "
         "(on_timer) raised ValueError: boom at 50000. Fix the function and restart; processing resumes from the "
         "last completed batch.")
+
+
+class _Now(KeyedProcessFunction):
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield (value["ts"], ctx.timer_service().current_processing_time())
+
+
+def test_a_batch_files_sources_processing_times_are_the_clock_on_spark_too(spark: Any, tmp_path: Path) -> None:
+    """The reference runtime read them and SparkRuntime (without a clock of its own) took the system
+    clock: the same source gave other idleness, watermarks and outputs."""
+    BatchFilesSource.write(tmp_path / "in", [[{"key": "a", "ts": 1}], [{"key": "a", "ts": 2}]])
+
+    def build(env: StreamExecutionEnvironment) -> Any:
+        src = BatchFilesSource(tmp_path / "in", [("key", "STRING"), ("ts", "BIGINT")], [0],
+                               processing_times_ms=[1000, 2000])
+        return (env.from_source(src, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+                .key_by("key").process(_Now()).collect())
+
+    env = StreamExecutionEnvironment()
+    want = build(env)
+    ReferenceRuntime().execute(env)
+    assert want.results == [(1, 1000), (2, 2000)]
+    env = StreamExecutionEnvironment()
+    got = build(env)
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", end_of_input=True).execute(env)
+    assert got.results == want.results

@@ -196,6 +196,7 @@ class SparkRuntime:
         if clock is not None and not callable(clock) and not hasattr(clock, "now_ms"):
             raise ConfigurationError("clock", f"expected a Clock or a function of the batch id, got {clock!r}")
         self.clock = clock or SystemClock()
+        self._clock_given = clock is not None
         self.end_of_input = end_of_input
         if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int) or snapshot_every < 1:
             raise ConfigurationError("snapshot_every", f"must be an int >= 1 (batches), got {snapshot_every!r}")
@@ -223,6 +224,9 @@ class SparkRuntime:
         p = as_pipeline(pipeline)  # the graph's one walk: everything below reads p.walk()
         spark = self.spark or get_or_create_session()
         sources = find_sources(p)
+        times = [t for t in (getattr(s, "processing_times", lambda: None)() for s in sources) if t]
+        if times and not self._clock_given:  # the sources' own clock, as the reference runtime reads it
+            self.clock = _clock_of(times)
         check_field_names(p)  # before Spark starts and before the checkpoint is claimed
         p.check_dead_letter_sink(self.dead_letter_sink)
         plan, reason = native_plan(p)
@@ -643,11 +647,16 @@ def _deliver(sink: Sink, payload: Any, batch_id: int) -> None:
         sink.write_batch(batch_id, payload.rows())
 
 
+def _clock_of(times: Sequence[Sequence[int]]) -> Callable[[int], int]:
+    """The clock of batch ``b`` from the sources' processing times per batch: the latest of them, as
+    the reference runtime takes it; a batch past a source's list keeps its last time."""
+    return lambda b: max(ts[b] if b < len(ts) else ts[-1] for ts in times)
+
+
 def run_batches(
     pipeline: PipelineLike, checkpoint_location: str, processing_times_ms: Sequence[int] | None = None,
     **kwargs: Any,
 ) -> SparkJob:
     """Run a bounded pipeline to its end on Spark (one micro-batch per source batch)."""
-    times = list(processing_times_ms) if processing_times_ms is not None else None
-    clock: Any = (lambda b: times[b] if b < len(times) else times[-1]) if times else None
+    clock = _clock_of([list(processing_times_ms)]) if processing_times_ms else None
     return SparkRuntime(checkpoint_location, clock=clock, **kwargs).execute(pipeline)

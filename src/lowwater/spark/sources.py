@@ -89,6 +89,11 @@ class BatchFilesSource(SparkSource):
     def partitions(self) -> list[int]:
         return list(self._partitions)
 
+    def processing_times(self) -> list[int] | None:
+        """The clock at the end of each batch, as given: both runtimes read it (a ``SparkRuntime``
+        without a ``clock`` of its own, where it took the system clock)."""
+        return None if self._processing_times is None else list(self._processing_times)
+
     def fields(self) -> list[str]:
         return [name for name, _ in self.value_fields]
 
