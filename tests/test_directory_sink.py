@@ -180,3 +180,34 @@ def test_a_path_that_is_a_file_is_refused_before_the_run(tmp_path: Path) -> None
     sink = DirectorySink(tmp_path / "out")
     with pytest.raises(ConfigurationError, match="is a file, not a directory"):
         sink.bind_job("a-job-id", resumes=True)  # as on Spark, where a job resumes
+
+
+def test_the_reference_runtime_writes_partitions_decimals_and_infinities_as_spark_does(tmp_path: Path) -> None:
+    """A late row's partition was a BIGINT (an INT on Spark), a Decimal sum a JSON string ("3.35"),
+    and an infinite float bare ``Infinity``, which is no JSON (Spark writes the string)."""
+    from decimal import Decimal
+
+    import pyarrow.parquet as pq
+
+    from lowwater.api import OutputTag, StreamExecutionEnvironment
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.graph.sources import CollectionSource
+
+    batches = [[{"k": "a", "ts": 100, "d": Decimal("1.10"), "f": 1e308},
+                {"k": "a", "ts": 200, "d": Decimal("2.25"), "f": 1e308}],
+               [{"k": "a", "ts": 5000, "d": Decimal("1.00"), "f": 1.0}],
+               [{"k": "a", "ts": 300, "d": Decimal("9.99"), "f": 1.0}]]  # late
+    for field in ("d", "f"):
+        env = StreamExecutionEnvironment()
+        late = OutputTag("late")
+        sums = (env.from_source(CollectionSource(batches), WatermarkStrategy.for_bounded_out_of_orderness(0)
+                                .with_timestamp_assigner("ts"))
+                .key_by("k").window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).sum(field))
+        sums.add_sink(DirectorySink(tmp_path / field / "main", "jsonl"))
+        sums.get_side_output(late).add_sink(DirectorySink(tmp_path / field / "late", "parquet"))
+        env.execute()
+        lines = [x for f in sorted((tmp_path / field / "main").rglob("part.jsonl")) for x in f.read_text().split()]
+        assert any(('"value":3.35,' if field == "d" else '"value":"Infinity",') in x for x in lines), lines
+        schema = pq.read_schema(next((tmp_path / field / "late").rglob("*.parquet")))
+        assert str(schema.field("partition").type) == "int32"

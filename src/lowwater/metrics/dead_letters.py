@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import uuid
 from collections import Counter
@@ -22,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 __all__ = ["describe_reasons", "letter_from_json", "letter_json", "merge_reasons", "reason_kind", "record_json",
-           "summarize_dead"]
+           "spark_json", "summarize_dead"]
 
 TOP_REASONS = 5
 SAMPLE_CHARS = 300
@@ -137,9 +138,32 @@ _MARKED = re.compile(f'"{_MARK}([0-9]+)"')
 
 def record_json(record: Any) -> str:
     """A dead letter's record as the native path's ``to_json`` writes it, whichever path rejected
-    it: compact, a dict without its null fields (as a struct), bytes in base64 and a finite
-    Decimal as a JSON number with its places (``1.50``, not ``"1.50"``); a value JSON has no kind
-    for is its text."""
+    it: compact, a dict without its null fields (as a struct), and values as :func:`spark_json`."""
+    if isinstance(record, dict):
+        record = {k: v for k, v in record.items() if v is not None}
+    return spark_json(record)
+
+
+def _finite(o: Any) -> Any:
+    """``o`` with every infinite or NaN float as the text Spark's JSON writer gives it."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return "NaN" if o != o else ("Infinity" if o > 0 else "-Infinity")
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
+def spark_json(value: Any) -> str:
+    """``value`` as compact JSON text, as Spark writes a row: bytes in base64, a finite Decimal as a
+    JSON number with its places (``1.50``, not ``"1.50"``), an infinite or NaN float as the string
+    ``"Infinity"``, ``"-Infinity"`` or ``"NaN"`` (bare ``Infinity`` is no JSON); a value JSON has no
+    kind for is its text.
+
+    >>> spark_json({"d": Decimal("1.50"), "f": float("inf"), "b": b"hi"})
+    '{"d":1.50,"f":"Infinity","b":"aGk="}'
+    """
     numbers: list[str] = []
 
     def default(o: Any) -> Any:
@@ -150,7 +174,5 @@ def record_json(record: Any) -> str:
             return base64.b64encode(o).decode("ascii")
         return str(o)
 
-    if isinstance(record, dict):
-        record = {k: v for k, v in record.items() if v is not None}
-    text = json.dumps(record, separators=(",", ":"), default=default)
+    text = json.dumps(_finite(value), separators=(",", ":"), default=default)
     return _MARKED.sub(lambda m: numbers[int(m.group(1))], text) if numbers else text

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lowwater.core.errors import ConfigurationError
+from lowwater.metrics.dead_letters import spark_json
 from lowwater.spark import faults
 from lowwater.spark.sinks.base import DataFrameSink, checked_empty_batches, to_dict
 
@@ -137,7 +138,7 @@ class DirectorySink(DataFrameSink):
         if self.fmt in ("jsonl", "json"):
             with open(tmp / "part.jsonl", "w") as f:
                 for r in records:
-                    f.write(json.dumps(r, default=str) + "\n")
+                    f.write(spark_json(r) + "\n")  # as Spark writes a row: a Decimal a number
         elif table is not None:
             import pyarrow.parquet as pq
 
@@ -207,12 +208,18 @@ def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id
     table = pa.table({n: _column([r.get(n) for r in records]) for n in names})
     kept = kept if kept is not None else pa.schema([])
     windowed = all(n in table.column_names and pa.types.is_int64(table[n].type) for n in ("window_start", "window_end"))
+    # a late row's partition (``partition``, or ``source_partition`` beside an element's own) and a dead
+    # letter's are INTs, as on Spark (native_sql.late_ddl, dead_ddl)
+    late = next((n for n in names if n.endswith("rejected_windows")), None)
+    ints = {"fire_index"} if windowed else set()
+    ints |= {late[:-len("rejected_windows")] + "partition"} if late else set()
+    ints |= {"partition"} if "reason" in names and "offset" in names else set()
     fields, columns = [], []
     for name in [*kept.names, *(n for n in table.column_names if n not in kept.names)]:
         old = kept.field(name).type if name in kept.names else None
         new = _wide(_known(table[name].type)) if name in table.column_names else None
-        if name == "fire_index" and windowed and pa.types.is_int64(new) and (old is None or pa.types.is_int32(old)):
-            new = pa.int32()  # a window result's fire_index is an INT, as on Spark (native_sql.result_ddl)
+        if name in ints and pa.types.is_int64(new) and (old is None or pa.types.is_int32(old)):
+            new = pa.int32()  # a window result's fire_index is an INT too (native_sql.result_ddl)
         # a STRING column takes any value, a list or struct as its JSON text (_texts below)
         target = old if old is not None and new is not None and pa.types.is_string(old) \
             else _merged(old, new, name, what, batch_id)
