@@ -145,6 +145,22 @@ def test_a_decimal_field_through_the_log_reads_what_was_written(tmp_path: Path) 
         assert type(plain.value["a"]) is float and type(record.value["a"]) is Decimal
 
 
+def test_the_writer_writes_a_decimal_as_its_exact_number_in_both_formats(tmp_path: Path) -> None:
+    """The writer refused a Decimal (not JSON-serialisable), so a DECIMAL field could only be written
+    through a float, rounded before lowwater read its text; a text that looks like the marker stays text."""
+    from decimal import Decimal
+
+    for fmt in ("jsonl", "parquet"):
+        w = PartitionedLogWriter(tmp_path / fmt, fmt, fsync=False)
+        w.append(0, [{"a": Decimal("12345678901234567.89"), "b": [Decimal("-0.10")], "c": "\x00decimal:1"}])
+        with pytest.raises(ConfigurationError, match="not JSON-serialisable"):
+            w.append(0, [{"a": Decimal("NaN")}])
+        [record] = PartitionedLogReader(tmp_path / fmt).read({0: 0}, exact_numbers=True)
+        assert read_element(record.value, [("a", "DECIMAL(19,2)"), ("c", "STRING")]) == {
+            "a": Decimal("12345678901234567.89"), "c": "\x00decimal:1"}
+        assert record.value["b"] == [Decimal("-0.10")]
+
+
 def test_a_batch_takes_at_most_its_records_and_segments_per_partition(tmp_path: Path) -> None:
     w = PartitionedLogWriter(tmp_path / "log", fsync=False)
     for n in (3, 2, 4):

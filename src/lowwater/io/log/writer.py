@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import uuid
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,23 @@ from lowwater.io.log.format import (
 from lowwater.util.files import atomic_write
 
 __all__ = ["PartitionedLogWriter"]
+
+
+_MARK = f"lowwater-decimal-{uuid.uuid4().hex}:"  # no record's text holds it
+_DECIMAL = re.compile(f'"{_MARK}(-?[0-9]+(?:\\.[0-9]+)?)"')
+
+
+def _json_object(value: Mapping[str, Any]) -> str:
+    """``value`` as compact JSON; a finite ``Decimal`` is a JSON number with exactly its digits
+    (``12345678901234567.89``), the text a ``DECIMAL`` field is read from, where the encoder refused
+    it and a float rounded it. NaN, infinities and other values JSON has no kind for are refused."""
+    def default(o: Any) -> Any:
+        if isinstance(o, Decimal) and o.is_finite():
+            return f"{_MARK}{format(o, 'f')}"
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    text = json.dumps(dict(value), allow_nan=False, separators=(",", ":"), default=default)
+    return _DECIMAL.sub(lambda m: m.group(1), text)
 
 
 class PartitionedLogWriter:
@@ -149,7 +169,7 @@ class PartitionedLogWriter:
                     "values", f"values[{k}] must be a dict, got {type(value).__name__}"
                 )
             try:
-                encoded.append(json.dumps(dict(value), allow_nan=False, separators=(",", ":")))
+                encoded.append(_json_object(value))
             except (TypeError, ValueError) as exc:
                 raise ConfigurationError(
                     "values", f"values[{k}] is not JSON-serialisable: {exc}"
