@@ -366,3 +366,31 @@ def test_an_open_that_raises_fails_the_job_naming_open_and_no_record() -> None:
         env.execute(clock=ManualClock(0))
     assert str(failed.value).startswith(
         "user function process function of keyed process (open) raised RuntimeError: cannot open. Fix")
+
+
+def test_a_custom_trigger_on_session_windows_without_can_merge_says_what_to_implement() -> None:
+    from lowwater.core.errors import shown
+    from lowwater.core.windows import EventTimeSessionWindows
+    from lowwater.core.windows.trigger import Trigger, TriggerResult
+
+    class EveryElement(Trigger[Any]):
+        def on_element(self, element: Any, timestamp: int, window: Any, ctx: Any) -> TriggerResult:
+            return TriggerResult.FIRE
+
+        def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+            return TriggerResult.CONTINUE
+
+        def on_processing_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+            return TriggerResult.CONTINUE
+
+        def clear(self, window: Any, ctx: Any) -> None:
+            pass
+
+    assert shown(EveryElement()) == "EveryElement"  # not <...EveryElement object at 0x7f...>
+    env = StreamExecutionEnvironment()
+    (env.from_collection([{"k": "a", "ts": 1}])
+     .assign_timestamps_and_watermarks(BY_TS).key_by("k").window(EventTimeSessionWindows.with_gap(10))
+     .trigger(EveryElement()).sum("ts").collect())
+    with pytest.raises(ConfigurationError, match=r"EveryElement cannot be used with merging windows .*: implement "
+                                                 r"can_merge\(\) to return True and on_merge"):
+        env.execute(clock=ManualClock(0))

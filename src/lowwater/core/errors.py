@@ -10,6 +10,7 @@ __all__ = [
     "OutputSchemaError",
     "PipelineError",
     "UserFunctionError",
+    "shown",
 ]
 
 
@@ -133,3 +134,9 @@ class UserFunctionError(LowwaterError):
         self.function = function
         self.partition = partition
         self.offset = offset
+
+
+def shown(o: object) -> str:
+    """A user object as a message names it: its own repr where its class has one, else its class's
+    name (``EveryElementThenEnd``, not ``<__main__.EveryElementThenEnd object at 0x7f...>``)."""
+    return repr(o) if type(o).__repr__ is not object.__repr__ else type(o).__name__

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lowwater.core.errors import PipelineError
+from lowwater.core.errors import PipelineError, shown
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import FieldTimestampAssigner, RecordTimestampAssigner, WatermarkStrategy
 from lowwater.core.windows import (
@@ -141,7 +141,7 @@ def native_plan(pipeline: PipelineLike) -> tuple[NativePlan | None, str]:
     else:
         return None, f"window assigner {a!r}"
     if w.trigger is not None and not isinstance(w.trigger, EventTimeTrigger):
-        return None, f"trigger {w.trigger!r}"
+        return None, f"trigger {shown(w.trigger)}"
     if w.window_function is not None:
         return None, "window function"
     if not isinstance(w.contents, AggregatingContents) or not isinstance(w.contents.function, BuiltinAggregate):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable
 from typing import Any, Protocol
 
 from lowwater.core.clock import Clock, ManualClock
-from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError
+from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError, shown
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, timer_time
 from lowwater.core.windows.assigner import MergingWindowAssigner, WindowAssigner
 from lowwater.core.windows.contents import WindowContents
@@ -81,7 +81,9 @@ class WindowOperator:
         self.is_merging = isinstance(assigner, MergingWindowAssigner)
         if self.is_merging and not self.trigger.can_merge():
             raise ConfigurationError(
-                "trigger", f"{self.trigger!r} cannot be used with merging windows ({assigner!r})"
+                "trigger", f"{shown(self.trigger)} cannot be used with merging windows ({assigner!r}): "
+                "implement can_merge() to return True and on_merge(window, ctx) to re-register its timers "
+                "for the merged window, as Flink's triggers for session windows do"
             )
         self.is_event_time = assigner.is_event_time()
         self.allowed_lateness_ms = allowed_lateness_ms if self.is_event_time else 0
