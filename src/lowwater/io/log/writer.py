@@ -143,7 +143,8 @@ class PartitionedLogWriter:
         partition : int
             Target partition, ``>= 0``; created if it does not exist.
         values : sequence of dict
-            Payloads; each must be a JSON-serialisable mapping with string keys.
+            Payloads; each must be a JSON-serialisable mapping with string keys (a finite
+            ``Decimal`` is written as a JSON number with exactly its digits).
         timestamps : sequence of int or None, optional
             Source timestamps in epoch ms, one per value (``None`` for "unknown").
 
