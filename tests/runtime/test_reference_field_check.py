@@ -65,3 +65,21 @@ def test_a_line_that_does_not_parse_has_sparks_reason_on_the_reference_runtime(t
     ReferenceRuntime(dead_letter_sink=dead).execute(env)
     assert [(d["offset"], d["reason"], d["record"]) for d in dead.results] == [
         (1, "record does not parse: \"invalid JSON (Expecting value: line 1 column 1 (char 0)): 'not json'\"", None)]
+
+
+def test_a_batch_files_element_is_its_declared_fields_as_spark_reads_it(tmp_path: Path) -> None:
+    """A record missing a field had it absent on the reference runtime and None on Spark (whose
+    schema reads the declared fields), so their dead letters differed; an undeclared field was
+    part of the element here only."""
+    from lowwater.api import CollectSink
+    from lowwater.spark.sources import BatchFilesSource
+
+    BatchFilesSource.write(tmp_path / "in", [[{"key": "a", "ts": 100, "v": 1, "extra": 7}, {"key": "a", "ts": 300}]])
+    env = StreamExecutionEnvironment()
+    (env.from_source(BatchFilesSource(tmp_path / "in", [("key", "STRING"), ("ts", "BIGINT"), ("v", "BIGINT")], [0]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(1000)).sum("v").collect())
+    dead = CollectSink()
+    ReferenceRuntime(dead_letter_sink=dead).execute(env)
+    assert [(d["offset"], d["reason"], d["record"]) for d in dead.results] == [
+        (1, "missing value (v)", {"key": "a", "ts": 300, "v": None})]

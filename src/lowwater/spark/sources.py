@@ -121,11 +121,15 @@ class BatchFilesSource(SparkSource):
 
     def batches(self) -> Iterator[SourceBatch]:
         files = sorted(self.directory.glob("batch-*.jsonl"))
+        names = self.fields()
         for i, path in enumerate(files):
             items = []
             for line in path.read_text().splitlines():
                 r = json.loads(line)
-                items.append(SourceRecord(r["value"], r["partition"], r["offset"], r.get("timestamp")))
+                # the element Spark's schema reads: the declared fields, a missing one None, no other
+                # (a dead letter's record had a missing field absent here and None on Spark)
+                value = {n: r["value"].get(n) for n in names}
+                items.append(SourceRecord(value, r["partition"], r["offset"], r.get("timestamp")))
             pt = self._processing_times[i] if self._processing_times is not None else None
             yield SourceBatch(tuple(items), pt)
 
