@@ -96,7 +96,8 @@ def test_lowwater_run_status_and_plot_on_a_checkpoint_on_hdfs(
     batches = [x for x in out.splitlines() if re.match(r"\s+\d+\*?\s", x)]
     assert batches and f"{len(batches)} batches on the native path" in out
     assert main(["run", str(pipeline), "--checkpoint", ck, "--end-of-input"]) == 0
-    assert f"resuming from {ck} ({len(batches)} batches done)" in capsys.readouterr().out
+    assert f"{ck} holds {len(batches)} batches: resuming from them if they are this pipeline's" in \
+        capsys.readouterr().out
     assert main(["status", ck]) == 0
     status = capsys.readouterr().out
     assert "24 rows in = 24 windowed + 0 late + 0 dead-lettered (balanced)" in status
