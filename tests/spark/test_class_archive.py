@@ -58,3 +58,12 @@ def test_a_driver_maps_the_archive_built_for_its_class_path(tmp_path: Path) -> N
     assert f"-XX:SharedArchiveFile={archive}" in run.stdout
     assert str(archive) in run.stdout.splitlines()[0].split(), run.stdout  # the JVM mapped it (and the JDK's own)
     assert "cds" not in run.stderr.lower(), "the JVM should say nothing about the archive"
+
+
+def test_a_jar_that_is_not_there_is_one_line_before_a_jvm_starts(tmp_path: Path) -> None:
+    """The command in docs/cluster.md printed the workload's whole traceback for a mistyped jar."""
+    env = {**os.environ, class_archive.ENV_DIR: str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "lowwater.spark.class_archive", "--jar", str(tmp_path / "no.jar")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"lowwater.spark.class_archive: jar(s) not found: {tmp_path / 'no.jar'}"

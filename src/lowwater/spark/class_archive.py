@@ -94,6 +94,9 @@ def build(jars: list[str], timeout_s: float = 600) -> Path:
     """Build (or keep) the archive for a driver given ``jars``; return its path."""
     from lowwater.spark.jvm import spark_jars
 
+    missing = [j for j in jars if not os.path.isfile(j)]
+    if missing:  # before a JVM is started for them, whose traceback said so
+        raise FileNotFoundError(f"jar(s) not found: {', '.join(missing)}")
     wanted = [os.path.abspath(j) for j in jars]
     wanted += [j for j in spark_jars() if j not in wanted]
     target = archive_for(os.pathsep.join(wanted))
@@ -143,7 +146,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Build the JVM class archive for a Spark driver's class path.")
     parser.add_argument("--jar", action="append", default=[], help="an extra jar the driver is given (repeatable)")
     args = parser.parse_args(argv)
-    print(build(args.jar))
+    try:
+        print(build(args.jar))
+    except (FileNotFoundError, RuntimeError) as e:  # a user's mistake (a jar's path) or the JVM's: one line
+        raise SystemExit(f"lowwater.spark.class_archive: {e}") from None
 
 
 if __name__ == "__main__":
