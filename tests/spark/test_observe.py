@@ -109,7 +109,7 @@ def test_a_spark_job_logs_one_metrics_line_per_batch_that_status_progress_and_pl
     assert "  combined   2023-11-14 22:13:42.999" in out
     picture = tmp_path / "watermarks.png"
     assert main(["plot", str(ck), "-o", str(picture)]) == 0
-    assert "3 batches, 2 partitions, 1 late rows" in capsys.readouterr().out
+    assert "3 batches and the end of input, 2 partitions, 1 late rows" in capsys.readouterr().out
     assert picture.read_bytes()[:4] == b"\x89PNG" and picture.stat().st_size > 10_000
     data = plot_watermarks(lines, tmp_path / "again.png")
     assert data["combined"] == [(x["combined_watermark"] - data["origin_ms"]) / 1000 for x in lines[:3]]

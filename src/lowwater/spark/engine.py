@@ -584,7 +584,12 @@ def _interruption(e: BaseException) -> str | None:
             return None
         if name in _INTERRUPTIONS:
             return name
-        java = java.getCause()
+        cause = java.getCause()
+        if name == "org.apache.spark.SparkException" and cause is None and "cancelled" in str(java.getMessage()):
+            # the batch's job cancelled by the stop (Spark's isInterruptionException: "cancelled" and the
+            # query's job group): said as an interruption, which Spark takes for a stop only if it is one
+            return "java.lang.InterruptedException"
+        java = cause
     return None
 
 
