@@ -22,8 +22,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["describe_reasons", "letter_from_json", "letter_json", "merge_reasons", "reason_kind", "record_json",
-           "spark_json", "summarize_dead"]
+__all__ = [
+    "describe_reasons",
+    "exact_json",
+    "letter_from_json",
+    "letter_json",
+    "merge_reasons",
+    "reason_kind",
+    "record_json",
+    "spark_json",
+    "summarize_dead",
+]
 
 TOP_REASONS = 5
 SAMPLE_CHARS = 300
@@ -164,15 +173,23 @@ def spark_json(value: Any) -> str:
     >>> spark_json({"d": Decimal("1.50"), "f": float("inf"), "b": b"hi"})
     '{"d":1.50,"f":"Infinity","b":"aGk="}'
     """
+    def other(o: Any) -> Any:
+        return base64.b64encode(o).decode("ascii") if isinstance(o, (bytes, bytearray)) else str(o)
+
+    return exact_json(_finite(value), other)
+
+
+def exact_json(value: Any, other: Callable[[Any], Any], allow_nan: bool = True) -> str:
+    """``value`` as compact JSON text, a finite Decimal in it a JSON number with exactly its digits
+    (``json`` has no way to write one: a marker stands in for it, then its digits replace the
+    marker); ``other`` gives any other value JSON has no kind for (or raises ``TypeError``)."""
     numbers: list[str] = []
 
     def default(o: Any) -> Any:
         if isinstance(o, Decimal) and o.is_finite():
             numbers.append(format(o, "f"))
             return f"{_MARK}{len(numbers) - 1}"
-        if isinstance(o, (bytes, bytearray)):
-            return base64.b64encode(o).decode("ascii")
-        return str(o)
+        return other(o)
 
-    text = json.dumps(_finite(value), separators=(",", ":"), default=default)
+    text = json.dumps(value, separators=(",", ":"), default=default, allow_nan=allow_nan)
     return _MARKED.sub(lambda m: numbers[int(m.group(1))], text) if numbers else text

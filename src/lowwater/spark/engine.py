@@ -197,6 +197,8 @@ class SparkRuntime:
             raise ConfigurationError("clock", f"expected a Clock or a function of the batch id, got {clock!r}")
         self.clock = clock or SystemClock()
         self._clock_given = clock is not None
+        self._sources_clock: Callable[[int], int] | None = None
+        """The sources' own processing times, for the pipeline being run (:meth:`execute`)."""
         self.end_of_input = end_of_input
         if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int) or snapshot_every < 1:
             raise ConfigurationError("snapshot_every", f"must be an int >= 1 (batches), got {snapshot_every!r}")
@@ -213,6 +215,8 @@ class SparkRuntime:
         progress; the checkpoint keeps everything up to there, and a rerun resumes."""
 
     def _now(self, batch_id: int) -> int:
+        if self._sources_clock is not None:
+            return self._sources_clock(batch_id)
         if callable(self.clock) and not hasattr(self.clock, "now_ms"):
             return int(self.clock(batch_id))
         return int(self.clock.now_ms())
@@ -225,8 +229,8 @@ class SparkRuntime:
         spark = self.spark or get_or_create_session()
         sources = find_sources(p)
         times = [t for t in (getattr(s, "processing_times", lambda: None)() for s in sources) if t]
-        if times and not self._clock_given:  # the sources' own clock, as the reference runtime reads it
-            self.clock = _clock_of(times)
+        # the sources' own clock, as the reference runtime reads it (this pipeline's, not a runtime's for good)
+        self._sources_clock = _clock_of(times) if times and not self._clock_given else None
         check_field_names(p)  # before Spark starts and before the checkpoint is claimed
         p.check_dead_letter_sink(self.dead_letter_sink)
         plan, reason = native_plan(p)

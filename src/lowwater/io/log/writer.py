@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import uuid
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +22,20 @@ from lowwater.io.log.format import (
     _check_partition,
     _pyarrow,
 )
+from lowwater.metrics.dead_letters import exact_json
 from lowwater.util.files import atomic_write
 
 __all__ = ["PartitionedLogWriter"]
-
-
-_MARK = f"lowwater-decimal-{uuid.uuid4().hex}:"  # no record's text holds it
-_DECIMAL = re.compile(f'"{_MARK}(-?[0-9]+(?:\\.[0-9]+)?)"')
 
 
 def _json_object(value: Mapping[str, Any]) -> str:
     """``value`` as compact JSON; a finite ``Decimal`` is a JSON number with exactly its digits
     (``12345678901234567.89``), the text a ``DECIMAL`` field is read from, where the encoder refused
     it and a float rounded it. NaN, infinities and other values JSON has no kind for are refused."""
-    def default(o: Any) -> Any:
-        if isinstance(o, Decimal) and o.is_finite():
-            return f"{_MARK}{format(o, 'f')}"
+    def refuse(o: Any) -> Any:
         raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
-    text = json.dumps(dict(value), allow_nan=False, separators=(",", ":"), default=default)
-    return _DECIMAL.sub(lambda m: m.group(1), text)
+    return exact_json(dict(value), refuse, allow_nan=False)
 
 
 class PartitionedLogWriter:
