@@ -520,6 +520,44 @@ def test_the_late_output_has_the_native_path_s_columns(spark: Any, tmp_path: Pat
         (12_000, [(10_000, 20_000), (5000, 15_000)])]
 
 
+@pytest.mark.parametrize(("aggregate", "field"), [("max", "d"), ("min", "f")])
+def test_a_built_in_aggregates_results_have_the_native_path_s_types_on_the_keyed_path(
+    spark: Any, tmp_path: Path, aggregate: str, field: str,
+) -> None:
+    """The same window's results have the same columns and types on both paths: an INT key an INT,
+    the maximum of a ``DECIMAL(10,2)`` a ``DECIMAL(10,2)``, the minimum of a FLOAT a FLOAT.
+    They were the Python values' types on the keyed path (BIGINT, ``DECIMAL(38,2)``, DOUBLE),
+    so a table the native path made refused them once the window moved to the keyed path."""
+    from lowwater.spark.sinks import DirectorySink
+
+    batches = [[{"k": 1, "ts": 100, "d": Decimal("10.25"), "f": 0.5}, {"k": 2, "ts": 200, "d": Decimal("-3.5"),
+                                                                         "f": 1.25}],
+               [{"k": 1, "ts": 1500, "d": Decimal("99999999.99"), "f": -2.75}, {"k": 1, "ts": 300, "d": None,
+                                                                                "f": 8.0}]]
+    BatchFilesSource.write(tmp_path / "in", batches)
+    fields = [("k", "INT"), ("ts", "BIGINT"), ("d", "DECIMAL(10,2)"), ("f", "FLOAT")]
+    frames = {}
+    for path in ("native", "keyed"):
+        env = StreamExecutionEnvironment()
+        window = (env.from_source(BatchFilesSource(tmp_path / "in", fields, [0]),
+                                  WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+                  .key_by("k").window(TumblingEventTimeWindows.of(1000)))
+        out = getattr(window, aggregate)(field)
+        out.add_sink(DirectorySink(tmp_path / path, "parquet"))
+        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path,  # type: ignore[arg-type]
+                           end_of_input=True).execute(env)
+        assert job.path == path, job.reason
+        frames[path] = spark.read.parquet(str(tmp_path / path / "batch=*"))
+    native, keyed = frames["native"], frames["keyed"]
+    assert keyed.dtypes == native.dtypes, (keyed.dtypes, native.dtypes)
+    assert dict(keyed.dtypes)["key"] == "int"
+    assert dict(keyed.dtypes)["value"] == {"max": "decimal(10,2)", "min": "float"}[aggregate]
+    columns = ["key", "window_start", "window_end", "value", "fire_index"]
+    got = {path: sorted(tuple(r) for r in df.select(*columns).collect()) for path, df in frames.items()}
+    assert got["keyed"] == got["native"], got
+    assert len(got["keyed"]) == 3, got
+
+
 @pytest.mark.parametrize("path", ["native", "keyed", "general"])
 def test_a_late_elements_fields_are_columns_of_the_sources_types_when_null_in_every_late_row(
         spark: Any, tmp_path: Path, path: str) -> None:

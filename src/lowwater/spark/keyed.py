@@ -69,6 +69,8 @@ from lowwater.core.watermarks import (
     WatermarkStrategy,
 )
 from lowwater.core.watermarks.assigner import timestamp_or_none
+from lowwater.core.windows.aggregations import BuiltinAggregate, Count
+from lowwater.core.windows.contents import AggregatingContents
 from lowwater.core.windows.events import RESULT_FIELDS
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.transformations import (
@@ -102,7 +104,7 @@ from lowwater.spark.json_rows import (
     reported,
 )
 from lowwater.spark.keyed_sessions import ColumnarSessions, result_value
-from lowwater.spark.native_sql import quote
+from lowwater.spark.native_sql import quote, sql_of
 from lowwater.spark.native_state import _exchange, _exchange_data
 from lowwater.spark.outputs import Output, empty_frame
 from lowwater.spark.sealed import StateKey
@@ -1077,7 +1079,7 @@ class KeyedProcessor:
             elif wrote:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
             lap("state_write_ms")
-            per_sink = self._outputs(st, stage_b, kinds, stats, batch_id, self._late_seed(df))
+            per_sink = self._outputs(st, stage_b, kinds, stats, batch_id, self._late_seed(df), self._result_seed(df))
             dead = [letter_from_json(r["_dead"]) for r in rejected.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
                 if rejected is not None else []
@@ -1145,8 +1147,35 @@ class KeyedProcessor:
             return None
         return element_seed(df.schema, [f for b in self.plan.branches for f in b.source.fields()])
 
+    def _result_seed(self, df: DataFrame | None) -> StructType | None:
+        """The window's results typed as the native path types the same window's (its key the key
+        field's type, its value :func:`~lowwater.spark.native_sql.sql_of`'s), for a built-in aggregate
+        of a field, keyed by a field, fed straight from its sources. Without it the results' types
+        were the values' own: an INT key or maximum a BIGINT, a FLOAT minimum a DOUBLE, a
+        ``DECIMAL(10,2)`` maximum a ``DECIMAL(38,2)``, so a table the native path had made refused the
+        same window's results once a count trigger or a session window moved it to this path."""
+        from pyspark.sql.types import DataType, IntegerType, LongType, StructField, StructType
+
+        t = self.plan.operator
+        if df is None or not self.plan.direct or not isinstance(t, WindowTransformation) or t.window_function:
+            return None
+        agg = t.contents.function if isinstance(t.contents, AggregatingContents) else None
+        key = getattr(t.key_selector, "field_name", None)
+        names = set(df.schema.fieldNames())
+        if not isinstance(agg, BuiltinAggregate) or key not in names or (
+                agg.field not in names if agg.field is not None else not isinstance(agg, Count)):
+            return None
+        value = "bigint" if agg.field is None else df.schema[agg.field].dataType.simpleString()
+        wanted = StructType([StructField("key", df.schema[key].dataType), StructField("window_start", LongType()),
+                             StructField("window_end", LongType()),
+                             StructField("value", DataType.fromDDL(sql_of(agg.name)(value).value_type)),
+                             StructField("fire_index", IntegerType())])
+        seed = element_seed(wanted, wanted.fieldNames())
+        return seed if seed is not None and seed.fieldNames() == wanted.fieldNames() else None
+
     def _outputs(self, st: KeyedState, stage_b: DataFrame, kinds: dict[str, int], stats: list[dict[str, Any]],
-                 batch_id: int, late_seed: StructType | None = None) -> list[Output]:
+                 batch_id: int, late_seed: StructType | None = None, result_seed: StructType | None = None
+                 ) -> list[Output]:
         """One :class:`Output` per sink; sinks on the same output share it (its rows are collected once).
         An output a DataFrame sink takes gets its DataFrame here, before the batch's state is
         committed, since its schema is part of it (``st.schemas``: a batch whose values change a
@@ -1180,7 +1209,7 @@ class KeyedProcessor:
                         merge_shapes([s_["shapes"].get(kind) for s_ in stats if kind in s_["kinds"]]),
                         None if kept is None else StructType.fromJson(json.loads(kept)), what, batch_id,
                         late=kind == late_kind, late_source=len(self.plan.branches) > 1,
-                        seed=late_seed if kind == late_kind else None,
+                        seed=late_seed if kind == late_kind else result_seed if kind == "result" else None,
                         order=merge_orders([s_.get("orders", {}).get(kind) for s_ in stats if kind in s_["kinds"]]))
                     st.schemas[kind] = schema.json()
                 made[kind] = _JsonOutput(frame, to_rows, df)

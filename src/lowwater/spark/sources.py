@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError
 from lowwater.graph.sources import SourceBatch, SourceRecord
+from lowwater.metrics.dead_letters import exact_json
 from lowwater.spark.dataframe_source import DataFrameSource, KafkaShapedSource
 from lowwater.spark.source_base import STANDARD_COLUMNS, SparkSource
 from lowwater.util.files import atomic_write
@@ -51,6 +52,10 @@ class _Default:
 _DEFAULT = _Default()
 
 
+def _refuse(o: Any) -> Any:
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
 class BatchFilesSource(SparkSource):
     """Micro-batches written as JSON-lines files, one file per batch, read in order.
 
@@ -70,7 +75,8 @@ class BatchFilesSource(SparkSource):
     @staticmethod
     def write(directory: str | os.PathLike[str], batches: Sequence[Sequence[dict[str, Any]]],
               partition_of: str = "partition") -> None:
-        """Write ``batches`` of element dicts as batch files (offsets per partition, seq per batch)."""
+        """Write ``batches`` of element dicts as batch files (offsets per partition, seq per batch); a
+        ``Decimal`` is a JSON number with exactly its digits, as a ``DECIMAL`` field is read on Spark."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         offsets: dict[int, int] = {}
@@ -81,7 +87,8 @@ class BatchFilesSource(SparkSource):
                 p = int(e.get(partition_of, 0) or 0)
                 off = offsets.get(p, 0)
                 offsets[p] = off + 1
-                lines.append(json.dumps({"partition": p, "offset": off, "seq": seq, "timestamp": None, "value": e}))
+                lines.append(exact_json({"partition": p, "offset": off, "seq": seq, "timestamp": None, "value": e},
+                                        _refuse, allow_nan=False))
                 lines.append("\n")
             atomic_write(path, "".join(lines), fsync=False)
             os.utime(path, (1_000_000 + i, 1_000_000 + i))  # Spark orders new files by mtime
