@@ -189,12 +189,27 @@ def test_status_shows_watermarks_idle_flags_state_and_the_last_batches(
     assert table["1"][1:] == ["2023-11-14", "22:13:31.999", "active", "1"]
     assert table["2"][1:] == ["2023-11-14", "22:13:28.999", "idle", "5"]
     assert table["combined"][1:3] == ["2023-11-14", "22:13:31.999"]
+    # one source: Flink's multiplexer, whose returning partition holds the minimum at once
+    assert table["combined"][3:] == ["min", "over", "active", "partitions", "8"], table["combined"]
     assert "behind processing time" in out and "3.0 s" in out
     assert "state after batch 4: 0 open windows, 0 state rows, 0 B on disk" in out
     assert "last 2 of 5 batches:" in out
     assert table["3"] == ["3", "2023-11-14", "22:13:35", "2023-11-14", "22:13:31.999", "3.0", "s", "2", "200", "5",
                           "6", "720", "ms"]
     assert any(r.split()[:2] == ["4", "(end)"] and "MAX" in r for r in out.splitlines())
+
+
+def test_status_says_the_valves_rule_for_the_combined_watermark_only_between_sources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Partitions of several sources are labelled ``source:partition``; between sources a source back
+    from idle counts once it has caught up (Flink's valve). Every job's row said so, where a single
+    source's partition back from idle holds the minimum at once."""
+    store = StateStore(tmp_path / "ck")
+    _write_batch(store, 0, _native_raw(T0, {"A:0": T0, "B:0": T0 + 5}, [], 10, 0, {}, 0, 1))
+    assert main(["status", str(tmp_path / "ck")]) == 0
+    combined = next(r for r in capsys.readouterr().out.splitlines() if r.split()[:1] == ["combined"])
+    assert "min over active partitions; a source back from idle counts once caught up" in combined, combined
 
 
 def test_status_as_json_has_the_summary_and_the_last_lines(

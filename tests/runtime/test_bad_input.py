@@ -298,7 +298,52 @@ def test_an_element_a_process_function_rejects_is_counted_once_and_emits_nothing
     result = env.execute(clock=ManualClock(0), dead_letter_sink=FunctionSink(dead.append))
     assert out.results == [("seen", 1), ("kept", 1), ("seen", 2), ("kept", 2)]
     assert [d["offset"] for d in dead] == [1] and "13 is rejected" in dead[0]["reason"]
-    assert str(result.accounting()) == "3 rows in = 2 windowed + 0 late + 1 dead-lettered (at the window operator)"
+    assert str(result.accounting()) == "3 rows in = 2 windowed + 0 late + 1 dead-lettered"
+
+
+@pytest.mark.parametrize("inputs", [1, 2])
+def test_a_process_functions_account_covers_the_records_dead_lettered_before_it(inputs: int) -> None:
+    """A process function (one input, or two by ``connect``) fed straight from its sources accounts
+    for every record read, as a window does: a record without a timestamp is dead-lettered at its
+    source and counted. The account was the function's own (its inputs), so that record was in no
+    term of it, while the job's totals counted it read; a map before the function still makes the
+    account the operator's, named as a process operator's."""
+    from lowwater.core.process import KeyedCoProcessFunction, KeyedProcessFunction
+
+    class One(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield value["user"]
+
+    class Two(KeyedCoProcessFunction):
+        def process_element1(self, value: Any, ctx: Any) -> Any:
+            yield value["user"]
+
+        def process_element2(self, value: Any, ctx: Any) -> Any:
+            yield value["user"]
+
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ms")
+    rows = [{"user": "a", "ms": 1000}, {"user": "a", "ms": None}, {"user": None, "ms": 1200}]
+    for mapped in (False, True):
+        env = StreamExecutionEnvironment()
+        a = env.from_source(CollectionSource([rows]), strategy, name="A")
+        if mapped:
+            a = a.map(lambda r: r)
+        if inputs == 1:
+            out = a.key_by("user").process(One()).collect()
+        else:
+            b = env.from_source(CollectionSource([[{"user": "b", "ms": 5}]]), strategy, name="B")
+            out = a.connect(b).key_by("user", "user").process(Two()).collect()
+        dead: list[Any] = []
+        result = env.execute(clock=ManualClock(0), dead_letter_sink=FunctionSink(dead.append))
+        assert sorted(out.results) == sorted(["a", "b"][:inputs])
+        assert len(dead) == 2, dead
+        account = result.accounting()
+        assert account.balanced, account
+        if mapped:  # the record without a timestamp never reaches the map's output
+            assert str(account) == (f"{inputs + 1} rows in = {inputs} windowed + 0 late + 1 dead-lettered "
+                                    "(at the process operator)")
+        else:
+            assert str(account) == f"{inputs + 2} rows in = {inputs} windowed + 0 late + 2 dead-lettered"
 
 
 def test_a_dead_letter_of_a_job_with_several_sources_names_its_source() -> None:

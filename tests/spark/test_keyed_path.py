@@ -313,6 +313,40 @@ def test_stage_a_in_sql_dead_letters_and_watermarks_as_stage_a_in_python(spark: 
     assert str(keyed.accounting()) == str(general.accounting())
 
 
+def test_a_connected_process_functions_account_covers_every_record_on_both_paths(spark: Any, tmp_path: Path) -> None:
+    """Two sources ``connect``ed into a ``KeyedCoProcessFunction``: a record with no timestamp is
+    dead-lettered at its source, one with no key at the function, and the account covers every
+    record read on the keyed and the general path alike. The general path's covered only the
+    function's inputs, leaving the first out of every term (``3 rows in = 2 + 0 + 1``)."""
+    from lowwater.core.process import KeyedCoProcessFunction
+
+    class Users(KeyedCoProcessFunction):
+        def process_element1(self, value: Any, ctx: Any) -> Any:
+            yield value["user"]
+
+        def process_element2(self, value: Any, ctx: Any) -> Any:
+            yield value["user"]
+
+    fields = [("user", "STRING"), ("ms", "BIGINT")]
+    BatchFilesSource.write(tmp_path / "a", [[{"user": "a", "ms": 1000}, {"user": "a", "ms": None},
+                                             {"user": None, "ms": 1200}]])
+    BatchFilesSource.write(tmp_path / "b", [[{"user": "b", "ms": 5}]])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ms")
+    accounts = {}
+    for path in ("keyed", "general"):
+        env = StreamExecutionEnvironment()
+        a = env.from_source(BatchFilesSource(tmp_path / "a", fields, [0]), strategy, name="A")
+        b = env.from_source(BatchFilesSource(tmp_path / "b", fields, [0]), strategy, name="B")
+        out = a.connect(b).key_by("user", "user").process(Users()).collect()
+        dead = CollectSink()
+        job = SparkRuntime(str(tmp_path / f"ck-{path}"), spark=spark, path=path, dead_letter_sink=dead,  # type: ignore[arg-type]
+                           end_of_input=True).execute(env)
+        assert job.path == path, job.reason
+        assert sorted(out.results) == ["a", "b"] and len(dead.results) == 2, (out.results, dead.results)
+        accounts[path] = str(job.accounting())
+    assert accounts == {path: "4 rows in = 2 windowed + 0 late + 2 dead-lettered" for path in accounts}
+
+
 def _badly_keyed(record: dict[str, Any]) -> str:
     if int(record["value"]) == 13:
         raise ValueError("no key for 13")

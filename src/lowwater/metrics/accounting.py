@@ -24,7 +24,7 @@ from typing import Any
 
 from lowwater.core.errors import LowwaterError
 
-__all__ = ["Accounting", "AccountingError", "from_lines"]
+__all__ = ["Accounting", "AccountingError", "from_lines", "operator_scope"]
 
 
 class AccountingError(LowwaterError):
@@ -39,7 +39,8 @@ class Accounting:
     rows_dead_lettered: int
     rows_unassigned: int = 0
     scope: str = "job"
-    """``job``: ``rows_in`` counts every record read; ``window operator``: the records reaching it."""
+    """``job``: ``rows_in`` counts every record read; ``window operator`` (``process operator``): the
+    records reaching it (:func:`operator_scope`)."""
     missing_batches: tuple[int, ...] = ()
     """Batches the metrics log has no line for (an append that failed): their records are not
     in these totals, so the account cannot be called balanced."""
@@ -74,6 +75,13 @@ class Accounting:
         return self
 
 
+def operator_scope(process: bool) -> str:
+    """The scope of an account of the records reaching the operator (a map, filter or flat_map
+    before it may drop or add records): a window's, or a process function's, which counts the
+    elements it processed where a window counts those it windowed."""
+    return "process operator" if process else "window operator"
+
+
 def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
     """The accounting of metrics lines (:mod:`lowwater.metrics.log`, one per batch)."""
     lines = list(lines)
@@ -90,6 +98,6 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
         rows_late=total("rows_late"),
         rows_dead_lettered=total("rows_dead_lettered" if direct else "operator_rows_dead_lettered"),
         rows_unassigned=total("rows_unassigned"),
-        scope="job" if direct else "window operator",
+        scope="job" if direct else operator_scope(any("rows_processed" in x for x in lines)),
         missing_batches=missing,
     )

@@ -1,7 +1,8 @@
 """The watermark timeline as a picture (.png, .svg, or .html with the SVG inline).
 
 Top panel: each partition's watermark and the combined watermark (their minimum over
-active partitions that have caught up, the maximum when all are idle) against processing
+active partitions, between sources a source back from idle once it has caught up; the maximum
+when all are idle) against processing
 time, one step per micro-batch, idle stretches shaded, and late elements as crosses on the
 combined watermark they were judged against (the one emitted at the end of the previous
 batch). Bottom panel: per batch, the rows read, the late rows and the windows fired.
@@ -21,7 +22,7 @@ from lowwater.core.errors import ConfigurationError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.observe.fmt import EPOCH_LIKE_MS, fmt_time
 
-COMBINED_LABEL = "combined watermark (min over active partitions that have caught up)"
+COMBINED_LABEL = "combined watermark (min over active partitions, max when all are idle)"
 """The combined line's legend: a partition returning from idle behind it holds it only once caught up."""
 
 __all__ = ["FORMATS", "plot_watermarks", "series"]

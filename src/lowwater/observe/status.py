@@ -117,9 +117,14 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
     parts = cur.get("partition_watermarks") or {}
     rows = [(p, fmt_watermark(w), "idle" if p in idle else "active", str(s["rows_late_by_partition"].get(p, 0)))
             for p, w in sorted(parts.items(), key=lambda kv: (len(kv[0]), kv[0]))]
-    # Flink's valve: a partition that returns from idle behind the combined watermark holds it only
-    # once it has caught up; when every partition is idle, the maximum over them (Flink 2.3)
-    note = "min over active partitions that have caught up" if parts else "no window operator"
+    # within a source, Flink's multiplexer: the minimum over its active partitions, a partition back
+    # from idle behind it holding it at once; between sources (labelled ``source:partition``), Flink's
+    # valve: a source back from idle behind the combined watermark counts once it has caught up; when
+    # every partition is idle, the maximum over them (Flink 2.3). Until session 39 every job's row
+    # said the valve's rule, which a single source's returning partition does not follow.
+    several = any(":" in p for p in parts)
+    note = ("min over active partitions; a source back from idle counts once caught up" if several
+            else "min over active partitions") if parts else "no window operator"
     if parts and len(idle) == len(parts):
         note = "every partition is idle: the maximum over them"
     rows.append(("combined", fmt_watermark(cur.get("combined_watermark")), note, str(s["rows_late"])))

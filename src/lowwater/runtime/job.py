@@ -64,8 +64,9 @@ class CompiledJob:
         for n in self.nodes:
             n.dead = self.dead
         self.direct = _direct(self.nodes)
-        """One window operator fed straight from the sources (no map, filter or flat_map on
-        the way): then every source row is windowed, late, dead-lettered or unassigned."""
+        """One keyed operator (a window or a process function) fed straight from the sources (no
+        map, filter or flat_map on the way): then every source row is windowed (processed), late,
+        dead-lettered or unassigned."""
         self.started = False
         self.ended: set[int] = set()
         self.kept: dict[str, Any] = {}
@@ -171,12 +172,17 @@ class CompiledJob:
 
 
 def _direct(nodes: list[Node]) -> bool:
-    """Exactly one window operator; only sources, assigners and unions before it; and one path
-    from each source to it (a stream unioned with itself carries each record twice)."""
-    windows = [n for n in nodes if isinstance(n, WindowNode)]
-    if len(windows) != 1:
+    """Exactly one keyed operator (a window or a process function, of one input or two); only
+    sources, assigners and unions before it; and one path from each source to it (a stream unioned
+    with itself carries each record twice). Then every record read reaches it or is dead-lettered
+    on the way, and the job's accounting covers every record (a process function's too: until
+    session 39 it counted only the records that reached the function, so a record dead-lettered at
+    its source for its timestamp was in no term of the balance)."""
+    operators = [n for n in nodes if isinstance(n, WindowNode | KeyedProcessNode)]
+    if len(operators) != 1:
         return False
-    leads = {id(windows[0])}  # the nodes with a path to the window
+    op = operators[0]
+    leads = {id(op)}  # the nodes with a path to the operator
     for n in reversed(nodes):
         if any(id(down) in leads for down, _ in n.outputs):
             leads.add(id(n))
@@ -184,13 +190,13 @@ def _direct(nodes: list[Node]) -> bool:
         paths = {id(source): 1}
         for n in nodes:  # topological order
             count = paths.get(id(n), 0)
-            if not count or n is windows[0] or id(n) not in leads:
+            if not count or n is op or id(n) not in leads:
                 continue
             if not isinstance(n, SourceNode | AssignerNode | UnionNode):
                 return False
             for down, _ in n.outputs:
                 paths[id(down)] = paths.get(id(down), 0) + count
-        if paths.get(id(windows[0]), 0) != 1:
+        if paths.get(id(op), 0) != 1:
             return False
     return True
 

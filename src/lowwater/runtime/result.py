@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lowwater.metrics.accounting import Accounting
+from lowwater.metrics.accounting import Accounting, operator_scope
 from lowwater.metrics.line import GENERAL_RUNNING_TOTALS, MetricsLine
 
 __all__ = ["BatchMetrics", "JobResult"]
@@ -85,7 +85,7 @@ class JobResult:
         return Accounting(
             rows_in=int(w["operator_rows_in"]), rows_windowed=int(w["rows_windowed"]), rows_late=int(w["rows_late"]),
             rows_dead_lettered=int(w["operator_rows_dead_lettered"]), rows_unassigned=int(w["rows_unassigned"]),
-            scope="window operator",
+            scope=operator_scope("rows_processed" in w),
         )
 
     def combined_watermarks(self, operator: str | None = None) -> list[int]:

@@ -109,7 +109,7 @@ class SparkJob:
         committed state (the same file, written in the same step, as the state itself), so a
         metrics line that failed to append cannot make it look balanced; on the general path
         from the metrics log."""
-        from lowwater.metrics.accounting import Accounting, from_lines
+        from lowwater.metrics.accounting import Accounting, from_lines, operator_scope
 
         if self.path != "general":
             version = self.store.latest_version()
@@ -119,7 +119,7 @@ class SparkJob:
             if self.path == "keyed" and not t.get("direct", 1):  # a map/filter/flat_map before the window
                 return Accounting(int(t.get("op_rows_in", 0)), int(t.get("rows_windowed", 0)),
                                   int(t.get("rows_late", 0)), int(t.get("op_dead", 0)),
-                                  int(t.get("rows_unassigned", 0)), scope="window operator")
+                                  int(t.get("rows_unassigned", 0)), scope=operator_scope(bool(t.get("process"))))
             return Accounting(int(t.get("rows_in", 0)), int(t.get("rows_windowed", 0)), int(t.get("rows_late", 0)),
                               int(t.get("rows_dead", 0)), int(t.get("rows_unassigned", 0)))
         return from_lines(self.metrics())

@@ -1104,6 +1104,7 @@ class KeyedProcessor:
         for k, v in batch.items():
             st.totals[k] = st.totals.get(k, 0) + v
         st.totals["direct"] = int(plan.direct)
+        st.totals["process"] = int(not isinstance(plan.operator, WindowTransformation))
         status: dict[Any, tuple[int, bool]] = {}
         for ui in st.inputs:
             status.update(ui.lane_status())
