@@ -75,8 +75,26 @@ def test_a_timestamp_of_another_type_is_an_error_when_the_source_is_made(spark: 
     df = _stream(spark, tmp_path / "in", [[(0, 0, _at(0), "ann", 1)]])
     with pytest.raises(ConfigurationError, match="'user' is a StringType"):
         DataFrameSource(df, timestamp="user")
-    with pytest.raises(ConfigurationError, match="no column 'time'"):
+    with pytest.raises(ConfigurationError, match="no column 'time' in df") as e:
         DataFrameSource(df, timestamp="time")
+    assert e.value.parameter == "timestamp", "the parameter that names it, not df"
+    with pytest.raises(ConfigurationError, match="no column 'p2' in df") as e:
+        DataFrameSource(df, partition="p2")
+    assert e.value.parameter == "partition"
+
+
+def test_a_batch_dataframe_is_refused_before_the_query_starts(spark: Any, tmp_path: Path) -> None:
+    """Spark refused it only when the query started, with "Union between streaming and batch
+    DataFrames/Datasets is not supported" and the plan dumped after it."""
+    df = spark.createDataFrame([(0, 0, 1)], "p INT, o BIGINT, ms BIGINT")
+    env = StreamExecutionEnvironment()
+    (env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="ms"),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0))
+     .key_by("p").window(TumblingEventTimeWindows.of(1000)).count().collect())
+    with pytest.raises(ConfigurationError, match="is a batch DataFrame; a source needs a streaming one") as e:
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    assert e.value.parameter == "df" and "Union" not in str(e.value)
+    assert not (tmp_path / "ck").exists(), "refused before anything ran"
 
 
 @pytest.mark.parametrize(("partition", "shown"), [

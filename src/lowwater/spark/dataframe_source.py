@@ -88,9 +88,18 @@ class DataFrameSource(SparkSource):
         path in Python) has no DataFrame (:meth:`__getstate__`), and reads its fields there."""
         for what, col, allowed in (("partition", partition, _INTEGRAL_TYPES), ("offset", offset, _INTEGRAL_TYPES),
                                    ("timestamp", timestamp, _INTEGRAL_TYPES + _TIME_TYPES)):
-            if col is not None and self._type_of(col) not in allowed:
-                raise ConfigurationError(what, f"{col!r} is a {self._type_of(col)}; it must be one of "
+            if col is not None and self._type_of(col, what) not in allowed:
+                raise ConfigurationError(what, f"{col!r} is a {self._type_of(col, what)}; it must be one of "
                                          f"{', '.join(allowed)}")
+
+    def check_before_run(self) -> None:
+        """A batch DataFrame cannot feed a streaming query: Spark says so only once the query
+        starts, as "Union between streaming and batch DataFrames/Datasets is not supported" with
+        the plan dumped after it."""
+        if not self.df.isStreaming:
+            raise ConfigurationError("df", "is a batch DataFrame; a source needs a streaming one "
+                                     "(spark.readStream...; to run over files once, read them with readStream "
+                                     "and run with trigger='available_now')")
 
     def __getstate__(self) -> dict[str, Any]:
         """Without the DataFrame and Column objects (they live in the driver's JVM): a source
@@ -103,10 +112,11 @@ class DataFrameSource(SparkSource):
 
         return F.col(f"`{col.replace('`', '``')}`") if isinstance(col, str) else col
 
-    def _type_of(self, col: ColumnLike) -> str:
+    def _type_of(self, col: ColumnLike, what: str = "df") -> str:
+        """The type of ``col``; a name that is no column is an error of the parameter ``what``."""
         if isinstance(col, str):
             if col not in self._types:
-                raise ConfigurationError("df", f"no column {col!r}; the columns are {', '.join(self.df.columns)}")
+                raise ConfigurationError(what, f"no column {col!r} in df; its columns are {', '.join(self.df.columns)}")
             return self._types[col]
         return type(self.df.select(col).schema.fields[0].dataType).__name__
 
