@@ -147,3 +147,23 @@ def test_two_outputs_written_where_each_batch_replaces_the_last_are_refused(tmp_
     assert [(r["window_start"], r["value"]) for r in read_directory(tmp_path / "results")] == [(0, 1), (5000, 2)]
     assert [r["ts"] for r in read_directory(tmp_path / "late")] == [10]
     assert len(seen) == 3
+
+
+@pytest.mark.parametrize(("kwargs", "parameter", "said"), [
+    ({"starting_offsets": "earlist"}, "starting_offsets", "got 'earlist'"),
+    ({"starting_offsets": "{not json"}, "starting_offsets", "expected 'earliest', 'latest' or Spark's JSON"),
+    ({"bootstrap_servers": 9092}, "bootstrap_servers", "got 9092"),
+])
+def test_a_kafka_source_refuses_its_starting_offsets_and_brokers_when_made(
+    kwargs: dict[str, Any], parameter: str, said: str,
+) -> None:
+    """A misspelt ``starting_offsets`` was taken, and Spark refused it when the query started, with
+    ``IllegalArgumentException: Expected e.g. {"topicA":...}, got earlist``."""
+    from lowwater.spark.kafka import KafkaSource
+
+    args = {"bootstrap_servers": "broker:9092", "topics": ["t"], "value_fields": [("a", "STRING")], **kwargs}
+    with pytest.raises(ConfigurationError, match=said) as e:
+        KafkaSource(**args)
+    assert e.value.parameter == parameter
+    for fine in ("earliest", "latest", '{"t": {"0": 23, "1": -2}}'):
+        assert KafkaSource("broker:9092", ["t"], [("a", "STRING")], starting_offsets=fine).starting_offsets == fine

@@ -200,7 +200,7 @@ def test_a_declared_type_is_strict_as_on_the_partitioned_log(spark: Any) -> None
         "field 'n': 1 (read as DECIMAL(1,0)) is not a BIGINT",
         "field 'n': 9223372036854775808 (read as DECIMAL(19,0)) is not a BIGINT",
         "field 'n': \"7\" is not a BIGINT",
-        "field 'i': 3000000000 is not a INT",
+        "field 'i': 3000000000 is not an INT",
         "field 'f': 1.0E39 is not a FLOAT",
         "field 'b': \"true\" is not a BOOLEAN",
         "field 'd': 19000 is not a DATE",

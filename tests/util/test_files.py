@@ -73,3 +73,14 @@ def test_root_cause_searches_an_exception_and_the_exceptions_it_wraps() -> None:
             raise RuntimeError("[STREAM_FAILED] Query terminated") from inner
     except RuntimeError as e:
         assert root_cause(e) == "UserFunctionError: map 'parse' failed"
+
+
+def test_root_cause_keeps_a_lowwater_error_quoted_in_a_message_over_the_java_exception_inside_it() -> None:
+    """The CLI's line for a sink that failed: the engine's ``the streaming query failed: PipelineError:
+    PostgreSQL upsert into t ... failed (batch 0): org.postgresql...`` was cut to the bare
+    ``PSQLException``, which names neither the sink nor the table."""
+    text = ("the streaming query failed: PipelineError: PostgreSQL upsert into rnopk at jdbc:postgresql://h/db "
+            "failed (batch 0): org.postgresql.util.PSQLException: ERROR: there is no unique or exclusion constraint")
+    assert root_cause(text) == text[len("the streaming query failed: "):]
+    assert root_cause("java.io.IOException: disk full") == "java.io.IOException: disk full"
+    assert root_cause("x.MyPipelineError: not ours") == "x.MyPipelineError: not ours", "only lowwater's names"

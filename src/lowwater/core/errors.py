@@ -10,8 +10,14 @@ __all__ = [
     "OutputSchemaError",
     "PipelineError",
     "UserFunctionError",
+    "article",
     "shown",
 ]
+
+
+def article(type_name: str) -> str:
+    """``a`` or ``an`` before a type's name as it is said (``an INT``, ``an INTEGER``, ``a BIGINT``)."""
+    return "an" if type_name[:1].upper() in "AEIOU" else "a"
 
 
 class LowwaterError(Exception):
@@ -38,7 +44,7 @@ class OutputSchemaError(PipelineError):
                  kept_by: str = "earlier batches made it",
                  fix: str = "Return one type for it (float(x) for a number that is sometimes whole)") -> None:
         super().__init__(
-            f"{what}: in batch {batch_id} the field {field} holds {got} values, where {kept_by} a "
+            f"{what}: in batch {batch_id} the field {field} holds {got} values, where {kept_by} {article(kept)} "
             f"{kept} column (a sink writes every batch into the same columns). {fix}, then restart: processing "
             f"resumes from the last completed batch.")
         self.field = field

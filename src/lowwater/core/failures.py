@@ -20,8 +20,12 @@ import re
 __all__ = ["root_cause"]
 
 _LOWWATER = re.compile(
-    r"lowwater\.core\.errors\.(UserFunctionError|MonotonyViolationError|ConfigurationError|PipelineError"
-    r"|BadRecordError|LowwaterError): ([^\n]+)")
+    r"(?:lowwater\.core\.errors\.|(?<![\w.]))(UserFunctionError|MonotonyViolationError|ConfigurationError"
+    r"|PipelineError|OutputSchemaError|BadRecordError|LowwaterError): ([^\n]+)")
+"""A lowwater error, by its module's name or, where a message quotes one that :func:`root_cause`
+found (``the streaming query failed: PipelineError: PostgreSQL upsert into t ... failed``), by
+its own: a Java exception inside its text is its cause, not the failure (the CLI printed the
+bare ``PSQLException`` and lost which sink and table had failed)."""
 _PYTHON = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): ?(.*)$", re.MULTILINE)
 _SPARK_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]{3,}(?:\.[A-Z0-9_]+)?)\]\s*([^\n]*)")
 _JAVA = re.compile(r"((?:java|javax|org|scala)\.[\w.$]+(?:Exception|Error)): ([^\n]+)")

@@ -52,7 +52,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lowwater.core.errors import ConfigurationError
+from lowwater.core.errors import ConfigurationError, article
 
 TIMESTAMP_TEXT = (r"(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}(?::[0-9]{2})?|[T ][0-9]{2}:[0-9]{2}:[0-9]{2}"
                   r"(?:\.[0-9]*)?(?:Z|[+-](?:(?:0[0-9]|1[0-7])(?::?[0-5][0-9])?|18(?::?00)?))?)?")
@@ -304,7 +304,7 @@ def read_value(value: Any, declared: str) -> Any:
     # the reason is worded whether or not the source has a DECIMAL field)
     text = repr(value) if not isinstance(value, decimal.Decimal) else \
         str(value) if declared.startswith("DECIMAL(") else repr(float(value))
-    raise FieldError(f"{text[:60] + '...' if len(text) > 60 else text} is not a {declared}")
+    raise FieldError(f"{text[:60] + '...' if len(text) > 60 else text} is not {article(declared)} {declared}")
 
 
 def read_element(value: Mapping[str, Any], fields: Sequence[tuple[str, str]]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -39,6 +40,23 @@ __all__ = ["KafkaBroker", "KafkaSource", "create_topic", "local_broker", "new_cl
 
 #: the numbering of (topic, partition) as lowwater partitions: topic_index * this + partition
 PARTITIONS_PER_TOPIC = 1000
+
+
+def _check_starting_offsets(value: object) -> None:
+    """``earliest``, ``latest`` or Spark's JSON of offsets per topic and partition; a misspelt word
+    was taken, and Spark refused it when the query started with ``IllegalArgumentException: Expected
+    e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got earlist``."""
+    if value in ("earliest", "latest"):
+        return
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed and all(isinstance(v, dict) for v in parsed.values()):
+            return
+    raise ConfigurationError("starting_offsets", f"expected 'earliest', 'latest' or Spark's JSON of offsets "
+                             f"('{{\"topic\": {{\"0\": 23, \"1\": -2}}}}'), got {value!r}")
 
 
 class KafkaSource(KafkaShapedSource):
@@ -69,8 +87,10 @@ class KafkaSource(KafkaShapedSource):
 
     def __init__(self, bootstrap_servers: str, topics: Sequence[str], value_fields: Sequence[tuple[str, str]],
                  starting_offsets: str = "earliest", options: Mapping[str, str] | None = None) -> None:
-        if not bootstrap_servers:
-            raise ConfigurationError("bootstrap_servers", "is empty")
+        if not isinstance(bootstrap_servers, str) or not bootstrap_servers:
+            raise ConfigurationError("bootstrap_servers",
+                                     f"expected 'host:port[,host:port...]', got {bootstrap_servers!r}")
+        _check_starting_offsets(starting_offsets)
         if isinstance(topics, str) or not topics:
             raise ConfigurationError("topics", f"expected a non-empty list of topic names, got {topics!r}")
         self.bootstrap_servers = bootstrap_servers
