@@ -45,7 +45,7 @@ from types import ModuleType
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError
-from lowwater.core.failures import root_cause
+from lowwater.core.failures import hint_for, root_cause
 
 __all__ = ["main"]
 
@@ -519,7 +519,10 @@ def _error(e: BaseException, command: str, verbose: bool) -> int:
             f"check {e.parameter}" + (" in build()" if command == "run" else "")
     else:
         text = root_cause(str(e))  # the useful line of a long (JVM, Python worker) message
-        if isinstance(e, LowwaterError):
+        known = hint_for(e)  # a missing module, jar or file system; a service that does not answer
+        if known and "hint:" not in text:
+            hint = known
+        elif isinstance(e, LowwaterError):
             hint = "" if isinstance(e, CliError) else "--verbose shows the traceback"
         else:  # Spark, py4j, the JVM
             hint = f"run with --verbose for the full trace ({type(e).__name__})"

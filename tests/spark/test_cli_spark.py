@@ -376,3 +376,14 @@ def test_lowwater_run_writes_a_pipeline_files_postgres_sink(spark: Any, pg: Any,
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     rows = query_rows(spark, pg.jdbc_url, "SELECT key, window_start, value FROM cli_totals", pg.user)
     assert [tuple(r) for r in rows] == [("a", 0, 5)]
+
+
+def test_status_of_a_checkpoint_on_an_hdfs_that_does_not_answer_says_so_with_a_hint(
+    spark: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed Hadoop's ``java.net.ConnectException ... Connection refused`` and, as its hint, only
+    ``run with --verbose``."""
+    assert main(["status", "hdfs://127.0.0.1:1/ck"]) == 2
+    err = capsys.readouterr().err
+    assert "Connection refused" in err and "hint: a service the job reads or writes did not answer" in err, err
+    assert "is HDFS running" in err and "--verbose" not in err

@@ -84,3 +84,26 @@ def test_root_cause_keeps_a_lowwater_error_quoted_in_a_message_over_the_java_exc
     assert root_cause(text) == text[len("the streaming query failed: "):]
     assert root_cause("java.io.IOException: disk full") == "java.io.IOException: disk full"
     assert root_cause("x.MyPipelineError: not ours") == "x.MyPipelineError: not ours", "only lowwater's names"
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("Failed to create Python data source instance ... ModuleNotFoundError: No module named 'lowwater'",
+     "--py-files does not reach Spark's Python data sources"),
+    ("[DATA_SOURCE_NOT_FOUND] Failed to find data source: kafka. Please deploy", "spark-sql-kafka-0-10_2.13:4.2.0"),
+    ("java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found", "hadoop-aws"),
+    ("java.net.ConnectException: Call From vm/127.0.0.1 to localhost:1 failed", "is HDFS running"),
+    ("java.net.SocketException: Connection reset; For more details see", "it resumes from its checkpoint"),
+])
+def test_a_failure_lowwater_knows_by_its_text_gets_a_hint(text: str, said: str) -> None:
+    from lowwater.core.failures import hint_for
+
+    hint = hint_for(RuntimeError("[STREAM_FAILED] Query terminated"))
+    assert hint is None
+    try:
+        try:
+            raise ValueError(text)
+        except ValueError as inner:
+            raise RuntimeError("[STREAM_FAILED] Query terminated") from inner
+    except RuntimeError as e:
+        hint = hint_for(e)  # found in the exception it wraps
+    assert hint is not None and said in hint, hint

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["root_cause"]
+__all__ = ["hint_for", "root_cause"]
 
 _LOWWATER = re.compile(
     r"(?:lowwater\.core\.errors\.|(?<![\w.]))(UserFunctionError|MonotonyViolationError|ConfigurationError"
@@ -73,3 +73,34 @@ def _chain_text(e: BaseException) -> str:
         texts.append(str(cur))
         cur = cur.__cause__ or cur.__context__
     return "\n".join(texts)
+
+
+_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"No module named '?lowwater"),
+     "lowwater is not installed in the Python that Spark's workers run (PYSPARK_PYTHON): install it there "
+     "on every node (a wheel in the image, or pip install on each); --py-files does not reach Spark's Python "
+     "data sources (docs/cluster.md)"),
+    (re.compile(r"Failed to find data source: kafka"),
+     "Spark's Kafka connector is not on the class path: run ./dev setup (jars/), point LOWWATER_JARS at that "
+     "folder, or spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"),
+    (re.compile(r"S3AFileSystem not found|No FileSystem for scheme \"?s3a"),
+     "an s3a: URI needs hadoop-aws and the AWS SDK on Spark's class path: spark-submit --packages "
+     "org.apache.hadoop:hadoop-aws:3.5.0 (pyspark 4.2.0's Hadoop)"),
+    (re.compile(r"java\.net\.(ConnectException|UnknownHostException|NoRouteToHostException)|Connection refused"),
+     "a service the job reads or writes did not answer: the checkpoint's file system (is HDFS running, and are "
+     "the URI's host and port right?), or a broker or database the pipeline names"),
+    (re.compile(r"java\.net\.SocketException: Connection reset|java\.io\.EOFException: End of File"),
+     "a connection to the checkpoint's file system (or a broker or database) broke during the batch; run the "
+     "job again when it is back: it resumes from its checkpoint"),
+)
+
+
+def hint_for(failure: str | BaseException) -> str | None:
+    """What to do about a failure whose cause lowwater knows by its text, or the texts of the
+    exceptions it wraps (a missing module, jar or file system, a service that does not answer), or
+    ``None``."""
+    text = failure if isinstance(failure, str) else _chain_text(failure)
+    for pattern, hint in _HINTS:
+        if pattern.search(text):
+            return hint
+    return None

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError, LowwaterError, PipelineError
-from lowwater.core.failures import root_cause
+from lowwater.core.failures import hint_for, root_cause
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.field_check import check_field_names
 from lowwater.graph.sinks import Sink, bind_job
@@ -297,7 +297,9 @@ class SparkRuntime:
                         query.stop()
                         return job
             except Exception as e:  # StreamingQueryException: say what failed, not the JVM's trace
-                raise PipelineError(f"the streaming query failed: {root_cause(e)}") from e
+                hint = hint_for(e)
+                raise PipelineError(f"the streaming query failed: {root_cause(e)}"
+                                    + (f"; hint: {hint}" if hint else "")) from e
             if self.end_of_input and not self.stop_requested.is_set():
                 driver.finish()
         else:
