@@ -253,3 +253,28 @@ def test_a_batch_that_brings_a_new_column_adds_it_to_the_table(spark, pg):
     cased = spark.createDataFrame([("c", 0, 10, 3.0, 0, 2, "x")], f"{SCHEMA}, Note string")
     with pytest.raises(ConfigurationError, match="column 'Note' and the table's column 'note' differ only in case"):
         sink.write(cased, 2)
+
+
+def test_a_table_without_the_upserts_key_or_a_server_that_refuses_is_refused_before_the_run(spark, pg):
+    """``check_before_run``: a table made beforehand without a unique constraint on (key, window_start,
+    window_end), and a role the server does not know, failed the first batch's write (PostgreSQL's
+    "there is no unique or exclusion constraint matching the ON CONFLICT specification", its staging
+    table left behind) after the batch had been computed and the other sinks had written it."""
+    execute_statements(spark, pg.jdbc_url, [
+        "CREATE TABLE nokey (key text, window_start bigint, window_end bigint, value double precision, "
+        "fire_index int)",
+        "CREATE TABLE keyed_by_two (key text, window_start bigint, window_end bigint, value double precision, "
+        "fire_index int, UNIQUE (key, window_start))",
+        "CREATE TABLE unique_keys (key text NOT NULL, window_start bigint NOT NULL, window_end bigint NOT NULL, "
+        "value double precision, fire_index int, UNIQUE (window_end, key, window_start))"], user=pg.user)
+    for table in ("nokey", "keyed_by_two"):
+        with pytest.raises(ConfigurationError, match=rf"{table} exists without a primary key or unique constraint "
+                                                     r"on \(key, window_start, window_end\).*ADD PRIMARY KEY") as e:
+            PostgresSink(pg.jdbc_url, table, user=pg.user).check_before_run()
+        assert e.value.parameter == "table"
+    PostgresSink(pg.jdbc_url, "unique_keys", user=pg.user).check_before_run()  # any order of the columns
+    PostgresSink(pg.jdbc_url, "not_made_yet", user=pg.user).check_before_run()  # the first write makes it
+    with pytest.raises(ConfigurationError, match=r"refused the connection: .*nobody") as e:
+        PostgresSink(pg.jdbc_url, "not_made_yet", user="nobody").check_before_run()
+    assert e.value.parameter == "jdbc_url"
+    assert _staging_tables(spark, pg) == []

@@ -85,6 +85,10 @@ def _quote(ident: str) -> str:
     return '"' + ident.replace('"', '""') + '"'
 
 
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def postgres_type(dtype: T.DataType) -> str:
     """The PostgreSQL column type for a Spark SQL type (ValueError if there is none here)."""
     simple: list[tuple[type[T.DataType], str]] = [
@@ -382,6 +386,34 @@ class PostgresUpsertSink:
             raise PipelineError(f"PostgreSQL upsert into {self.table} at {mask_jdbc_url(self.jdbc_url)} failed "
                                 f"(batch {batch_id}): {mask_jdbc_url(first.lstrip(': '))}") from None
 
+    def check_table(self, spark: SparkSession) -> None:
+        """Before the query starts: the server answers with these credentials and, where the table
+        exists, it has a unique constraint on exactly the key columns, which the upsert's ``ON
+        CONFLICT`` needs. Both failed the first batch's write, after it had been computed and the
+        other sinks had written it, the second with PostgreSQL's "there is no unique or exclusion
+        constraint matching the ON CONFLICT specification" and its staging table left behind."""
+        table = self._qualified(self._name)
+        keys = ", ".join(_literal(c) for c in sorted(self.key_columns))
+        sql = (f"SELECT to_regclass('{table}') IS NOT NULL, EXISTS (SELECT 1 FROM pg_index i "
+               f"WHERE i.indrelid = to_regclass('{table}') AND i.indisunique AND i.indpred IS NULL "
+               f"AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a "
+               f"WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) = ARRAY[{keys}]::text[] "
+               f"AND i.indnatts = {len(self.key_columns)})")
+        try:
+            [(exists, unique)] = query_rows(spark, self.jdbc_url, sql, self.user, self.password)
+        except (ConfigurationError, PipelineError):
+            raise
+        except Exception as e:  # the server, the database or the credentials
+            first = next((line.strip() for line in str(e).splitlines() if "SQLException" in line or
+                          "PSQLException" in line), (str(e).strip().splitlines() or [type(e).__name__])[0])
+            raise ConfigurationError("jdbc_url", f"PostgreSQL at {mask_jdbc_url(self.jdbc_url)} refused the "
+                                                 f"connection: {mask_jdbc_url(first.lstrip(': '))}") from None
+        if exists and not unique:
+            raise ConfigurationError("table", f"{self.table} exists without a primary key or unique constraint on "
+                                              f"({', '.join(self.key_columns)}), which the upsert needs; add one "
+                                              f"(ALTER TABLE {self.table} ADD PRIMARY KEY "
+                                              f"({', '.join(self.key_columns)})), or name a new table")
+
     def columns(self, spark: SparkSession) -> dict[str, str]:
         """The table's columns and their types as ``format_type`` names them (none if it is missing)."""
         sql = ("SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
@@ -486,9 +518,15 @@ class PostgresSink(DataFrameSink):
             check_jdbc_driver(spark)
 
     def check_before_run(self) -> None:
-        """The driver's check (:meth:`open`), before the query starts: at the first batch's writes it
-        came after the batch had been computed and the other sinks had written it."""
+        """The driver's check (:meth:`open`) and the table's (:meth:`PostgresUpsertSink.check_table`),
+        before the query starts: at the first batch's writes they came after the batch had been
+        computed and the other sinks had written it."""
+        from pyspark.sql import SparkSession
+
         self.open()
+        spark = SparkSession.getActiveSession()
+        if spark is not None:
+            self.upsert.check_table(spark)
 
     def write(self, df: DataFrame, batch_id: int) -> None:
         flat = [f.name for f in df.schema.fields if not isinstance(f.dataType, (T.StructType, T.ArrayType,
