@@ -97,6 +97,36 @@ def test_a_checkpoint_is_bound_to_its_kafka_topics_in_order_and_its_logs_directo
     assert 'topics ["a", "b"]' in str(refused.value) and 'topics ["b", "a"]' in str(refused.value)
 
 
+def test_a_checkpoint_refused_for_a_sink_removed_says_that_sink_was_removed(tmp_path: Any) -> None:
+    """The refusal compared the transformations by position: a sink removed read as every
+    transformation after it changed into the next one (``was 'SinkTransformation |
+    ForeachDataFrameSink', now 'SideOutputTransformation'; ...``)."""
+    from lowwater.api import OutputTag
+    from lowwater.api.sinks import FunctionSink
+    from lowwater.spark.state import StateStore
+
+    def build(extra_sink: bool) -> dict[str, Any]:
+        env = StreamExecutionEnvironment()
+        late = OutputTag("late")
+        out = (env.from_source(_source("a"), WM).key_by("key").window(TumblingEventTimeWindows.of(1000))
+               .side_output_late_data(late).sum("value"))
+        out.collect()
+        if extra_sink:
+            out.add_sink(FunctionSink(print))
+        out.get_side_output(late).collect()
+        return env.pipeline().fingerprint()
+
+    store = StateStore(tmp_path / "ck")
+    store.claim(build(True))
+    store.commit_json(0, {})
+    with pytest.raises(ConfigurationError) as refused:
+        store.claim(build(False))
+    message = str(refused.value)
+    assert "('SinkTransformation | FunctionSink' removed; a checkpoint is bound to its pipeline's sources, " \
+           "operators and sinks, in order)" in message, message
+    assert "SideOutputTransformation" not in message
+
+
 def test_as_pipeline_takes_a_pipeline_or_an_environment_and_refuses_anything_else() -> None:
     env = three_sources()
     pipeline = env.pipeline()

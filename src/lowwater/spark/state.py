@@ -90,15 +90,15 @@ class StateStore:
                 {k: v for k, v in fingerprint.items() if k != SOURCES_KEY}
             if recorded != compared and self.latest_version() is not None:
                 changed = sorted(k for k in set(recorded) | set(compared) if recorded.get(k) != compared.get(k))
-                what = "; ".join(f"was {recorded.get(k, 'nothing')!r}, now {compared.get(k, 'nothing')!r}"
-                                 for k in changed)
+                what = _changes(recorded, compared)
                 hint = ""
                 if "path" in changed and recorded.get("path"):  # a general-path checkpoint from before the keyed path
                     hint = (f"; to resume it on the path that wrote it, pass path={recorded['path']!r} to SparkRuntime "
                             f"(\"path\": {json.dumps(recorded['path'])} in RUNTIME_OPTIONS)")
                 raise ConfigurationError(
                     "checkpoint_location",
-                    f"{self.location.rsplit('/', 1)[0]} belongs to a different pipeline ({what}). Use a new "
+                    f"{self.location.rsplit('/', 1)[0]} belongs to a different pipeline ({what}; a checkpoint is "
+                    "bound to its pipeline's sources, operators and sinks, in order). Use a new "
                     "checkpoint location (checkpoint_location=, or --checkpoint on the CLI), or run the "
                     f"pipeline that made this one{hint}",
                 )
@@ -278,3 +278,26 @@ def _batch_records(fs: CheckpointFS, batches: str) -> list[dict[str, Any]]:
         if data is not None:
             records.append(json.loads(data))
     return records
+
+
+def _changes(recorded: dict[str, Any], now: dict[str, Any]) -> str:
+    """What differs between two fingerprints (:meth:`~lowwater.graph.pipeline.Pipeline.fingerprint`),
+    its transformations matched as sequences, so that a sink removed reads as that sink removed, not
+    as every transformation after it changed into the next one."""
+    from difflib import SequenceMatcher
+
+    def ops(d: dict[str, Any]) -> list[str]:
+        return [str(d[k]) for k in sorted(k for k in d if k.isdigit())]
+
+    a, b = ops(recorded), ops(now)
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        pairs = list(zip(a[i1:i2], b[j1:j2], strict=False))
+        out += [f"{x!r} is now {y!r}" for x, y in pairs]
+        out += [f"{x!r} removed" for x in a[i1 + len(pairs):i2]]
+        out += [f"{y!r} added" for y in b[j1 + len(pairs):j2]]
+    for k in sorted(k for k in set(recorded) | set(now) if not k.isdigit() and recorded.get(k) != now.get(k)):
+        out.append(f"{k} was {recorded.get(k, 'nothing')!r}, now {now.get(k, 'nothing')!r}")
+    return "; ".join(out)
