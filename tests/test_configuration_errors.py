@@ -167,3 +167,20 @@ def test_a_kafka_source_refuses_its_starting_offsets_and_brokers_when_made(
     assert e.value.parameter == parameter
     for fine in ("earliest", "latest", '{"t": {"0": 23, "1": -2}}'):
         assert KafkaSource("broker:9092", ["t"], [("a", "STRING")], starting_offsets=fine).starting_offsets == fine
+
+
+def test_a_lowwater_jars_folder_without_sparks_jars_is_an_error(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It was taken as "no jars", and a Kafka source then failed with Spark's "Failed to find data
+    source: kafka", which says nothing of the folder."""
+    from lowwater.core.errors import LowwaterError
+    from lowwater.spark.jvm import spark_jars
+
+    monkeypatch.setenv("LOWWATER_JARS", str(tmp_path / "nowhere"))
+    with pytest.raises(LowwaterError, match=r"LOWWATER_JARS=.*nowhere has no spark/\*\.jar"):
+        spark_jars()
+    (tmp_path / "jars" / "spark").mkdir(parents=True)
+    (tmp_path / "jars" / "spark" / "kafka.jar").write_bytes(b"")
+    monkeypatch.setenv("LOWWATER_JARS", str(tmp_path / "jars"))
+    assert spark_jars() == [str(tmp_path / "jars" / "spark" / "kafka.jar")]
+    monkeypatch.delenv("LOWWATER_JARS")
+    spark_jars()  # the repository's jars/, fetched or not: no error

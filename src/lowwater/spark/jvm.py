@@ -30,9 +30,16 @@ def jars_dir() -> Path:
 
 
 def spark_jars() -> list[str]:
-    """The jar files for ``spark.jars`` (Kafka connector, Delta), or [] when not fetched."""
+    """The jar files for ``spark.jars`` (Kafka connector, Delta), or [] when not fetched. A
+    ``LOWWATER_JARS`` that names a folder without them is an error: it was taken as "none", and a
+    Kafka source then failed with Spark's "Failed to find data source: kafka"."""
     d = jars_dir() / "spark"
-    return sorted(str(p) for p in d.glob("*.jar")) if d.is_dir() else []
+    found = sorted(str(p) for p in d.glob("*.jar")) if d.is_dir() else []
+    explicit = os.environ.get("LOWWATER_JARS")
+    if explicit and not found:
+        raise LowwaterError(f"LOWWATER_JARS={explicit} has no spark/*.jar (looked in {d}): point it at the jars/ "
+                            f"folder ./dev setup fills, or unset it")
+    return found
 
 
 def jvm_classpath(kind: str) -> str:
