@@ -197,7 +197,9 @@ def _checkpoint_lines(location: str) -> list[dict[str, Any]]:
     from lowwater.spark.session import get_or_create_session
     from lowwater.spark.state import checkpoint_lines
 
-    spark = get_or_create_session(app_name="lowwater status", conf={"spark.ui.showConsoleProgress": "false"})
+    # reading a checkpoint needs no web UI (it said "Service 'SparkUI' could not bind on port 4040" beside a job)
+    spark = get_or_create_session(app_name="lowwater status", conf={"spark.ui.showConsoleProgress": "false",
+                                                                    "spark.ui.enabled": "false"})
     with _spark_logging_off(spark):
         return checkpoint_lines(location, spark)
 

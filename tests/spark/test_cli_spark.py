@@ -387,3 +387,22 @@ def test_status_of_a_checkpoint_on_an_hdfs_that_does_not_answer_says_so_with_a_h
     err = capsys.readouterr().err
     assert "Connection refused" in err and "hint: a service the job reads or writes did not answer" in err, err
     assert "is HDFS running" in err and "--verbose" not in err
+
+
+def test_status_on_a_uri_starts_no_web_ui(tmp_path: Path) -> None:
+    """Reading a checkpoint through Spark needs no web UI: beside a running job, whose UI has port
+    4040, status printed Spark's "Service 'SparkUI' could not bind on port 4040" first."""
+    import contextlib
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):  # a UI of something else has it already: as good
+            taken.bind(("0.0.0.0", 4040))
+        taken.listen()
+        got = subprocess.run([sys.executable, "-m", "lowwater.cli", "status", "hdfs://127.0.0.1:1/ck"],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert got.returncode == 2 and "lowwater: error:" in got.stderr, got.stderr
+    assert "SparkUI" not in got.stderr, got.stderr
