@@ -258,6 +258,9 @@ def checkpoint_lines(checkpoint: str, spark: Any) -> list[dict[str, Any]]:
 
     fs = checkpoint_fs(checkpoint, spark)
     location = join(checkpoint, "lowwater")
+    if fs.is_file(checkpoint):  # as a local path's (metrics.log.read_checkpoint) and `run`'s say it
+        raise CheckpointError(f"{checkpoint} is a file, not a checkpoint directory; hint: pass the directory given as "
+                              "the job's checkpoint location")
     if not fs.exists(location):
         what = "nothing" if not fs.exists(checkpoint) else "no lowwater/ directory"
         raise CheckpointError(f"{checkpoint} is not a lowwater checkpoint ({what} there); hint: pass the checkpoint "

@@ -106,6 +106,11 @@ def test_lowwater_run_status_and_plot_on_a_checkpoint_on_hdfs(
     assert (tmp_path / "w.png").stat().st_size > 0
     assert main(["status", f"{hdfs.uri}/jobs/none"]) == 2
     assert "is not a lowwater checkpoint (nothing there)" in capsys.readouterr().err
+    from lowwater.spark.fs import checkpoint_fs
+
+    checkpoint_fs(f"{hdfs.uri}/jobs/afile", spark).write_atomic(f"{hdfs.uri}/jobs/afile", b"x")
+    assert main(["status", f"{hdfs.uri}/jobs/afile"]) == 2  # said as for a local file, not "no lowwater/ there"
+    assert "jobs/afile is a file, not a checkpoint directory" in capsys.readouterr().err
 
 
 def test_plain_paths_are_on_the_default_file_system_as_spark_s_own_are(
