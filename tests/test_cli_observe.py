@@ -212,6 +212,23 @@ def test_status_says_the_valves_rule_for_the_combined_watermark_only_between_sou
     assert "min over active partitions; a source back from idle counts once caught up" in combined, combined
 
 
+@pytest.mark.parametrize(("path", "flag"), [("keyed", {"process": True}), ("general", {"rows_processed": 10})])
+def test_status_and_plot_of_a_process_function_say_timers_and_processed_not_windows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str, flag: dict[str, Any],
+) -> None:
+    """A job whose keyed operator is a process function has no window: status said "363 window
+    firings" of its timers and "windowed" of the elements it processed."""
+    store = StateStore(tmp_path / "ck")
+    metrics = {**_native_raw(T0, {"0": T0}, [], 10, 0, {}, 3, 0), **flag}
+    _write_batch(store, 0, metrics, path=path)
+    assert main(["status", str(tmp_path / "ck")]) == 0
+    out = capsys.readouterr().out
+    assert "3 timers fired" in out and "window firings" not in out, out
+    assert "accounting: 10 rows in = 10 processed + 0 late + 0 dead-lettered (balanced)" in out, out
+    assert main(["plot", str(tmp_path / "ck"), "-o", str(tmp_path / "w.svg")]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("3 timers fired")
+
+
 def test_status_as_json_has_the_summary_and_the_last_lines(
     checkpoint: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -222,7 +239,7 @@ def test_status_as_json_has_the_summary_and_the_last_lines(
     assert doc["summary"]["current"]["idle_partitions"] == ["2"]
     assert doc["summary"]["accounting"] == {"rows_in": 1000, "rows_windowed": 992, "rows_late": 8,
                                             "rows_dead_lettered": 0, "rows_unassigned": 0, "scope": "job",
-                                            "missing_batches": [], "balanced": True}
+                                            "processed": False, "missing_batches": [], "balanced": True}
 
 
 def test_status_says_the_end_of_input_was_reached_after_a_later_run_of_the_same_checkpoint(

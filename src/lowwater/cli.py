@@ -218,6 +218,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _plot(args: argparse.Namespace) -> int:
     from lowwater.observe.plot import FORMATS, plot_watermarks
+    from lowwater.observe.status import fired_text
 
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
@@ -234,7 +235,8 @@ def _plot(args: argparse.Namespace) -> int:
     # the end-of-input step is no batch of data: status counts it among its batches, the picture does not
     ended = " and the end of input" if any(x.get("end_of_input") for x in lines) else ""
     print(f"wrote {out}: {len(data['x'])} batches{ended}, {len(data['partitions'])} partitions, "
-          f"{late} late rows, {sum(n for _, n in data['fired'])} window firings")
+          f"{late} late rows, "
+          + fired_text(sum(n for _, n in data["fired"]), any(x.get("operator") == "process" for x in lines)))
     return 0
 
 

@@ -298,7 +298,7 @@ def test_an_element_a_process_function_rejects_is_counted_once_and_emits_nothing
     result = env.execute(clock=ManualClock(0), dead_letter_sink=FunctionSink(dead.append))
     assert out.results == [("seen", 1), ("kept", 1), ("seen", 2), ("kept", 2)]
     assert [d["offset"] for d in dead] == [1] and "13 is rejected" in dead[0]["reason"]
-    assert str(result.accounting()) == "3 rows in = 2 windowed + 0 late + 1 dead-lettered"
+    assert str(result.accounting()) == "3 rows in = 2 processed + 0 late + 1 dead-lettered"
 
 
 @pytest.mark.parametrize("inputs", [1, 2])
@@ -340,10 +340,10 @@ def test_a_process_functions_account_covers_the_records_dead_lettered_before_it(
         account = result.accounting()
         assert account.balanced, account
         if mapped:  # the record without a timestamp never reaches the map's output
-            assert str(account) == (f"{inputs + 1} rows in = {inputs} windowed + 0 late + 1 dead-lettered "
+            assert str(account) == (f"{inputs + 1} rows in = {inputs} processed + 0 late + 1 dead-lettered "
                                     "(at the process operator)")
         else:
-            assert str(account) == f"{inputs + 2} rows in = {inputs} windowed + 0 late + 2 dead-lettered"
+            assert str(account) == f"{inputs + 2} rows in = {inputs} processed + 0 late + 2 dead-lettered"
 
 
 def test_a_dead_letter_of_a_job_with_several_sources_names_its_source() -> None:

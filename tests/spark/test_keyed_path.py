@@ -344,7 +344,7 @@ def test_a_connected_process_functions_account_covers_every_record_on_both_paths
         assert job.path == path, job.reason
         assert sorted(out.results) == ["a", "b"] and len(dead.results) == 2, (out.results, dead.results)
         accounts[path] = str(job.accounting())
-    assert accounts == {path: "4 rows in = 2 windowed + 0 late + 2 dead-lettered" for path in accounts}
+    assert accounts == {path: "4 rows in = 2 processed + 0 late + 2 dead-lettered" for path in accounts}
 
 
 def _badly_keyed(record: dict[str, Any]) -> str:

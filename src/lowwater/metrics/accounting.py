@@ -41,6 +41,9 @@ class Accounting:
     scope: str = "job"
     """``job``: ``rows_in`` counts every record read; ``window operator`` (``process operator``): the
     records reaching it (:func:`operator_scope`)."""
+    processed: bool = False
+    """The operator is a process function: ``rows_windowed`` counts the elements it processed, and
+    the account says ``processed`` where a window's says ``windowed``."""
     missing_batches: tuple[int, ...] = ()
     """Batches the metrics log has no line for (an append that failed): their records are not
     in these totals, so the account cannot be called balanced."""
@@ -54,7 +57,8 @@ class Accounting:
         return self.rows_in == self.accounted and not self.missing_batches
 
     def __str__(self) -> str:
-        text = (f"{self.rows_in} rows in = {self.rows_windowed} windowed + {self.rows_late} late + "
+        text = (f"{self.rows_in} rows in = {self.rows_windowed} {'processed' if self.processed else 'windowed'} + "
+                f"{self.rows_late} late + "
                 f"{self.rows_dead_lettered} dead-lettered")
         if self.rows_unassigned:
             text += f" + {self.rows_unassigned} unassigned"
@@ -86,6 +90,7 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
     """The accounting of metrics lines (:mod:`lowwater.metrics.log`, one per batch)."""
     lines = list(lines)
     direct = all(bool(x.get("direct", True)) for x in lines)
+    processed = any(x.get("operator") == "process" for x in lines)
     ids = {int(x["batch_id"]) for x in lines if x.get("batch_id") is not None}
     missing = tuple(sorted(set(range(min(ids), max(ids) + 1)) - ids)) if ids else ()
 
@@ -98,6 +103,7 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
         rows_late=total("rows_late"),
         rows_dead_lettered=total("rows_dead_lettered" if direct else "operator_rows_dead_lettered"),
         rows_unassigned=total("rows_unassigned"),
-        scope="job" if direct else operator_scope(any("rows_processed" in x for x in lines)),
+        scope="job" if direct else operator_scope(processed),
+        processed=processed,
         missing_batches=missing,
     )

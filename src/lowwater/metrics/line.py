@@ -39,7 +39,7 @@ NATIVE_RUNNING_TOTALS = frozenset({"rows_late_by_partition"})
 
 _COUNTERS = ("rows_in", "rows_late", "rows_dead_lettered", "rows_windowed", "rows_unassigned", "operator_rows_in",
              "operator_rows_dead_lettered", "windows_fired")
-_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample", "stage_a")
+_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample", "stage_a", "operator")
 """Fields a line holds only when there is something to say (dead letters; the keyed path's stage A)."""
 
 
@@ -86,6 +86,9 @@ class MetricsLine:
     dead_letter_sample: dict[str, Any] | None = None
     stage_a: str | None = None
     """Keyed path, a batch with input: ``sql`` (no Python per row before the operator) or ``python``."""
+    operator: str | None = None
+    """``process`` where the keyed operator is a process function: its ``rows_windowed`` are the
+    elements it processed and its ``windows_fired`` the timers that fired; ``None`` for a window."""
 
     @classmethod
     def of_batch(
@@ -125,6 +128,7 @@ class MetricsLine:
             dead_letter_reasons=dict(metrics.get("dead_letter_reasons") or {}),
             dead_letter_sample=metrics.get("dead_letter_sample") or None,
             stage_a=metrics.get("stage_a"),
+            operator="process" if metrics.get("process") or "rows_processed" in metrics else None,
             **{key: counter(key) for key in _COUNTERS},
         )
 
@@ -152,6 +156,8 @@ class MetricsLine:
             out["dead_letter_sample"] = dict(self.dead_letter_sample)
         if self.stage_a is not None:
             out["stage_a"] = self.stage_a
+        if self.operator is not None:
+            out["operator"] = self.operator
         return out
 
     @classmethod

@@ -65,10 +65,17 @@ def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "rows_late_by_partition": late_by_partition,
         "rows_dead_lettered": sum(int(x.get("rows_dead_lettered") or 0) for x in lines),
         "windows_fired": sum(int(x.get("windows_fired") or 0) for x in lines),
+        "operator": "process" if any(x.get("operator") == "process" for x in lines) else "window",
         "accounting": from_lines(lines),
         "final_windows_fired": ended.get("windows_fired", 0) if ended is not None else 0,
         "state": lines[-1] if lines else None,
     }
+
+
+def fired_text(n: int, process: bool) -> str:
+    """What a job's ``windows_fired`` counts: a process function's are its timers (it has no window;
+    it said "363 window firings" of a job without one)."""
+    return f"{n} timers fired" if process else f"{n} window firings"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = (),
@@ -98,7 +105,7 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
         else "not reached"
     out.append(f"{s['batches']} batches ({s['first_batch']}..{s['last_batch']}), end of input {end}")
     out.append(f"totals: {s['rows_in']} rows in, {s['rows_late']} late, {s['rows_dead_lettered']} dead-lettered, "
-               f"{s['windows_fired']} window firings")
+               + fired_text(s["windows_fired"], s["operator"] == "process"))
     accounting = s["accounting"]
     out.append(f"accounting: {accounting}" + (" (balanced)" if accounting.balanced else ""))
     if s["rows_dead_lettered"]:

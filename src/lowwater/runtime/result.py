@@ -80,12 +80,12 @@ class JobResult:
             return Accounting(
                 rows_in=sum(b.rows_in for b in self.batches), rows_windowed=int(w["rows_windowed"]),
                 rows_late=int(w["rows_late"]), rows_dead_lettered=sum(b.rows_dead_lettered for b in self.batches),
-                rows_unassigned=int(w["rows_unassigned"]),
+                rows_unassigned=int(w["rows_unassigned"]), processed="rows_processed" in w,
             )
         return Accounting(
             rows_in=int(w["operator_rows_in"]), rows_windowed=int(w["rows_windowed"]), rows_late=int(w["rows_late"]),
             rows_dead_lettered=int(w["operator_rows_dead_lettered"]), rows_unassigned=int(w["rows_unassigned"]),
-            scope=operator_scope("rows_processed" in w),
+            scope=operator_scope("rows_processed" in w), processed="rows_processed" in w,
         )
 
     def combined_watermarks(self, operator: str | None = None) -> list[int]:

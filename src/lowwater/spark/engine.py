@@ -119,9 +119,11 @@ class SparkJob:
             if self.path == "keyed" and not t.get("direct", 1):  # a map/filter/flat_map before the window
                 return Accounting(int(t.get("op_rows_in", 0)), int(t.get("rows_windowed", 0)),
                                   int(t.get("rows_late", 0)), int(t.get("op_dead", 0)),
-                                  int(t.get("rows_unassigned", 0)), scope=operator_scope(bool(t.get("process"))))
+                                  int(t.get("rows_unassigned", 0)), scope=operator_scope(bool(t.get("process"))),
+                                  processed=bool(t.get("process")))
             return Accounting(int(t.get("rows_in", 0)), int(t.get("rows_windowed", 0)), int(t.get("rows_late", 0)),
-                              int(t.get("rows_dead", 0)), int(t.get("rows_unassigned", 0)))
+                              int(t.get("rows_dead", 0)), int(t.get("rows_unassigned", 0)),
+                              processed=bool(t.get("process")))
         return from_lines(self.metrics())
 
     def progress(self) -> list[dict[str, Any]]:
