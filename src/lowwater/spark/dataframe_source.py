@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.core.errors import ConfigurationError, LowwaterError, article
 from lowwater.graph.sources import SourceBatch
 from lowwater.spark.source_base import SparkSource
 
@@ -441,7 +441,7 @@ def _corrupt_reason(fields: Sequence[tuple[str, str]]) -> Any:
     value = F.element_at(F.array(*[F.col(f"_f{j}") for j in range(len(fields))]), i)
     kinds = F.element_at(F.array(*[F.col(f"_k{j}") for j in range(len(fields))]), i)
     name = F.element_at(F.array(*[F.lit(repr(n)) for n, _ in fields]), i)
-    declared = F.element_at(F.array(*[F.lit(t) for _, t in fields]), i)
+    declared = F.element_at(F.array(*[F.lit(f"{article(t)} {t}") for _, t in fields]), i)  # "an INT"
     integral = F.element_at(F.array(*[F.lit(t in _INT_FIELD_TYPES) for _, t in fields]), i)
     # a number as Spark holds it (1e400: Infinity), and which number when an integer was due: 1.0
     # is held as DECIMAL(1,0), shown 1, and 2**63 as DECIMAL(19,0)
@@ -450,7 +450,7 @@ def _corrupt_reason(fields: Sequence[tuple[str, str]]) -> Any:
                     ).otherwise(number)
     shown = F.when(kinds.isin("BIGINT", "DOUBLE") | kinds.startswith("DECIMAL"), number).otherwise(F.to_json(value))
     shown = F.when(F.length(shown) > 60, F.concat(F.substring(shown, 1, 60), F.lit("..."))).otherwise(shown)
-    return reason.otherwise(F.concat(F.lit("field "), name, F.lit(": "), shown, F.lit(" is not a "), declared))
+    return reason.otherwise(F.concat(F.lit("field "), name, F.lit(": "), shown, F.lit(" is not "), declared))
 
 def _several_kafka_topics(df: DataFrame) -> str | None:
     """What ``df`` reads, said as the option that says it (``subscribe=a,b``), when its plan's
