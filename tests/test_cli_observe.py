@@ -212,7 +212,7 @@ def test_status_says_the_valves_rule_for_the_combined_watermark_only_between_sou
     assert "min over active partitions; a source back from idle counts once caught up" in combined, combined
 
 
-@pytest.mark.parametrize(("path", "flag"), [("keyed", {"process": True}), ("general", {"rows_processed": 10})])
+@pytest.mark.parametrize(("path", "flag"), [("keyed", {"rows_processed": 10}), ("general", {"rows_processed": 10})])
 def test_status_and_plot_of_a_process_function_say_timers_and_processed_not_windows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str, flag: dict[str, Any],
 ) -> None:

@@ -217,6 +217,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
+    from lowwater.metrics.line import processes
     from lowwater.observe.plot import FORMATS, plot_watermarks
     from lowwater.observe.status import fired_text
 
@@ -236,7 +237,7 @@ def _plot(args: argparse.Namespace) -> int:
     ended = " and the end of input" if any(x.get("end_of_input") for x in lines) else ""
     print(f"wrote {out}: {len(data['x'])} batches{ended}, {len(data['partitions'])} partitions, "
           f"{late} late rows, "
-          + fired_text(sum(n for _, n in data["fired"]), any(x.get("operator") == "process" for x in lines)))
+          + fired_text(sum(n for _, n in data["fired"]), processes(lines)))
     return 0
 
 

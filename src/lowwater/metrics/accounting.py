@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lowwater.core.errors import LowwaterError
+from lowwater.metrics.line import processes
 
 __all__ = ["Accounting", "AccountingError", "from_lines", "operator_scope"]
 
@@ -90,7 +91,7 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
     """The accounting of metrics lines (:mod:`lowwater.metrics.log`, one per batch)."""
     lines = list(lines)
     direct = all(bool(x.get("direct", True)) for x in lines)
-    processed = any(x.get("operator") == "process" for x in lines)
+    processed = processes(lines)
     ids = {int(x["batch_id"]) for x in lines if x.get("batch_id") is not None}
     missing = tuple(sorted(set(range(min(ids), max(ids) + 1)) - ids)) if ids else ()
 

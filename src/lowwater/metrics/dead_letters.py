@@ -179,16 +179,18 @@ def spark_json(value: Any) -> str:
     return exact_json(_finite(value), other)
 
 
-def exact_json(value: Any, other: Callable[[Any], Any], allow_nan: bool = True) -> str:
+def exact_json(value: Any, other: Callable[[Any], Any] | None = None, allow_nan: bool = True) -> str:
     """``value`` as compact JSON text, a finite Decimal in it a JSON number with exactly its digits
     (``json`` has no way to write one: a marker stands in for it, then its digits replace the
-    marker); ``other`` gives any other value JSON has no kind for (or raises ``TypeError``)."""
+    marker); ``other`` gives any other value JSON has no kind for (by default ``TypeError``)."""
     numbers: list[str] = []
 
     def default(o: Any) -> Any:
         if isinstance(o, Decimal) and o.is_finite():
             numbers.append(format(o, "f"))
             return f"{_MARK}{len(numbers) - 1}"
+        if other is None:
+            raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
         return other(o)
 
     text = json.dumps(value, separators=(",", ":"), default=default, allow_nan=allow_nan)

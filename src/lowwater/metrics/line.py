@@ -23,13 +23,13 @@ older logs read with :meth:`MetricsLine.from_json`, and what is missing there ta
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lowwater.core.time import MIN_TIMESTAMP
 
-__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "MetricsLine", "running_totals"]
+__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "MetricsLine", "processes", "running_totals"]
 
 #: The raw counters the general path (and the reference runtime) reports as running totals.
 GENERAL_RUNNING_TOTALS = frozenset({"rows_late", "windows_fired", "rows_late_by_partition", "rows_windowed",
@@ -47,6 +47,13 @@ def running_totals(path: str | None) -> frozenset[str]:
     """The raw counters that ``path`` (``general``, ``reference``, ``native``, ``executor``,
     ``keyed``) reports as running totals."""
     return GENERAL_RUNNING_TOTALS if path in ("general", "reference") else NATIVE_RUNNING_TOTALS
+
+
+def processes(lines: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether the job of these lines (the log's JSON) is a process function's
+    (:attr:`MetricsLine.operator`): its ``rows_windowed`` are the elements it processed and its
+    ``windows_fired`` the timers that fired."""
+    return any(x.get("operator") == "process" for x in lines)
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,7 @@ class MetricsLine:
             dead_letter_reasons=dict(metrics.get("dead_letter_reasons") or {}),
             dead_letter_sample=metrics.get("dead_letter_sample") or None,
             stage_a=metrics.get("stage_a"),
-            operator="process" if metrics.get("process") or "rows_processed" in metrics else None,
+            operator="process" if "rows_processed" in metrics else None,
             **{key: counter(key) for key in _COUNTERS},
         )
 

@@ -23,7 +23,8 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.observe.fmt import EPOCH_LIKE_MS, fmt_time
 
 COMBINED_LABEL = "combined watermark (min over active partitions, max when all are idle)"
-"""The combined line's legend: a partition returning from idle behind it holds it only once caught up."""
+"""The combined line's legend: Flink's multiplexer within a source (until session 39 it stated the valve's
+caught-up rule, which holds only between sources)."""
 
 __all__ = ["FORMATS", "plot_watermarks", "series"]
 

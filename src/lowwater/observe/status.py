@@ -9,6 +9,7 @@ from typing import Any
 
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.metrics.accounting import from_lines
+from lowwater.metrics.line import processes
 from lowwater.metrics.log import read_checkpoint
 from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark
 
@@ -65,7 +66,7 @@ def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "rows_late_by_partition": late_by_partition,
         "rows_dead_lettered": sum(int(x.get("rows_dead_lettered") or 0) for x in lines),
         "windows_fired": sum(int(x.get("windows_fired") or 0) for x in lines),
-        "operator": "process" if any(x.get("operator") == "process" for x in lines) else "window",
+        "operator": "process" if processes(lines) else "window",
         "accounting": from_lines(lines),
         "final_windows_fired": ended.get("windows_fired", 0) if ended is not None else 0,
         "state": lines[-1] if lines else None,

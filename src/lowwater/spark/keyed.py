@@ -1120,7 +1120,8 @@ class KeyedProcessor:
             "operator_rows_in": batch["op_rows_in"], "operator_rows_dead_lettered": batch["op_dead"],
             "rows_late_by_partition": {str(k): v for k, v in st.late_by_partition.items()},
             "windows_fired": batch["windows_fired"], "direct": plan.direct, "state_batches": len(st.state_dirs),
-            "process": not isinstance(plan.operator, WindowTransformation),
+            # a process function's elements processed: what marks its line (MetricsLine.operator)
+            **({} if isinstance(plan.operator, WindowTransformation) else {"rows_processed": batch["rows_windowed"]}),
             "phases": phases, "stage_a": stage_a_kind,
             "keys_in_columns": sum(int(s_.get("columnar_keys", 0)) for s_ in stats),
         }

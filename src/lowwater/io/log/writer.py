@@ -32,10 +32,7 @@ def _json_object(value: Mapping[str, Any]) -> str:
     """``value`` as compact JSON; a finite ``Decimal`` is a JSON number with exactly its digits
     (``12345678901234567.89``), the text a ``DECIMAL`` field is read from, where the encoder refused
     it and a float rounded it. NaN, infinities and other values JSON has no kind for are refused."""
-    def refuse(o: Any) -> Any:
-        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
-
-    return exact_json(dict(value), refuse, allow_nan=False)
+    return exact_json(dict(value), allow_nan=False)
 
 
 class PartitionedLogWriter:
