@@ -78,6 +78,7 @@ def test_invalid_spark_runtime_options_fail_before_spark_starts(case: str, optio
 
 def test_invalid_sinks_name_the_parameter() -> None:
     from lowwater.spark.sinks import DirectorySink, ForeachDataFrameSink, PostgresSink
+    from lowwater.spark.sinks.delta import DeltaSink
 
     for call, parameter in [(lambda: DirectorySink("/tmp/x", "csv"), "fmt"),  # type: ignore[arg-type]
                             (lambda: ForeachDataFrameSink(print, empty_batches="no"),  # type: ignore[arg-type]
@@ -85,7 +86,14 @@ def test_invalid_sinks_name_the_parameter() -> None:
                             (lambda: DirectorySink("out", empty_batches=1),  # type: ignore[arg-type]
                              "empty_batches"),
                             (lambda: PostgresSink("postgres://h/db", "t"), "jdbc_url"),
-                            (lambda: PostgresSink("jdbc:postgresql://h/db", "1bad"), "table")]:
+                            (lambda: PostgresSink("jdbc:postgresql://h/db", "1bad"), "table"),
+                            (lambda: DirectorySink(5), "path"),  # type: ignore[arg-type]
+                            (lambda: DirectorySink(""), "path"),
+                            (lambda: DeltaSink(5), "path"),  # type: ignore[arg-type]
+                            (lambda: DeltaSink(""), "path"),
+                            (lambda: DeltaSink("t", name=None), "name"),  # type: ignore[arg-type]
+                            (lambda: DeltaSink("t", app_id=7), "app_id"),  # type: ignore[arg-type]
+                            (lambda: DeltaSink("t", with_batch_id="yes"), "with_batch_id")]:  # type: ignore[arg-type]
         with pytest.raises(ConfigurationError) as e:
             call()
         assert e.value.parameter == parameter

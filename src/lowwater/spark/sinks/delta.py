@@ -25,6 +25,7 @@ letters) on the driver and calls it.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -71,9 +72,16 @@ class DeltaSink(DataFrameSink):
 
     def __init__(self, path: str, name: str = "results", app_id: str | None = None, schema: str | None = None,
                  with_batch_id: bool = True) -> None:
-        if not path:
+        if not isinstance(path, (str, os.PathLike)):
+            raise ConfigurationError("path", f"expected the table's path or URI as a string, got {path!r}")
+        if not str(path):
             raise ConfigurationError("path", "is empty")
-        self.path = str(path)
+        for parameter, value in (("name", name), ("app_id", app_id), ("schema", schema)):
+            if not isinstance(value, str) and (value is not None or parameter == "name"):
+                raise ConfigurationError(parameter, f"expected a string, got {value!r}")
+        if not isinstance(with_batch_id, bool):
+            raise ConfigurationError("with_batch_id", f"expected True or False, got {with_batch_id!r}")
+        self.path = os.fspath(path)
         self.name = name
         self.given_app_id = app_id
         self.app_id = app_id or "lowwater-" + hashlib.sha1(f"{self.path}\0{name}".encode()).hexdigest()[:16]

@@ -59,6 +59,8 @@ class DirectorySink(DataFrameSink):
                  fmt: Literal["parquet", "jsonl", "json", "orc"] = "parquet", empty_batches: bool = True) -> None:
         if fmt not in _SPARK_FORMAT:
             raise ConfigurationError("fmt", f"must be one of {sorted(_SPARK_FORMAT)}, got {fmt!r}")
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise ConfigurationError("path", f"expected a directory's path or URI, got {path!r}")
         self.empty_batches = checked_empty_batches(empty_batches)
         self.location = str(path)
         self.path = Path(path)
