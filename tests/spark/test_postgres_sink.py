@@ -205,6 +205,21 @@ def test_a_table_made_beforehand_takes_what_its_columns_hold_and_refuses_roundin
         ("a", 7.0, 0)]
 
 
+def test_a_write_the_table_refuses_fails_naming_it_and_leaves_no_staging_table(spark, pg):
+    """A constraint of the table's own (here a CHECK) fails the upsert after the batch was staged;
+    the failed write drops its staging table, which only a replay of that batch would drop."""
+    execute_statements(spark, pg.jdbc_url, [
+        "CREATE TABLE checked (key text NOT NULL, window_start bigint NOT NULL, window_end bigint NOT NULL, "
+        "value double precision CHECK (value < 100), fire_index integer, batch_id bigint, "
+        "PRIMARY KEY (key, window_start, window_end))"], user=pg.user)
+    sink = _sink(pg, "checked")
+    with pytest.raises(Exception, match=r"PostgreSQL upsert into checked .*failed \(batch 3\).*checked_value_check"):
+        _write(spark, sink, 3, [("a", 0, 10, 150.0, 0)])
+    assert _staging_tables(spark, pg) == []
+    assert _write(spark, sink, 4, [("a", 0, 10, 50.0, 0)]) == 1
+    assert _contents(spark, pg, "checked") == [("a", 0, 10, 50.0, 0, 4)]
+
+
 @pytest.mark.parametrize(("column", "values", "expected"), [
     ("bigint", "bigint", True),
     ("bigint", "double precision", False),  # 2.5 would be stored as 2

@@ -26,12 +26,15 @@ rows equal to the stored ones (``>=`` lets equal fire indexes through), which ch
 A row never replaces one with a higher ``fire_index``, so an out-of-order or stale firing (or a
 replay of an older batch) cannot roll a window back. Within one batch only the highest firing of
 each window is kept (``DISTINCT ON``), as ``ON CONFLICT`` may touch a row only once per statement.
-A crash after step 1 leaves a staging table that the replay overwrites and then drops; a batch
-that is never replayed (its checkpoint deleted) leaves it behind, to be dropped by hand.
+A write that fails (a constraint of the table's own, a value the server refuses) drops its
+staging table before it reports the failure. A crash after step 1 leaves a staging table that the
+replay overwrites and then drops; a batch that is never replayed (its checkpoint deleted) leaves
+it behind, to be dropped by hand.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Sequence
@@ -457,17 +460,30 @@ class PostgresUpsertSink:
         for key, value in props.items():
             if value is not None:
                 writer = writer.option(key, value)
-        writer.mode("overwrite").save()
-        faults.at("pg_staged", batch_id)
-        counts = execute_statements(
-            df.sparkSession,
-            self.jdbc_url,
-            self.statements(fields, batch_id, new),
-            user=self.user,
-            password=self.password,
-            before_commit=lambda: faults.at("pg_uncommitted", batch_id),
-        )
+        try:
+            writer.mode("overwrite").save()
+            faults.at("pg_staged", batch_id)
+            counts = execute_statements(
+                df.sparkSession,
+                self.jdbc_url,
+                self.statements(fields, batch_id, new),
+                user=self.user,
+                password=self.password,
+                before_commit=lambda: faults.at("pg_uncommitted", batch_id),
+            )
+        except Exception:
+            self._drop_stage(df.sparkSession, batch_id)
+            raise
         return counts[-2]  # the upsert's
+
+    def _drop_stage(self, spark: SparkSession, batch_id: int) -> None:
+        """After a failed write (a constraint of the table's own, a value the server refuses, a task
+        that failed mid-copy): drop the batch's staging table, which nothing else would drop unless
+        the batch is replayed. Best effort: where the server itself is gone, so is the way to drop it,
+        and the replay still overwrites it."""
+        with contextlib.suppress(Exception):  # the write's own error is the one to report
+            execute_statements(spark, self.jdbc_url, [f"DROP TABLE IF EXISTS {self.staging_table(batch_id)}"],
+                               user=self.user, password=self.password)
 
 
 def _decimal_places(values: Sequence[Any]) -> int | None:
