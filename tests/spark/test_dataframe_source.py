@@ -164,6 +164,32 @@ def test_the_dead_letter_frame_shows_a_string_value_as_python_s_repr(spark: Any)
     assert got == [BadRecordError.non_numeric("amount", v) for v in values]
 
 
+@pytest.mark.parametrize("time_zone", ["UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata"])
+def test_a_timestamp_ntz_value_that_is_no_local_time_of_the_session_is_not_moved(spark: Any, time_zone: str) -> None:
+    """A TIMESTAMP_NTZ wall-clock time that does not exist in the session's zone (the hour a
+    daylight-saving change skips, a historic change of offset) is read as UTC like any other:
+    Spark's cast to TIMESTAMP in the session's zone moved it an hour later, so an event at
+    02:59:59.999 came after one at 03:00 and an on-time event could be late."""
+    import calendar
+    import datetime as dt
+
+    from lowwater.spark.dataframe_source import _event_time_ms
+
+    walls = [dt.datetime(2024, 3, 10, 2, 0), dt.datetime(2024, 3, 10, 2, 59, 59, 999_999),  # New York's gap
+             dt.datetime(2024, 3, 10, 3, 0), dt.datetime(2024, 3, 31, 2, 30),  # Berlin's
+             dt.datetime(1941, 10, 1, 0, 30, 0, 500),  # Kolkata's, in 1941
+             dt.datetime(2024, 11, 3, 1, 30),  # New York's hour that comes twice
+             dt.datetime(1969, 12, 31, 23, 59, 59, 999_500), dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59)]
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", time_zone)
+    try:
+        df = spark.createDataFrame([(w,) for w in walls], "at TIMESTAMP_NTZ")
+        got = [r[0] for r in df.select(_event_time_ms(df["at"], "TimestampNTZType")).collect()]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert got == [calendar.timegm(w.timetuple()) * 1000 + w.microsecond // 1000 for w in walls]
+
+
 @pytest.mark.parametrize("time_zone", ["UTC", "America/New_York"])
 def test_a_timestamp_ntz_column_is_its_wall_clock_time_in_utc_milliseconds(
         spark: Any, tmp_path: Path, time_zone: str) -> None:

@@ -33,10 +33,13 @@ def _event_time_ms(col: Any, type_name: str) -> Any:
 
     if type_name == "TimestampType":
         return F.unix_millis(col)
-    if type_name == "TimestampNTZType":  # a wall-clock time with no zone is UTC, as in the log's fields
-        epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
-        ms = F.timestamp_diff("MILLISECOND", epoch, col)  # toward zero: floored below, as unix_millis does
-        return F.when(F.timestamp_diff("MICROSECOND", epoch, col) < ms * 1000, ms - 1).otherwise(ms)
+    if type_name == "TimestampNTZType":
+        # a wall-clock time with no zone is UTC, as in the log's fields: its date and time of day,
+        # never a cast to TIMESTAMP (timestamp_diff's), which reads it in the session's zone and
+        # moves a time that zone skips (a daylight-saving gap) an hour later
+        second = F.floor(F.date_part(F.lit("SECOND"), col) * 1000).cast("long")  # micros floored
+        return (F.unix_date(col.cast("date")).cast("long") * F.lit(86_400_000) + F.hour(col).cast("long") * 3_600_000
+                + F.minute(col).cast("long") * 60_000 + second)
     if type_name == "DateType":
         return F.unix_date(col).cast("long") * F.lit(86_400_000)
     return col.cast("long")
