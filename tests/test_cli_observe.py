@@ -168,7 +168,7 @@ def test_the_tail_calls_back_once_per_line_appended_after_it_started(checkpoint:
 
 def test_a_progress_line_shows_watermark_lag_idle_late_fired_and_duration(checkpoint: Path) -> None:
     line = progress_line(read_checkpoint(checkpoint)[3])
-    assert line.split() == ["3", "2023-11-14", "22:13:31.999", "3.0", "s", "2", "200", "5", "0", "6", "720",
+    assert line.split() == ["3", "2023-11-14", "22:13:31.999", "UTC", "3.0", "s", "2", "200", "5", "0", "6", "720",
                             "ms"]
     assert PROGRESS_HEADER.split()[:3] == ["batch", "combined", "watermark"]
 
@@ -183,19 +183,19 @@ def test_status_shows_watermarks_idle_flags_state_and_the_last_batches(
     assert "5 batches (0..4), end of input reached" in out
     assert "totals: 1000 rows in, 8 late, 0 dead-lettered, 23 window firings" in out
     assert "accounting: 1000 rows in = 992 windowed + 8 late + 0 dead-lettered (balanced)" in out
-    assert "watermarks after batch 3 (processing time 2023-11-14 22:13:35)" in out
+    assert "watermarks after batch 3 (processing time 2023-11-14 22:13:35 UTC)" in out
     table = {row.split()[0]: row.split() for row in out.splitlines() if row.startswith("  ") and row.split()}
-    assert table["0"][1:] == ["2023-11-14", "22:13:39.999", "active", "2"]
-    assert table["1"][1:] == ["2023-11-14", "22:13:31.999", "active", "1"]
-    assert table["2"][1:] == ["2023-11-14", "22:13:28.999", "idle", "5"]
-    assert table["combined"][1:3] == ["2023-11-14", "22:13:31.999"]
+    assert table["0"][1:] == ["2023-11-14", "22:13:39.999", "UTC", "active", "2"]
+    assert table["1"][1:] == ["2023-11-14", "22:13:31.999", "UTC", "active", "1"]
+    assert table["2"][1:] == ["2023-11-14", "22:13:28.999", "UTC", "idle", "5"]
+    assert table["combined"][1:4] == ["2023-11-14", "22:13:31.999", "UTC"]
     # one source: Flink's multiplexer, whose returning partition holds the minimum at once
-    assert table["combined"][3:] == ["min", "over", "active", "partitions", "8"], table["combined"]
+    assert table["combined"][4:] == ["min", "over", "active", "partitions", "8"], table["combined"]
     assert "behind processing time" in out and "3.0 s" in out
     assert "state after batch 4: 0 open windows, 0 state rows, 0 B on disk" in out
     assert "last 2 of 5 batches:" in out
-    assert table["3"] == ["3", "2023-11-14", "22:13:35", "2023-11-14", "22:13:31.999", "3.0", "s", "2", "200", "5",
-                          "6", "720", "ms"]
+    assert table["3"] == ["3", "2023-11-14", "22:13:35", "UTC", "2023-11-14", "22:13:31.999", "UTC", "3.0", "s", "2",
+                          "200", "5", "6", "720", "ms"]
     assert any(r.split()[:2] == ["4", "(end)"] and "MAX" in r for r in out.splitlines())
 
 

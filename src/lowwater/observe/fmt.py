@@ -13,7 +13,8 @@ EPOCH_LIKE_MS = 10**11
 
 
 def fmt_time(ms: int | None) -> str:
-    """``2023-11-14 22:13:20.500`` (UTC) for epoch-like milliseconds, else the number itself."""
+    """``2023-11-14 22:13:20.500 UTC`` for epoch-like milliseconds, else the number itself. The zone
+    is part of the text: a reader whose Spark session runs in another zone took it for theirs."""
     if ms is None:
         return "-"
     if abs(ms) < EPOCH_LIKE_MS:
@@ -23,7 +24,7 @@ def fmt_time(ms: int | None) -> str:
     except (OverflowError, OSError, ValueError):
         return str(ms)
     text = t.strftime("%Y-%m-%d %H:%M:%S")
-    return text + (f".{ms % 1000:03d}" if ms % 1000 else "")
+    return text + (f".{ms % 1000:03d}" if ms % 1000 else "") + " UTC"
 
 
 def fmt_watermark(ms: int | None) -> str:

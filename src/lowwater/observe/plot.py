@@ -130,7 +130,7 @@ def plot_watermarks(batches: Sequence[Mapping[str, Any]], path: str | os.PathLik
         ax.axvline(data["end_of_input"], color="gray", linestyle=":", lw=1.2,
                    label="end of input: MAX watermark fires every remaining window")
     origin = data["origin_ms"]
-    ax.set_ylabel("event time (s after " + (f"{fmt_time(origin)} UTC)" if abs(origin) >= EPOCH_LIKE_MS
+    ax.set_ylabel("event time (s after " + (f"{fmt_time(origin)})" if abs(origin) >= EPOCH_LIKE_MS
                                             else f"{origin} ms)"))
     ax.set_title(title or "lowwater watermarks per micro-batch")
     ax.grid(alpha=0.3)
@@ -157,7 +157,7 @@ def plot_watermarks(batches: Sequence[Mapping[str, Any]], path: str | os.PathLik
     bars.set_ylabel("per batch")
     start = data["start_ms"]
     bars.set_xlabel("processing time (s since the first batch" +
-                    (f", {fmt_time(start)} UTC)" if start is not None and abs(start) >= EPOCH_LIKE_MS else ")"))
+                    (f", {fmt_time(start)})" if start is not None and abs(start) >= EPOCH_LIKE_MS else ")"))
     bars.grid(alpha=0.3, axis="y")
     bars.legend(loc="upper center", fontsize=8, ncol=3, framealpha=0.9)
     fig.tight_layout()

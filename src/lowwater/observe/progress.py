@@ -23,7 +23,7 @@ from lowwater.observe.status import lag_ms
 
 __all__ = ["PROGRESS_HEADER", "MetricsTail", "dead_letter_summary", "print_progress", "progress_line"]
 
-_COLUMNS = ((">6", "batch"), ("<25", "combined watermark"), (">9", "lag"), ("<6", "idle"), (">8", "rows in"),
+_COLUMNS = ((">6", "batch"), ("<29", "combined watermark"), (">9", "lag"), ("<6", "idle"), (">8", "rows in"),
             (">6", "late"), (">6", "dead"), (">6", "fired"), (">9", "duration"))
 PROGRESS_HEADER = "  ".join(f"{name:{spec}}" for spec, name in _COLUMNS).rstrip()
 
