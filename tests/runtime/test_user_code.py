@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lowwater.core.errors import BadRecordError, ConfigurationError, UserFunctionError
@@ -47,3 +49,90 @@ def test_lowwater_errors_are_raised_unchanged_unless_wrapped() -> None:
     assert info.value is error
     with pytest.raises(UserFunctionError, match="user function key_by k raised ConfigurationError"):
         user_code_failed(error, "key_by k", RECORD, wrap_lowwater=True)
+
+
+def _failing_window(**kwargs: Any) -> str:
+    """The message of the reference runtime's failure for one record (partition 1, offset 1) that a
+    windowed pipeline's own code fails on."""
+    from lowwater.api import CollectionSource, StreamExecutionEnvironment
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+
+    records = [{"k": "a", "ts": 100, "v": 1, "p": 1}, {"k": "b", "ts": 200, "v": 0, "p": 1}]
+    env = StreamExecutionEnvironment()
+    stream = env.from_source(CollectionSource([records], partitions=2, partition_of="p"),
+                             WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+    if "map" in kwargs:
+        stream = stream.map(kwargs["map"])
+    windowed = stream.key_by(kwargs.get("key", "k")).window(TumblingEventTimeWindows.of(1000))
+    if "trigger" in kwargs:
+        windowed = windowed.trigger(kwargs["trigger"])
+    (windowed.aggregate(kwargs["aggregate"]) if "aggregate" in kwargs else windowed.sum("v")).collect()
+    with pytest.raises(UserFunctionError) as info:
+        env.execute()
+    return str(info.value)
+
+
+def test_exit_in_a_function_is_its_failure_named_with_its_position() -> None:
+    """``sys.exit()`` in a map is the map's failure: on Spark's general path it escaped every
+    ``except Exception`` and the query waited for ever for its batch."""
+    def parse(e: dict[str, Any]) -> dict[str, Any]:
+        if e["v"] == 0:
+            raise SystemExit(3)
+        return e
+
+    assert _failing_window(map=parse).startswith(
+        "user function map test_exit_in_a_function_is_its_failure_named_with_its_position.<locals>.parse raised "
+        "SystemExit: 3 at partition 1, offset 1.")
+
+
+def test_an_exception_whose_text_fails_still_names_the_function_and_position() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("__str__ exploded")
+
+    def parse(e: dict[str, Any]) -> dict[str, Any]:
+        if e["v"] == 0:
+            raise Unprintable()
+        return e
+
+    message = _failing_window(map=parse)
+    assert "parse raised Unprintable at partition 1, offset 1." in message, message
+
+
+def test_a_window_operator_names_which_of_its_functions_raised() -> None:
+    """A trigger, an aggregate function's ``add`` and a key selector's unhashable key were all said to
+    be the window function's failure."""
+    from lowwater.core.windows import AggregateFunction, CountTrigger
+
+    class Strict(CountTrigger):
+        def on_element(self, element: Any, timestamp: int, window: Any, ctx: Any) -> Any:
+            return 1 // element["v"] and super().on_element(element, timestamp, window, ctx)
+
+    class SumAgg(AggregateFunction):  # type: ignore[type-arg]
+        def create_accumulator(self) -> int:
+            return 0
+
+        def add(self, value: dict[str, Any], acc: int) -> int:
+            return acc + 10 // value["v"]
+
+        def get_result(self, acc: int) -> int:
+            return acc
+
+        def merge(self, a: int, b: int) -> int:
+            return a + b
+
+    assert "user function trigger Strict of window " in _failing_window(trigger=Strict(2))
+    assert "raised ZeroDivisionError" in _failing_window(trigger=Strict(2))
+    assert "user function aggregate function SumAgg of window " in _failing_window(aggregate=SumAgg())
+    message = _failing_window(key=lambda e: [e["k"]])
+    assert message.startswith("user function key_by ") and "unhashable type: 'list' at partition 1" in message, message
+
+
+def test_root_cause_finds_an_exception_python_prints_without_a_message() -> None:
+    from lowwater.core.failures import root_cause
+
+    text = ("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function. Return Message: "
+            "Traceback (most recent call last):\n  File \"x.py\", line 3, in f\n    raise KeyboardInterrupt\n"
+            "KeyboardInterrupt\n")
+    assert root_cause(text) == "KeyboardInterrupt"

@@ -190,3 +190,44 @@ def test_python_repr_sql_is_pythons_repr_of_a_string(spark: Any) -> None:
     df = spark.createDataFrame([(t,) for t in texts], "t STRING")
     got = [r[0] for r in df.selectExpr(python_repr_sql("t")).collect()]
     assert got == [repr(t) for t in texts]
+
+
+@pytest.mark.parametrize(("path", "raised", "said"), [
+    ("general", SystemExit(3), "<locals>.stop raised SystemExit: 3 at partition 0, offset 1"),
+    ("general", KeyboardInterrupt(), "batch 0 failed: KeyboardInterrupt, raised by the pipeline's code"),
+    ("keyed", KeyboardInterrupt(), "KeyboardInterrupt"),
+])
+def test_exit_or_an_interrupt_raised_by_a_function_fails_the_query(
+        spark: Any, tmp_path: Path, path: str, raised: BaseException, said: str) -> None:
+    """Not an Exception, it ended the general path's ``foreachBatch`` callback without an answer to
+    the JVM, and the query waited for ever; on the keyed path it failed with Spark's wrapper line,
+    cut at ``Traceback (most recent call last):``."""
+    import signal
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1},
+                                                  {"key": "a", "ts": 2000, "value": 0}])
+
+    def stop(e: dict[str, Any]) -> dict[str, Any]:
+        if e["value"] == 0:
+            raise raised
+        return e
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(log, FIELDS),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .map(stop).key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
+
+    def hung(signum: int, frame: Any) -> None:
+        raise TimeoutError("the query did not fail within 180 s")
+
+    before = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(180)
+    try:
+        with pytest.raises(PipelineError) as info:
+            SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                         end_of_input=True).execute(env)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert said in str(info.value), str(info.value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 __all__ = [
     "BadRecordError",
     "ConfigurationError",
@@ -11,6 +13,9 @@ __all__ = [
     "PipelineError",
     "UserFunctionError",
     "article",
+    "blame",
+    "blamed",
+    "said",
     "shown",
 ]
 
@@ -134,7 +139,7 @@ class UserFunctionError(LowwaterError):
         if partition is not None:
             where = f" at partition {partition}" + (f", offset {offset}" if offset is not None else "")
         super().__init__(
-            f"user function {function} raised {type(cause).__name__}: {cause}{where}. "
+            f"user function {function} raised {said(cause)}{where}. "
             "Fix the function and restart; processing resumes from the last completed batch."
         )
         self.function = function
@@ -142,7 +147,34 @@ class UserFunctionError(LowwaterError):
         self.offset = offset
 
 
+def blame(e: BaseException, function: str) -> None:
+    """Mark ``e`` as raised by the user's ``function`` (``trigger CountTrigger(3)``) where one
+    operator calls several (a window's assigner, trigger and aggregate function): the operator's
+    node says which (:func:`blamed`). The innermost mark stands."""
+    if getattr(e, "lowwater_function", None) is None:
+        # an exception class that takes no attributes: the node's own label stands
+        with contextlib.suppress(Exception):
+            e.lowwater_function = function  # type: ignore[attr-defined]
+
+
+def blamed(e: BaseException, default: str) -> str:
+    """The function :func:`blame` marked ``e`` with, else ``default``."""
+    return getattr(e, "lowwater_function", None) or default
+
+
+def said(e: BaseException) -> str:
+    """An exception as a message quotes it: ``ZeroDivisionError: division by zero``, or its type's
+    name alone where it has no text (``KeyboardInterrupt``), or where its ``__str__`` itself
+    raises (a user's exception class): the failure it reports must not be lost to that."""
+    try:
+        text = str(e)
+    except Exception:  # its own failure is not the one to report
+        text = ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
 def shown(o: object) -> str:
     """A user object as a message names it: its own repr where its class has one, else its class's
-    name (``EveryElementThenEnd``, not ``<__main__.EveryElementThenEnd object at 0x7f...>``)."""
-    return repr(o) if type(o).__repr__ is not object.__repr__ else type(o).__name__
+    name (``EveryElementThenEnd``, not ``<__main__.EveryElementThenEnd object at 0x7f...>``; a
+    user's subclass of ``CountTrigger`` is its own name, not ``CountTrigger(2)``)."""
+    return repr(o) if "__repr__" in vars(type(o)) else type(o).__name__

@@ -26,7 +26,8 @@ _LOWWATER = re.compile(
 found (``the streaming query failed: PipelineError: PostgreSQL upsert into t ... failed``), by
 its own: a Java exception inside its text is its cause, not the failure (the CLI printed the
 bare ``PSQLException`` and lost which sink and table had failed)."""
-_PYTHON = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): ?(.*)$", re.MULTILINE)
+# ``Name: message``, or the name alone (Python prints ``KeyboardInterrupt`` so)
+_PYTHON = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))(?:: ?(.*))?$", re.MULTILINE)
 _SPARK_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]{3,}(?:\.[A-Z0-9_]+)?)\]\s*([^\n]*)")
 _JAVA = re.compile(r"((?:java|javax|org|scala)\.[\w.$]+(?:Exception|Error)): ([^\n]+)")
 
@@ -52,7 +53,8 @@ def root_cause(failure: str | BaseException, limit: int = 400) -> str:
         tail = text[text.rindex("Traceback (most recent call last)"):]
         for name, message in _PYTHON.findall(tail):
             if not any(w in name for w in _PY4J_WRAPPERS):
-                return f"{name.rsplit('.', 1)[-1]}: {message.strip()}"[:limit]
+                name = name.rsplit(".", 1)[-1]
+                return (f"{name}: {message.strip()}" if message.strip() else name)[:limit]
     for name, message in _SPARK_CLASS.findall(text):
         if name.split(".")[0] not in _WRAPPERS:
             return f"[{name}] {message.strip()}"[:limit]

@@ -6,7 +6,7 @@ process functions) in a ``try`` whose one ``except`` hands the exception to
 
     try:
         out = self.fn(record.value)
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         user_code_failed(e, f"map {name}", record, on_bad=self.dead.add)
         return  # reached only when the record went to the dead-letter output
 
@@ -18,6 +18,11 @@ process functions) in a ``try`` whose one ``except`` hands the exception to
   any exception: what a key selector raises is its failure, whatever it is).
 - any other exception: :class:`UserFunctionError` naming ``what`` and the record's partition
   and offset (or ``partition``), raised from it.
+
+The ``except`` takes ``SystemExit`` too: ``exit()`` or ``sys.exit()`` in a function is its
+failure, named with its position, not the end of the driver's Python (which, in Spark's
+``foreachBatch`` callback, left the query waiting for an answer for ever). ``KeyboardInterrupt``
+is not taken: on the reference runtime it is the user's Ctrl-C.
 
 The ``try`` stays at the call site, not in a context manager: it costs nothing until
 something is raised, and operators run it for every record.
@@ -35,7 +40,7 @@ __all__ = ["user_code_failed"]
 
 
 def user_code_failed(
-    e: Exception, what: str, record: Record | None = None, *,
+    e: BaseException, what: str, record: Record | None = None, *,
     on_bad: Callable[[Record, BadRecordError], None] | None = None,
     partition: Any = None, wrap_lowwater: bool = False,
 ) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lowwater.core.clock import Clock, SystemClock
-from lowwater.core.errors import ConfigurationError, LowwaterError, PipelineError
+from lowwater.core.errors import ConfigurationError, LowwaterError, PipelineError, UserFunctionError, said
 from lowwater.core.failures import hint_for, root_cause
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.field_check import check_field_names
@@ -417,6 +417,12 @@ class _BatchDriver:
             # The same words, short: Spark reads a stop, and the batch is run again by the next start
             raise BatchInterrupted(f"py4j.protocol.Py4JJavaError: An error occurred while calling Spark in "
                                    f"batch {batch_id}: {interruption} (the query was stopped)") from None
+        except BaseException as e:
+            # KeyboardInterrupt or SystemExit raised by code in this callback thread (a signal's goes to
+            # the main thread): not an Exception, it ended py4j's callback without an answer and the
+            # query waited for one for ever
+            raise PipelineError(f"batch {batch_id} failed: {said(e)}, raised by the pipeline's code; raise an "
+                                f"Exception (or a BadRecordError for a record to dead-letter) instead") from e
 
     def finish(self) -> None:
         """End of input, as the user declared it: one more step whose MAX watermark fires
@@ -444,10 +450,15 @@ class _BatchDriver:
         function's, on an executor) is said as a batch's is, not as PySpark's raw exception."""
         try:
             self._run(None, step, end_of_input=True)
+        except UserFunctionError as e:  # said as on the keyed path, where it comes from an executor
+            raise PipelineError(f"the end-of-input step failed: {type(e).__name__}: {e}") from e
         except LowwaterError:
             raise
-        except Exception as e:
-            raise PipelineError(f"the end-of-input step failed: {root_cause(e)}") from e
+        except BaseException as e:  # SystemExit too, as in a batch; a Ctrl-C stays one
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            cause = root_cause(e) if isinstance(e, Exception) else said(e)
+            raise PipelineError(f"the end-of-input step failed: {cause}") from e
 
     def complete_end_of_input(self) -> None:
         """Before a query starts: finish an end-of-input step that a crash interrupted, so no

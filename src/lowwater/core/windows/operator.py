@@ -14,10 +14,10 @@ from collections.abc import Callable, Collection, Hashable, Iterable
 from typing import Any, Protocol
 
 from lowwater.core.clock import Clock, ManualClock
-from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError, shown
+from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError, blame, shown
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, timer_time
 from lowwater.core.windows.assigner import MergingWindowAssigner, WindowAssigner
-from lowwater.core.windows.contents import WindowContents
+from lowwater.core.windows.contents import ReducingContents, WindowContents
 from lowwater.core.windows.events import (
     FireCause,
     LateElement,
@@ -126,7 +126,11 @@ class WindowOperator:
             for window in live:
                 skipped = False
                 ctx = _TriggerContext(self, key, window)
-                result = self.trigger.on_element(element, timestamp, window, ctx)
+                try:
+                    result = self.trigger.on_element(element, timestamp, window, ctx)
+                except (Exception, SystemExit) as e:
+                    blame(e, f"trigger {shown(self.trigger)}")
+                    raise
                 if result.is_fire:
                     self._emit(key, window, window, "element")
                 if result.is_purge:
@@ -165,7 +169,11 @@ class WindowOperator:
                 raise PipelineError(f"Window {window!r} is not in in-flight window set.")
             self._add(key, state_window, element)
             ctx = _TriggerContext(self, key, actual)
-            result = self.trigger.on_element(element, timestamp, actual, ctx)
+            try:
+                result = self.trigger.on_element(element, timestamp, actual, ctx)
+            except (Exception, SystemExit) as e:
+                blame(e, f"trigger {shown(self.trigger)}")
+                raise
             if result.is_fire:
                 if (key, state_window) not in self.window_state:
                     continue
@@ -319,7 +327,15 @@ class WindowOperator:
     def _add(self, key: Hashable, state_window: Any, element: Any) -> None:
         k = (key, state_window)
         current = self.window_state.get(k, _MISSING)
-        self.window_state[k] = self.contents.add(None if current is _MISSING else current, element, current is _MISSING)
+        try:
+            self.window_state[k] = self.contents.add(None if current is _MISSING else current, element,
+                                                     current is _MISSING)
+        except (Exception, SystemExit) as e:
+            function = getattr(self.contents, "function", None)
+            if function is not None:  # a reduce function, or an AggregateFunction's create_accumulator or add
+                kind = "reduce" if isinstance(self.contents, ReducingContents) else "aggregate"
+                blame(e, f"{kind} function {getattr(function, '__qualname__', None) or type(function).__name__}")
+            raise
 
     def _emit(self, key: Hashable, window: Any, state_window: Any, cause: FireCause) -> None:
         state = self.window_state.get((key, state_window), _MISSING)

@@ -70,7 +70,7 @@ class AssignerNode(Node):
             )
             ts = int(ts)
             lw.partition.generator.on_event(record.value, ts, lw.output)
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             user_code_failed(e, f"timestamp/watermark assignment ({self.strategy!r})", record, on_bad=self.dead.add)
             return
         record.timestamp = timestamp_or_none(record.timestamp, ts)
@@ -91,7 +91,7 @@ class AssignerNode(Node):
                 continue
             try:
                 lw.partition.generator.on_periodic_emit(lw.output)
-            except Exception as e:
+            except (Exception, SystemExit) as e:
                 user_code_failed(e, f"watermark generator ({self.strategy!r})",
                                  partition=lane[1] if isinstance(lane, tuple) else lane)
             for ev in lw.output.take():

@@ -27,7 +27,7 @@ class CoNode(_SingleLaneNode):
         fn = self.fns[input_index]
         try:
             out = list(fn(record.value) or ()) if self.flat else [fn(record.value)]
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             user_code_failed(e, f"{self.name} {_fn_name(fn)}", record, on_bad=self.dead.add)
             return
         for v in out:

@@ -62,18 +62,19 @@ class KeyedProcessNode(_SingleLaneNode):
         selector = self.key_selectors[input_index]
         try:
             key = selector(record.value)
-        except Exception as e:
+            hash(key)  # a list or a dict: the key selector's failure, not the process function's
+        except (Exception, SystemExit) as e:
             user_code_failed(e, f"key_by {_fn_name(selector)}", record, on_bad=self._reject, wrap_lowwater=True)
             return
         try:
             self.operator.open()
         except LowwaterError:
             raise
-        except Exception as e:  # the function's open(), not this record: no position
+        except (Exception, SystemExit) as e:  # the function's open(), not this record: no position
             raise UserFunctionError(f"process function of {self.name} (open)", e) from e
         try:
             events = self.operator.process_element(key, record.value, record.timestamp, input_index)
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             user_code_failed(e, f"process function of {self.name}", record, on_bad=self._reject)
             return
         self._handle(events)

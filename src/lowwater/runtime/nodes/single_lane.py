@@ -53,7 +53,7 @@ class _SingleLaneNode(Node):
                 handle(operator.advance_watermark(watermark))
             self.forward_status(steps, idle)
             handle(operator.advance_processing_time(clock.now_ms()))
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             user_code_failed(e, user_code)
 
     def on_lane_event(self, input_index: int, lane: Lane, event: LaneEvent) -> None:

@@ -28,7 +28,7 @@ class StatelessNode(Node):
                 out = [record.value] if self.fn(record.value) else []
             else:
                 out = list(self.fn(record.value) or ())
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             user_code_failed(e, f"{self.kind} {_fn_name(self.fn)}", record, on_bad=self.dead.add)
             return
         for v in out:

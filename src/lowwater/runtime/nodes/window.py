@@ -6,7 +6,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from lowwater.core.clock import Clock
-from lowwater.core.errors import BadRecordError, ConfigurationError
+from lowwater.core.errors import BadRecordError, ConfigurationError, blamed
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.core.windows.aggregations import BuiltinAggregate
@@ -76,9 +76,10 @@ class WindowNode(_SingleLaneNode):
         self.rows_in += 1
         try:
             key = self.t.key_selector(record.value)
+            hash(key)  # a list or a dict: the key selector's failure, not the window operator's
             if self._check_value is not None:
                 self._check_value(record.value)
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             user_code_failed(e, f"key_by {_fn_name(self.t.key_selector)}", record, on_bad=self._reject,
                              wrap_lowwater=True)
             return
@@ -101,8 +102,8 @@ class WindowNode(_SingleLaneNode):
             return
         try:
             events = self.operator.process_element(key, record.value, ts)
-        except Exception as e:  # a BadRecordError is raised by a user function on purpose
-            user_code_failed(e, f"window function of {self.name}", record, on_bad=self._reject)
+        except (Exception, SystemExit) as e:  # a BadRecordError is raised by a user function on purpose
+            user_code_failed(e, f"{blamed(e, 'window function')} of {self.name}", record, on_bad=self._reject)
             return
         self._handle(events, record)
 
