@@ -193,3 +193,14 @@ def test_a_configuration_error_is_printed_whole_and_a_checkpoint_refusal_gets_no
     assert len(err) > 400 and err.rstrip().endswith("or run the pipeline that made this one") and "build()" not in err
     assert _error(ConfigurationError("fields", "no field 'x'"), "run", verbose=False) == 2
     assert capsys.readouterr().err.rstrip().endswith("hint: check fields in build()")
+
+
+def test_verbose_is_taken_after_the_command_too() -> None:
+    """The one-line error's hint says "--verbose shows the traceback"; given after the command
+    (``lowwater run p.py --verbose``) it was an unrecognized argument."""
+    from lowwater.cli import _parser
+
+    for argv, verbose in [(["status", "ck"], False), (["--verbose", "status", "ck"], True),
+                          (["status", "ck", "--verbose"], True), (["run", "p.py", "-v"], True),
+                          (["plot", "ck", "-o", "w.png", "--verbose"], True), (["demo", "--verbose"], True)]:
+        assert _parser().parse_args(argv).verbose is verbose, argv

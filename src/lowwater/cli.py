@@ -143,6 +143,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="out/demo", help="where the demo writes its files")
     demo.add_argument("--kafka", action="store_true", help="the same demo through a real Kafka broker")
     demo.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="with --kafka (default: a local broker)")
+    for command in (run, st, pl, srun, demo):  # after the command too, where its own error's hint is read
+        command.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+                             help="show tracebacks, debug logs and Spark's logs")
     return p
 
 
@@ -478,9 +481,17 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     print(PROGRESS_HEADER, flush=True)
     job = None
     # Ctrl-C only asks the run to stop: PySpark's own handler calls into the JVM from inside the
-    # py4j call the main thread is waiting in, which breaks the connection and prints tracebacks
+    # py4j call the main thread is waiting in, which breaks the connection and prints tracebacks.
+    # SIGTERM, how a deployment (systemd, Kubernetes) stops a job, too: Python's default ended the
+    # process under the running query, with no summary and at times the JVM's RpcEnvStoppedException
     interrupted = runtime.stop_requested
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    stopped_by: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        stopped_by.append(signum)
+        interrupted.set()
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         job = runtime.execute(env, name)
         if job.query is not None and job.query.isActive and not interrupted.is_set():
@@ -493,10 +504,12 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
                 raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
                                "hint: fix the cause and rerun; the job resumes from its checkpoint")
         if interrupted.is_set():
-            print(f"\ninterrupted: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
-            return 130
+            by = "" if not stopped_by or stopped_by[0] == signal.SIGINT else f" ({signal.Signals(stopped_by[0]).name})"
+            print(f"\ninterrupted{by}: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
+            return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         _deliver_pending_events(spark)
         spark.streams.removeListener(listener)
     summary = dead_letter_summary(lines, "dead_letter_sink" in options)

@@ -164,8 +164,11 @@ def test_a_connection_the_jvm_closed_leaves_no_traceback_and_other_errors_still_
         server.handle_error = before
 
 
-@pytest.mark.parametrize("trigger", ["500 ms", "available_now"])
-def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger: str) -> None:
+@pytest.mark.parametrize(("trigger", "stop"),
+                         [("500 ms", "SIGINT"), ("available_now", "SIGINT"), ("500 ms", "SIGTERM")])
+def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger: str, stop: str) -> None:
+    """Ctrl-C, and SIGTERM (how a deployment stops a job: it ended the process under the running
+    query, with exit code 143, no summary and at times the JVM's RpcEnvStoppedException)."""
     import os
     import signal
     import subprocess
@@ -190,13 +193,15 @@ def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger
             if "running until Ctrl-C" in line or (trigger == "available_now" and words and words[0].isdigit()):
                 break
             assert time.monotonic() < deadline, "the run did not start"
-        proc.send_signal(signal.SIGINT)
+        signum = getattr(signal, stop)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err[-3000:]
-    assert "interrupted: the checkpoint keeps the progress" in out
+    assert proc.returncode == 128 + signum, err[-3000:]
+    assert ("interrupted: " if stop == "SIGINT" else "interrupted (SIGTERM): ") + \
+        "the checkpoint keeps the progress" in out
     err = _without_foreign_accumulator_connections(err)
     assert "Traceback" not in err and "py4j" not in err, err[-3000:]
 
