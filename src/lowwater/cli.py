@@ -38,6 +38,7 @@ import os
 import re
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -411,11 +412,36 @@ def _spark_logging_off(spark: Any) -> Iterator[None]:
     try:
         yield
     finally:
+        _wait_for_tasks(spark)
         name = str(before.name())
         if name in _SPARK_LOG_LEVELS:  # as it was set: Spark's way, which may also tell the executors
             spark.sparkContext.setLogLevel(name)
         else:  # a custom level from the user's log4j2 configuration, which setLogLevel refuses
             jvm.org.apache.logging.log4j.core.config.Configurator.setRootLevel(before)
+
+
+def _wait_for_tasks(spark: Any, timeout_s: float = 10.0) -> None:
+    """Wait until no task runs (at most ``timeout_s``): a run stopped in the middle of a batch
+    (Ctrl-C, SIGTERM) cancels its Spark job at once, but the job's tasks end later, each logging
+    its cancellation (``FileFormatWriter: Aborting job``, ``TaskSetManager: Lost task``, about 80
+    lines with their stacks) once :func:`_spark_logging_off` had set the level back."""
+    try:
+        deadline = time.monotonic() + timeout_s
+        while _running_tasks(spark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    except Exception as e:  # a context already stopped: nothing runs
+        log.debug("could not wait for Spark's tasks: %s", e)
+
+
+def _running_tasks(spark: Any) -> int:
+    """The tasks running on every executor, as the task scheduler counts them: a cancelled job
+    leaves Spark's status tracker at once (and its executor infos count no task in local mode),
+    while its tasks run on until they see the cancellation."""
+    counts = spark.sparkContext._jsc.sc().taskScheduler().runningTasksByExecutors().valuesIterator()
+    running = 0
+    while counts.hasNext():
+        running += int(counts.next())
+    return running
 
 
 _SPARK_LOG_LEVELS = frozenset({"ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"})

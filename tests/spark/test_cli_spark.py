@@ -204,6 +204,10 @@ def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger
         "the checkpoint keeps the progress" in out
     err = _without_foreign_accumulator_connections(err)
     assert "Traceback" not in err and "py4j" not in err, err[-3000:]
+    # a stop in the middle of a write: each cancelled task logged its cancellation with its stack
+    # once the log level was back (FileFormatWriter, TaskSetManager)
+    assert not re.findall(r"^\d\d:\d\d:\d\d (?:ERROR|WARN) (?:FileFormatWriter|TaskSetManager|Utils|Executor)",
+                          err, re.MULTILINE), err[-3000:]
 
 
 def test_only_a_foreign_accumulator_connection_is_taken_out_of_a_run_s_stderr() -> None:
@@ -411,3 +415,40 @@ def test_status_on_a_uri_starts_no_web_ui(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert got.returncode == 2 and "lowwater: error:" in got.stderr, got.stderr
     assert "SparkUI" not in got.stderr, got.stderr
+
+
+def test_logging_comes_back_only_once_a_stopped_runs_tasks_have_ended(spark: Any) -> None:
+    """A run stopped in the middle of a write cancels its job at once, but its tasks end later,
+    each logging its cancellation with a stack (about 80 lines after "interrupted") once the log
+    level was back: the CLI waits for them first."""
+    import contextlib
+    import threading
+    import time
+
+    from lowwater.cli import _running_tasks, _wait_for_tasks
+
+    def slow(rows: Any) -> Any:
+        import time as t
+
+        started = t.time()
+        while t.time() - started < 4:  # busy, as a write is: a sleep ends at the kill
+            sum(range(100_000))
+        return rows
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # cancelled
+            spark.sparkContext.parallelize([1], 1).mapPartitions(slow).collect()
+
+    job = threading.Thread(target=run)
+    job.start()
+    deadline = time.monotonic() + 60
+    while not _running_tasks(spark):
+        assert time.monotonic() < deadline, "the task did not start"
+        time.sleep(0.05)
+    time.sleep(1)  # inside the function
+    spark.sparkContext.cancelAllJobs()  # as a stop in the middle of a batch does
+    cancelled = time.monotonic()
+    _wait_for_tasks(spark, timeout_s=60)
+    assert _running_tasks(spark) == 0
+    assert time.monotonic() - cancelled > 1, "returned before the cancelled task had ended"
+    job.join(30)
