@@ -168,10 +168,11 @@ class DirectorySink(DataFrameSink):
 
 def _with_window(record: dict[str, Any], text: bool) -> dict[str, Any]:
     """A window result's row with Spark's ``window`` struct after its fields, as the Spark paths
-    write it (``start`` and ``end`` as TIMESTAMPs, in UTC): datetimes for Parquet, for JSON lines
-    the text Spark's JSON writer gives them in a lowwater session (``2024-05-01T10:00:00.000Z``,
-    a null left out). A bound past Python's dates (years 1 to 9999: a global window's) is null. Other rows are left
-    as they are."""
+    write it (``start`` and ``end`` as TIMESTAMPs, in UTC): datetimes for Parquet; for JSON lines
+    the text Spark's JSON writer gives them in a session whose time zone is UTC, as lowwater's
+    sessions are (``2024-05-01T10:00:00.000Z``, a null left out; in another zone Spark writes the
+    same instant with that zone's offset, ``2024-05-01T15:30:00.000+05:30``). A bound past
+    Python's dates (years 1 to 9999: a global window's) is null. Other rows are left as they are."""
     start, end = record.get("window_start"), record.get("window_end")
     if type(start) is not int or type(end) is not int or "window" in record:
         return record
