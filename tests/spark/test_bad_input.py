@@ -192,47 +192,67 @@ def test_python_repr_sql_is_pythons_repr_of_a_string(spark: Any) -> None:
     assert got == [repr(t) for t in texts]
 
 
+_RAISING_JOB = """
+import sys
+
+from lowwater.api import StreamExecutionEnvironment
+from lowwater.core.errors import PipelineError
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.session import get_or_create_session
+from lowwater.spark.sources import PartitionedLogSource
+
+
+def stop(e):
+    if e["value"] == 0:
+        raise {raised}
+    return e
+
+
+env = StreamExecutionEnvironment()
+(env.from_source(PartitionedLogSource({log!r}, [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]),
+                 WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+ .map(stop).key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
+try:
+    SparkRuntime({ck!r}, spark=get_or_create_session(), path={path!r}, end_of_input=True).execute(env)
+except PipelineError as e:
+    print("PipelineError:", e)
+    sys.exit(3)
+"""
+
+
 @pytest.mark.parametrize(("path", "raised", "said"), [
-    ("general", SystemExit(3), "<locals>.stop raised SystemExit: 3 at partition 0, offset 1"),
-    ("general", KeyboardInterrupt(), "batch 0 failed: KeyboardInterrupt, raised by the pipeline's code"),
-    ("keyed", KeyboardInterrupt(), "KeyboardInterrupt"),
+    ("general", "SystemExit(3)", "map stop raised SystemExit: 3 at partition 0, offset 1"),
+    ("general", "KeyboardInterrupt()", "batch 0 failed: KeyboardInterrupt, raised by the pipeline's code"),
+    ("keyed", "KeyboardInterrupt()", "KeyboardInterrupt"),
 ])
 def test_exit_or_an_interrupt_raised_by_a_function_fails_the_query(
-        spark: Any, tmp_path: Path, path: str, raised: BaseException, said: str) -> None:
+        tmp_path: Path, path: str, raised: str, said: str) -> None:
     """Not an Exception, it ended the general path's ``foreachBatch`` callback without an answer to
     the JVM, and the query waited for ever; on the keyed path it failed with Spark's wrapper line,
-    cut at ``Traceback (most recent call last):``."""
-    import threading
+    cut at ``Traceback (most recent call last):``. Each job runs in a process of its own, killed
+    past its deadline, so a query that waits for ever fails this test, not the suite."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.spark.crash_series import JVM_OPTIONS
 
     log = tmp_path / "log"
     PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1},
                                                   {"key": "a", "ts": 2000, "value": 0}])
-
-    def stop(e: dict[str, Any]) -> dict[str, Any]:
-        if e["value"] == 0:
-            raise raised
-        return e
-
-    env = StreamExecutionEnvironment()
-    (env.from_source(PartitionedLogSource(log, FIELDS),
-                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-     .map(stop).key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
-
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
-                         end_of_input=True).execute(env)
-        except BaseException as e:
-            failed.append(e)
-
-    runner = threading.Thread(target=run, daemon=True)
-    runner.start()
-    runner.join(180)
-    if runner.is_alive():  # waiting for its batch's answer; a stop waits for it too: fail, do not wait
-        threading.Thread(target=lambda: [q.stop() for q in spark.streams.active], daemon=True).start()
-        pytest.fail("the query neither failed nor ended within 180 s")
-    assert len(failed) == 1 and isinstance(failed[0], PipelineError), failed
-    info = failed[0]
-    assert said in str(info), str(info)
+    script = tmp_path / "job.py"
+    script.write_text(_RAISING_JOB.format(raised=raised, log=str(log), ck=str(tmp_path / "ck"), path=path))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS},
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("the query neither failed nor ended within 240 s")
+    assert proc.returncode == 3, err[-3000:]
+    assert said in out, out
