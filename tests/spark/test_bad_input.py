@@ -256,3 +256,65 @@ def test_exit_or_an_interrupt_raised_by_a_function_fails_the_query(
         pytest.fail("the query neither failed nor ended within 240 s")
     assert proc.returncode == 3, err[-3000:]
     assert said in out, out
+
+
+_WAITING_JOB = """
+import sys
+
+from lowwater.api import StreamExecutionEnvironment
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.session import get_or_create_session
+from lowwater.spark.sources import PartitionedLogSource
+
+env = StreamExecutionEnvironment()
+(env.from_source(PartitionedLogSource({log!r}, [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]),
+                 WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+ .key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
+job = SparkRuntime({ck!r}, spark=get_or_create_session(), trigger="500 ms").execute(env)
+print("waiting", flush=True)
+try:
+    job.await_termination()
+except KeyboardInterrupt:
+    print("interrupted; active:", job.query.isActive, flush=True)
+    sys.exit(130)
+except SystemExit as e:
+    print("exit", e.code, "; active:", job.query.isActive, flush=True)
+    raise
+"""
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_a_signal_in_a_scripts_await_termination_stops_the_query_first(tmp_path: Path, stop: str) -> None:
+    """PySpark's own SIGINT handler ran inside the py4j call ``awaitTermination`` waited in: the
+    connection broke and about 150 lines of py4j tracebacks were printed; SIGTERM ended the
+    process under the running query. Now: ``KeyboardInterrupt``, or ``SystemExit(143)``."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.spark.crash_series import JVM_OPTIONS
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1}])
+    script = tmp_path / "job.py"
+    script.write_text(_WAITING_JOB.format(log=str(log), ck=str(tmp_path / "ck")))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS},
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "waiting"
+        time.sleep(2)  # a few empty batches
+        proc.send_signal(getattr(signal, stop))
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    code = 128 + getattr(signal, stop)
+    assert proc.returncode == code, err[-3000:]
+    assert ("interrupted; active: False" if stop == "SIGINT" else f"exit {code} ; active: False") in out, out
+    assert "py4j" not in err and "Traceback" not in err, err[-3000:]

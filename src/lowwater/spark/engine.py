@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -74,9 +75,35 @@ class SparkJob:
     history: list[int] = field(default_factory=list)
 
     def await_termination(self, timeout_s: float | None = None) -> bool | None:
+        """Wait until the query ends (or ``timeout_s`` passes: then ``False``), and raise its failure.
+
+        Ctrl-C (SIGINT) while waiting in the main thread stops the query first, then raises
+        ``KeyboardInterrupt``; SIGTERM (where no handler of the program's own is set) stops it,
+        then raises ``SystemExit(143)``. PySpark's own SIGINT handler ran inside the py4j call
+        the thread waited in, broke its connection, and printed about 150 lines of tracebacks;
+        SIGTERM ended the process under the running query. A batch cut short is run again by
+        the next start, as after any stop."""
         if self.query is None:
             return True
-        return self.query.awaitTermination(None if timeout_s is None else int(timeout_s))
+        if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+            return self.query.awaitTermination(None if timeout_s is None else int(timeout_s))
+        received: list[int] = []
+        taken = [signal.SIGINT] + ([signal.SIGTERM] if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else [])
+        previous = {signum: signal.signal(signum, lambda signum, frame: received.append(signum)) for signum in taken}
+        try:
+            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            while not received:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                if self.query.awaitTermination(1):  # a second at a time: a signal is seen within one
+                    return True
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        self.query.stop()
+        if received[0] == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + received[0])
 
     def stop(self) -> None:
         if self.query is not None:
