@@ -40,6 +40,25 @@ _UNITS_MS: dict[str, int] = {
 _DURATION_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)  # "٥ s" is no duration
 
 
+def _whole_millis(value: object, unit_ms: int, method: str) -> int:
+    """``value`` units of ``unit_ms`` as whole milliseconds: ``Duration.of_seconds(0.5)`` is 500 ms
+    (it was ``int(0.5) * 1000``, 0 ms, without a word); a value that is no whole number of
+    milliseconds, or no number, is a :class:`ConfigurationError`."""
+    from decimal import Decimal, InvalidOperation
+
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
+        raise ConfigurationError("duration", f"Duration.{method} takes a number, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        return int(value) * unit_ms
+    try:
+        ms = Decimal(str(value)) * unit_ms
+    except InvalidOperation:
+        ms = Decimal("NaN")
+    if not ms.is_finite() or ms != ms.to_integral_value():
+        raise ConfigurationError("duration", f"Duration.{method}({value!r}) is not a whole number of milliseconds")
+    return int(ms)
+
+
 @dataclass(frozen=True, order=True)
 class Duration:
     """A span of time in integer milliseconds.
@@ -56,23 +75,23 @@ class Duration:
 
     @staticmethod
     def of_millis(ms: int) -> Duration:
-        return Duration(int(ms))
+        return Duration(_whole_millis(ms, 1, "of_millis"))
 
     @staticmethod
     def of_seconds(s: int) -> Duration:
-        return Duration(int(s) * 1000)
+        return Duration(_whole_millis(s, 1000, "of_seconds"))
 
     @staticmethod
     def of_minutes(m: int) -> Duration:
-        return Duration(int(m) * 60_000)
+        return Duration(_whole_millis(m, 60_000, "of_minutes"))
 
     @staticmethod
     def of_hours(h: int) -> Duration:
-        return Duration(int(h) * 3_600_000)
+        return Duration(_whole_millis(h, 3_600_000, "of_hours"))
 
     @staticmethod
     def of_days(d: int) -> Duration:
-        return Duration(int(d) * 86_400_000)
+        return Duration(_whole_millis(d, 86_400_000, "of_days"))
 
     @staticmethod
     def parse(text: str, *, name: str = "duration") -> Duration:

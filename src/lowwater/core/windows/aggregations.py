@@ -186,4 +186,9 @@ def builtin_aggregate(name: str, value: ValueOf = None) -> BuiltinAggregate:
         raise ConfigurationError(
             "aggregate", f"unknown aggregate {name!r}; use one of {sorted(BUILTIN_AGGREGATES)}"
         ) from None
+    if value is not None and not isinstance(value, str) and not callable(value):
+        # PyFlink's sum(2), a tuple's position: it failed at the first element, "attribute name must be string"
+        raise ConfigurationError(
+            "field", f"{name}({value!r}): give the field's name ({name}(\"amount\")) or a function of the "
+                     f"element ({name}(lambda e: e[{value!r}])); lowwater's elements have named fields")
     return cls(value)

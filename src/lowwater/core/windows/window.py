@@ -15,6 +15,12 @@ class Window:
     def max_timestamp(self) -> int:
         raise NotImplementedError
 
+    def __call__(self) -> Window:
+        """The window itself: PyFlink's ``context.window()`` is a method, lowwater's
+        ``context.window`` the window; both spellings work (the first failed at the first firing,
+        "'TimeWindow' object is not callable")."""
+        return self
+
 
 @dataclass(frozen=True, order=True)
 class TimeWindow(Window):

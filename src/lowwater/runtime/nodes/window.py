@@ -116,7 +116,12 @@ class WindowNode(_SingleLaneNode):
             if isinstance(ev, WindowFired):
                 ts = ev.window.max_timestamp()
                 for out in ev.outputs:
-                    self.emit(Record(out, ts, self.out_lane))
+                    if type(out) is tuple and len(out) == 2 and isinstance(out[0], OutputTag):
+                        # PyFlink's side output from a window function: ``yield tag, value``, as a
+                        # process function's (it reached the main output as a tuple)
+                        self.emit_side(out[0], Record(out[1], None, self.out_lane))
+                    else:
+                        self.emit(Record(out, ts, self.out_lane))
             elif isinstance(ev, LateElement):
                 assert record is not None
                 p = late_lane_label(record)
