@@ -60,3 +60,25 @@ def test_a_tuple_position_as_a_built_in_aggregates_field_is_refused_when_built()
     _, windowed = _windowed()
     with pytest.raises(ConfigurationError, match=r"sum\(2\): give the field's name"):
         windowed.sum(2)
+
+
+def test_a_pyflink_output_type_or_function_object_is_refused_when_built() -> None:
+    """``map(fn, Types.STRING())`` took the type as the operator's name without a word, and a
+    ``MapFunction`` object failed at the first element, "object is not callable"."""
+    class Upper:  # PyFlink's MapFunction shape
+        def map(self, value: Any) -> Any:
+            return value
+
+    class StringType:
+        pass
+
+    env = StreamExecutionEnvironment()
+    stream = env.from_source(CollectionSource([RECORDS]), WatermarkStrategy.for_bounded_out_of_orderness(0))
+    with pytest.raises(ConfigurationError, match=r"operator's name, a string, got .*output_type has no counterpart"):
+        stream.map(lambda e: e, StringType())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"map takes a function of the element, got Upper; for a PyFlink "
+                                                  r"Upper, pass its method: \.map\(f\.map\)"):
+        stream.map(Upper())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="filter takes a function"):
+        stream.filter(5)  # type: ignore[arg-type]
+    assert stream.map(Upper().map, "upper").transformation.name == "upper"

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError
+from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError, shown
 from lowwater.core.process import KeyedCoProcessFunction, KeyedProcessFunction
 from lowwater.core.time import DurationLike, to_millis
 from lowwater.core.time_characteristic import TimeCharacteristic
@@ -71,6 +71,25 @@ if TYPE_CHECKING:
     from lowwater.api.environment import StreamExecutionEnvironment
 
 __all__ = ["ConnectedStreams", "DataStream", "KeyedStream", "SingleOutputStream", "WindowedStream"]
+
+
+def _named(name: object) -> str:
+    """An operator's name, a string: PyFlink's ``map(fn, Types.STRING())`` passes its output type
+    there, which was taken as the name without a word."""
+    if not isinstance(name, str):
+        raise ConfigurationError("name", f"expected the operator's name, a string, got {name!r}; a PyFlink "
+                                         f"output_type has no counterpart: lowwater types outputs by their values")
+    return name
+
+
+def _function(fn: object, method: str) -> Callable[..., Any]:
+    """A map, filter or flat_map function; a PyFlink ``MapFunction`` (an object with ``map``) failed
+    at the first element, "object is not callable"."""
+    if not callable(fn):
+        hint = f"; for a PyFlink {type(fn).__name__}, pass its method: .{method}(f.{method})" \
+            if callable(getattr(fn, method, None)) else ""
+        raise ConfigurationError("fn", f"{method} takes a function of the element, got {shown(fn)}{hint}")
+    return fn
 
 
 def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: str = "field") -> Callable[[Any], Any]:
@@ -120,13 +139,15 @@ class DataStream:
 
     # -- stateless ------------------------------------------------------------------------
     def map(self, fn: Callable[[Any], Any], name: str = "map") -> DataStream:
-        return self._then(OneInputTransformation(name, self.transformation, "map", fn))
+        return self._then(OneInputTransformation(_named(name), self.transformation, "map", _function(fn, "map")))
 
     def filter(self, fn: Callable[[Any], bool], name: str = "filter") -> DataStream:
-        return self._then(OneInputTransformation(name, self.transformation, "filter", fn))
+        return self._then(OneInputTransformation(_named(name), self.transformation, "filter",
+                                                 _function(fn, "filter")))
 
     def flat_map(self, fn: Callable[[Any], Iterable[Any]], name: str = "flat_map") -> DataStream:
-        return self._then(OneInputTransformation(name, self.transformation, "flat_map", fn))
+        return self._then(OneInputTransformation(_named(name), self.transformation, "flat_map",
+                                                 _function(fn, "flat_map")))
 
     # -- event time -----------------------------------------------------------------------
     def assign_timestamps_and_watermarks(
@@ -229,7 +250,7 @@ class KeyedStream:
             )
         _check_implements(function, KeyedProcessFunction, "process_element")
         stream = self.stream
-        t = KeyedProcessTransformation(name, stream.transformation, self.key_selector, function)
+        t = KeyedProcessTransformation(_named(name), stream.transformation, self.key_selector, function)
         return SingleOutputStream(stream.env, t)
 
 
