@@ -39,13 +39,6 @@ Spark then writes them as they come instead of sorting the task's rows by ``star
 (``spark.sql.maxConcurrentOutputFileWriters``; past this many starts in one task, Spark
 sorts the rest, as it would have without)."""
 
-ROW_GROUP_BYTES = 8 * 1024 * 1024
-"""The Parquet row group of a write partitioned by start (``parquet.block.size``): each of a task's
-:data:`CONCURRENT_WRITERS` reserves one in Parquet's memory pool (95% of the heap), and at the
-default 128 MB, 8 writers filled a 1 GB heap's: Parquet then shrank them all, warning at every
-writer it opened (156 lines in one ``lowwater demo``). A start's partials per task are far
-smaller; a larger file is read as several row groups."""
-
 COMMITTER_DIRS = ("_temporary", "0", "_temporary")
 """Under a batch's directory, the directories Hadoop's ``FileOutputCommitter`` makes for a write
 (its job attempt's, then its tasks' parent). On a local disk, Hadoop's file system without its
@@ -91,9 +84,7 @@ def replace_with_parquet(df: DataFrame, out: str, fs: CheckpointFS, partition_by
         fs.mkdirs(join(out, *COMMITTER_DIRS))
     writer = (df.write.mode("append").option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
               .options(**RAW_LOCAL_FS))  # only file: paths (a plain path or a file: URI) are affected
-    if partition_by is not None:  # a writer open per partition (CONCURRENT_WRITERS)
-        writer = writer.partitionBy(partition_by).option("parquet.block.size", str(ROW_GROUP_BYTES))
-    writer.parquet(out)
+    (writer if partition_by is None else writer.partitionBy(partition_by)).parquet(out)
 
 
 def fires_in_one_task(stored_rows: int | None) -> bool:
