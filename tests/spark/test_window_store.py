@@ -90,3 +90,37 @@ def test_a_plain_path_on_spark_s_local_default_stays_a_local_directory(spark: An
         assert resolve("ck", spark).startswith("hdfs://127.0.0.1:9/user/")
     finally:
         spark.conf.unset("fs.defaultFS")
+
+
+_MANY_STARTS = """
+from lowwater.spark.fs import checkpoint_fs
+from lowwater.spark.session import get_or_create_session
+from lowwater.spark.window_store import WindowStore
+
+spark = get_or_create_session()
+store = WindowStore({root!r}, checkpoint_fs({root!r}, spark))
+rows = [(start * 10_000, "a", 1, 1) for start in range(16)]
+store.append(spark.createDataFrame(rows, "start BIGINT, key STRING, acc BIGINT, n BIGINT"), 0, tasks=1)
+print(store.read(spark, "key STRING, acc BIGINT, n BIGINT", {{r[0]: [0] for r in rows}}).count())
+"""
+
+
+def test_a_task_writing_many_starts_stays_within_parquets_memory_pool(tmp_path: Path) -> None:
+    """A task keeps a Parquet writer open per start (CONCURRENT_WRITERS), and each reserved Parquet's
+    default 128 MB row group: past 7 of them a 1 GB heap's pool was full, and Parquet's MemoryManager
+    warned at every writer it opened (156 lines in one ``lowwater demo``). Its notice is off in
+    lowwater's logging (spark/log4j2.properties): smaller row groups cost a fifth of a batch's CPU.
+    In a process of its own: the JVM's log goes to the stderr it was started with."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.spark.crash_series import JVM_OPTIONS
+
+    script = tmp_path / "many_starts.py"
+    script.write_text(_MANY_STARTS.format(root=str(tmp_path / "windows")))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == "16"
+    assert "MemoryManager" not in done.stderr, done.stderr[-3000:]
