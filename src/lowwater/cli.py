@@ -482,7 +482,7 @@ def _quiet_closed_accumulator_connection(spark: Any) -> None:
 def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str) -> int:
     from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER, dead_letter_summary, print_progress
-    from lowwater.spark.engine import SparkRuntime, query_name
+    from lowwater.spark.engine import SparkRuntime, query_name, signals_caught, wait_for
     from lowwater.spark.fs import is_uri, join, resolve
     from lowwater.spark.listener import LowwaterProgressListener
 
@@ -506,36 +506,27 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}")
     print(PROGRESS_HEADER, flush=True)
     job = None
-    # Ctrl-C only asks the run to stop: PySpark's own handler calls into the JVM from inside the
-    # py4j call the main thread is waiting in, which breaks the connection and prints tracebacks.
-    # SIGTERM, how a deployment (systemd, Kubernetes) stops a job, too: Python's default ended the
-    # process under the running query, with no summary and at times the JVM's RpcEnvStoppedException
+    # Ctrl-C and SIGTERM (how a deployment, systemd or Kubernetes, stops a job) only ask the run to
+    # stop, from the start on: the runtime checks before the end-of-input step, the loop below
+    # between its one-second waits (signals_caught says why the handlers are lowwater's)
     interrupted = runtime.stop_requested
     stopped_by: list[int] = []
-
-    def stop(signum: int, frame: Any) -> None:
-        stopped_by.append(signum)
-        interrupted.set()
-
-    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        job = runtime.execute(env, name)
-        if job.query is not None and job.query.isActive and not interrupted.is_set():
-            print("running until Ctrl-C", flush=True)
-            while not job.query.awaitTermination(1) and not interrupted.is_set():
-                pass
-            if job.query.isActive:
-                job.query.stop()
-            if job.query.exception() is not None:
-                raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
-                               "hint: fix the cause and rerun; the job resumes from its checkpoint")
+        with signals_caught((signal.SIGINT, signal.SIGTERM), stopped_by, interrupted):
+            job = runtime.execute(env, name)
+            if job.query is not None and job.query.isActive and not interrupted.is_set():
+                print("running until Ctrl-C", flush=True)
+                wait_for(job.query, interrupted.is_set)
+                if job.query.isActive:
+                    job.query.stop()
+                if job.query.exception() is not None:
+                    raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
+                                   "hint: fix the cause and rerun; the job resumes from its checkpoint")
         if interrupted.is_set():
             by = "" if not stopped_by or stopped_by[0] == signal.SIGINT else f" ({signal.Signals(stopped_by[0]).name})"
             print(f"\ninterrupted{by}: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
             return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         _deliver_pending_events(spark)
         spark.streams.removeListener(listener)
     summary = dead_letter_summary(lines, "dead_letter_sink" in options)

@@ -273,6 +273,7 @@ env = StreamExecutionEnvironment()
                  WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
  .key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
 job = SparkRuntime({ck!r}, spark=get_or_create_session(), trigger="500 ms").execute(env)
+print("timed out:", job.await_termination(0.3), "; active:", job.query.isActive, flush=True)
 print("waiting", flush=True)
 try:
     job.await_termination()
@@ -307,6 +308,7 @@ def test_a_signal_in_a_scripts_await_termination_stops_the_query_first(tmp_path:
                             start_new_session=True)
     try:
         assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "timed out: False ; active: True"  # a timeout ends the wait only
         assert proc.stdout.readline().strip() == "waiting"
         time.sleep(2)  # a few empty batches
         proc.send_signal(getattr(signal, stop))

@@ -27,7 +27,8 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -64,6 +65,40 @@ log = logging.getLogger("lowwater.spark")
 PathChoice = Literal["auto", "native", "executor", "keyed", "general"]
 
 
+@contextmanager
+def signals_caught(signums: Sequence[int], received: list[int],
+                   event: threading.Event | None = None) -> Iterator[None]:
+    """While inside, each of ``signums`` is only recorded in ``received`` (and sets ``event``); the
+    handlers found are put back on the way out. A stop is then the waiting loop's to make
+    (:func:`wait_for`): PySpark's SIGINT handler calls into the JVM from inside the py4j call the
+    main thread waits in, which breaks its connection and prints tracebacks, and Python's default
+    SIGTERM ends the process under the running query."""
+
+    def record(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if event is not None:
+            event.set()
+
+    previous = {signum: signal.signal(signum, record) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def wait_for(query: StreamingQuery, stop: Callable[[], bool], timeout_s: float | None = None) -> bool:
+    """Wait until ``query`` ends (``True``), ``stop()`` holds or ``timeout_s`` passes (``False``), a
+    second at a time, so that a signal recorded by :func:`signals_caught` is seen within one."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while not stop():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        if query.awaitTermination(1):
+            return True
+    return False
+
+
 @dataclass
 class SparkJob:
     """A running (or finished) lowwater query on Spark."""
@@ -89,17 +124,11 @@ class SparkJob:
             return self.query.awaitTermination(None if timeout_s is None else int(timeout_s))
         received: list[int] = []
         taken = [signal.SIGINT] + ([signal.SIGTERM] if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else [])
-        previous = {signum: signal.signal(signum, lambda signum, frame: received.append(signum)) for signum in taken}
-        try:
-            deadline = None if timeout_s is None else time.monotonic() + timeout_s
-            while not received:
-                if deadline is not None and time.monotonic() >= deadline:
-                    return False
-                if self.query.awaitTermination(1):  # a second at a time: a signal is seen within one
-                    return True
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        with signals_caught(taken, received):
+            if wait_for(self.query, lambda: bool(received), timeout_s):
+                return True
+            if not received:
+                return False
         self.query.stop()
         if received[0] == signal.SIGINT:
             raise KeyboardInterrupt
