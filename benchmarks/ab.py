@@ -14,6 +14,10 @@ faster during the runs weighs on each alike.
 Prints each run's median batch time (batches after the first) and every batch's time, then per
 variant the median of its runs' medians; writes ``benchmarks/results/ab-<UTC timestamp>.json``.
 A diagnostic for one change at a time; the issue's matrix is ``scale.py``'s.
+
+``LOWWATER_BENCH_SOURCE=files`` makes every variant read the log's Parquet segments with Spark's own
+file source and ``from_json`` (all in the JVM, as a Kafka stream is read) instead of the partitioned
+log's Python data source (``harness.files_stream``); it is recorded in the results file.
 """
 
 from __future__ import annotations
@@ -85,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
               f"CPU {s['median_of_cpu_medians_ms']:,.0f} ms")
     doc = {"benchmark": "ab", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "config": {"keys": args.keys, "rows_per_batch": args.rows, "batches": args.batches, "rounds": args.rounds,
-                      "partitions": partitions, "master": "local[2]", "cpus": os.cpu_count()},
+                      "partitions": partitions, "master": "local[2]", "cpus": os.cpu_count(),
+                      "source": H.bench_source()},
            "variants": variants, "summary": summary, "runs": runs}
     out = HERE / "results" / f"ab-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     out.write_text(json.dumps(doc, indent=1))

@@ -161,6 +161,29 @@ def progress_times(progress: list[Any], sampler: Any = None) -> list[dict[str, A
     return out
 
 
+def files_stream(spark: Any, log: Path, partitions: int) -> Any:
+    """The log's Parquet segments read by Spark's own file source, as a Kafka user's stream is read:
+    the JVM reads the files (``maxFilesPerTrigger``: one segment per partition per batch, oldest
+    first) and ``from_json`` parses each record's JSON text, with no Python worker. Columns:
+    ``partition, offset, key, ts, value``. ``LOWWATER_BENCH_SOURCE=files`` makes both engines read
+    this instead of the partitioned log's Python data source."""
+    from pyspark.sql import functions as F
+
+    struct = ", ".join(f"`{n}` {t}" for n, t in FIELDS)
+    raw = (spark.readStream.schema("partition INT, offset BIGINT, timestamp BIGINT, value STRING")
+           .option("maxFilesPerTrigger", partitions).option("recursiveFileLookup", "true").parquet(str(log)))
+    return raw.select("partition", "offset", F.from_json("value", struct).alias("v")).select("partition", "offset",
+                                                                                            "v.*")
+
+
+def bench_source() -> str:
+    """``LOWWATER_BENCH_SOURCE``: ``log`` (default, the partitioned log's Python data source) or ``files``."""
+    source = os.environ.get("LOWWATER_BENCH_SOURCE", "log")
+    if source not in ("log", "files"):
+        raise ValueError(f"LOWWATER_BENCH_SOURCE is log or files, not {source!r}")
+    return source
+
+
 def spark_native(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: int, bound_ms: int,
                  aggregate: str = "sum", sink: str = "noop") -> tuple[Any, list[dict[str, Any]], float]:
     """Spark's own ``withWatermark(...).groupBy(window(...), key).agg(...)``, append mode."""
@@ -168,8 +191,11 @@ def spark_native(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: 
 
     from lowwater.spark.sources import PartitionedLogSource
 
-    src = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions)
-    df = src.spark_stream(spark).withColumn("event_time", F.timestamp_millis("ts"))
+    if bench_source() == "files":
+        df = files_stream(spark, log, partitions).withColumn("event_time", F.timestamp_millis("ts"))
+    else:
+        df = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions).spark_stream(spark) \
+            .withColumn("event_time", F.timestamp_millis("ts"))
     agg_col = F.sum("value") if aggregate == "sum" else F.count("*")
     agg = (
         df.withWatermark("event_time", f"{bound_ms} milliseconds")
@@ -192,7 +218,8 @@ def spark_native(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: 
 
 
 def lowwater_env(log: Path, partitions: int, window_ms: int, bound_ms: int, aggregate: str = "sum",
-                 late_tag: Any = None, python_assigner: bool = False) -> tuple[StreamExecutionEnvironment, list[Sink]]:
+                 late_tag: Any = None, python_assigner: bool = False,
+                 spark: Any = None) -> tuple[StreamExecutionEnvironment, list[Sink]]:
     from lowwater.api import CollectSink
     from lowwater.spark.sources import PartitionedLogSource
 
@@ -204,7 +231,12 @@ def lowwater_env(log: Path, partitions: int, window_ms: int, bound_ms: int, aggr
     env = StreamExecutionEnvironment()
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(bound_ms).with_timestamp_assigner(
         event_ts if python_assigner else "ts")
-    src = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions)
+    if spark is not None and bench_source() == "files":
+        from lowwater.spark.dataframe_source import DataFrameSource
+
+        src: Any = DataFrameSource(files_stream(spark, log, partitions), partition="partition", offset="offset")
+    else:
+        src = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions)
     windowed = env.from_source(src, strategy).key_by("key").window(TumblingEventTimeWindows.of(window_ms))
     if late_tag is not None:
         windowed = windowed.side_output_late_data(late_tag)
@@ -230,7 +262,7 @@ def lowwater(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: int,
     assigner on the executors (``path="executor"``), the windows still native."""
     from lowwater.spark.engine import SparkRuntime
 
-    env, sinks = lowwater_env(log, partitions, window_ms, bound_ms, aggregate, late_tag, python_assigner)
+    env, sinks = lowwater_env(log, partitions, window_ms, bound_ms, aggregate, late_tag, python_assigner, spark)
     started = time.monotonic()
     job = SparkRuntime(str(ckpt), spark=spark, path="executor" if python_assigner else "native",
                        trigger="available_now",

@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                       "window_ms": WINDOW_MS,
                       "event_time_per_batch_ms": SPAN_MS,
                       "bound_ms": BOUND_MS, "master": "local[2]", "cpus": os.cpu_count(),
-                      "spark_conf": json.loads(os.environ.get("LOWWATER_BENCH_CONF", "{}"))},
+                      "spark_conf": json.loads(os.environ.get("LOWWATER_BENCH_CONF", "{}")),
+                      "source": H.bench_source()},
            "note": "ratio_time = Spark median batch ms / lowwater median batch ms (> 1: lowwater faster); "
                    "executor_ratio_time = Spark's / the executor path's; native_over_executor_time = the native "
                    "path's / the executor path's; "

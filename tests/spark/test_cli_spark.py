@@ -202,7 +202,7 @@ def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger
     assert proc.returncode == 128 + signum, err[-3000:]
     assert ("interrupted: " if stop == "SIGINT" else "interrupted (SIGTERM): ") + \
         "the checkpoint keeps the progress" in out
-    err = _without_foreign_accumulator_connections(err)
+    err = _without_cancelled_python_workers(_without_foreign_accumulator_connections(err))
     assert "Traceback" not in err and "py4j" not in err, err[-3000:]
 
 
@@ -231,6 +231,34 @@ def _without_foreign_accumulator_connections(err: str) -> str:
                        r"(?:(?!-{40}\n).*\n)*?ValueError: The value of the provided token to the "
                        r"AccumulatorServer is not correct\.\n-{40}\n")
     return block.sub("", err)
+
+
+def _without_cancelled_python_workers(err: str) -> str:
+    """``err`` without PySpark's daemon reporting that a Python worker's socket closed under it
+    (``BrokenPipeError`` in ``daemon.py``'s ``worker``): a task the stop cancelled, or an idle
+    worker when the JVM exits. Spark's own, on any stop of a query with Python tasks; it printed
+    once in CI (session 41). Only frames of ``daemon.py`` are taken out: a traceback of the
+    driver's, py4j's or lowwater's still fails the test."""
+    import re
+
+    block = re.compile(r"Traceback \(most recent call last\):\n"
+                       r"(?:  File \"[^\"\n]*pyspark/daemon\.py\", line \d+, in \w+\n(?:    [^\n]*\n)?)+"
+                       r"(?:BrokenPipeError|ConnectionResetError|EOFError)\b[^\n]*\n")
+    return block.sub("", err)
+
+
+def test_only_a_cancelled_python_workers_report_is_taken_out_of_a_run_s_stderr() -> None:
+    daemon = ("Traceback (most recent call last):\n"
+              "  File \"/v/pyspark/python/lib/pyspark.zip/pyspark/daemon.py\", line 262, in manager\n"
+              "  File \"/v/pyspark/python/lib/pyspark.zip/pyspark/daemon.py\", line 95, in worker\n"
+              "BrokenPipeError: [Errno 32] Broken pipe\n")
+    driver = ("Traceback (most recent call last):\n"
+              "  File \"/v/lowwater/cli.py\", line 12, in main\n    run()\n"
+              "BrokenPipeError: [Errno 32] Broken pipe\n")
+    assert _without_cancelled_python_workers("a\n" + daemon + "b\n") == "a\nb\n"
+    assert _without_cancelled_python_workers(driver) == driver
+    assert _without_cancelled_python_workers(daemon.replace("BrokenPipeError", "ValueError")) == \
+        daemon.replace("BrokenPipeError", "ValueError")
 
 
 DATAFRAME_PIPELINE = """
