@@ -82,3 +82,25 @@ def test_a_pyflink_output_type_or_function_object_is_refused_when_built() -> Non
     with pytest.raises(ConfigurationError, match="filter takes a function"):
         stream.filter(5)  # type: ignore[arg-type]
     assert stream.map(Upper().map, "upper").transformation.name == "upper"
+
+
+def test_name_after_an_operator_names_it_as_its_name_argument_does() -> None:
+    """PyFlink's ``.map(f).name("parse")``: there was no ``name``, so ported code failed with an
+    AttributeError before it ran."""
+    from lowwater.core.errors import UserFunctionError
+
+    def parse(e: dict[str, Any]) -> dict[str, Any]:
+        if e["v"] == 5:
+            raise ValueError("five")
+        return e
+
+    env = StreamExecutionEnvironment()
+    stream = env.from_source(CollectionSource([RECORDS]),
+                             WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+    named = stream.map(parse).name("parse amounts")
+    assert named.transformation.name == "parse amounts"
+    named.collect()
+    with pytest.raises(UserFunctionError, match=r"map 'parse amounts' \(\S*parse\) raised ValueError: five"):
+        env.execute()
+    with pytest.raises(ConfigurationError, match=r"operator's name, a string"):
+        stream.map(parse).name(3)  # type: ignore[arg-type]

@@ -321,3 +321,22 @@ def test_a_signal_in_a_scripts_await_termination_stops_the_query_first(tmp_path:
     assert ("interrupted; active: False" if stop == "SIGINT" else f"exit {code} ; active: False") in out, out
     # not asserted: stderr without tracebacks. PySpark's runner of a Python streaming source may
     # print its own EOFError and BrokenPipeError when a stopped query closes its socket (CI, session 40)
+
+
+def test_a_named_map_that_raises_on_the_keyed_path_is_named(spark: Any, tmp_path: Path) -> None:
+    """``.name("amounts")`` (PyFlink's) or ``map(fn, "amounts")``: the keyed path's failure said the
+    function only; the reference runtime and the general path say the name too."""
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1},
+                                                  {"key": "a", "ts": 2000, "value": 0}])
+
+    def inverse(e: dict[str, Any]) -> dict[str, Any]:
+        return {**e, "value": 1 / e["value"]}
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(log, FIELDS), WatermarkStrategy.for_bounded_out_of_orderness(0)
+                     .with_timestamp_assigner("ts"))
+     .map(inverse).name("amounts").key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
+    with pytest.raises(PipelineError, match=r"map 'amounts' \(\S*inverse\) raised ZeroDivisionError: division by "
+                                            r"zero at partition 0, offset 1"):
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True, path="keyed").execute(env)

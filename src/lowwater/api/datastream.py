@@ -137,6 +137,13 @@ class DataStream:
     def _then(self, t: Transformation) -> DataStream:
         return DataStream(self.env, t)
 
+    def name(self, name: str) -> DataStream:
+        """Name the operator that made this stream, as PyFlink's ``.name("parse")`` after it:
+        the same as its ``name`` argument (errors, metrics and a source's ``source`` column say
+        it). A name is no part of the state, so a rename keeps the checkpoint."""
+        object.__setattr__(self.transformation, "name", _named(name))  # the operator's own, as Flink's
+        return self
+
     # -- stateless ------------------------------------------------------------------------
     def map(self, fn: Callable[[Any], Any], name: str = "map") -> DataStream:
         return self._then(OneInputTransformation(_named(name), self.transformation, "map", _function(fn, "map")))

@@ -87,7 +87,7 @@ from lowwater.graph.transformations import (
     WindowTransformation,
 )
 from lowwater.metrics.dead_letters import letter_from_json, letter_json
-from lowwater.runtime.nodes import _fn_name, _lane_labels
+from lowwater.runtime.nodes import _fn_name, _lane_labels, _stateless_label
 from lowwater.runtime.nodes.window import late_counts
 from lowwater.runtime.operator_inputs import combine_input_steps
 from lowwater.runtime.records import LaneEvent
@@ -144,7 +144,8 @@ class Branch:
     """One source's way to the keyed operator."""
 
     source: SparkSource
-    chain: tuple[tuple[str, Any], ...]
+    chain: tuple[tuple[str, Any, str], ...]
+    """From the source down: (kind, function or strategy, operator name)."""
     """From the source to the operator: ``("map" | "filter" | "flat_map", fn)`` or ``("assign", strategy)``
     (exactly one), through any union on the way."""
     strategy: WatermarkStrategy[Any]
@@ -177,7 +178,7 @@ class KeyedPlan:
 
     @property
     def direct(self) -> bool:
-        return all(kind == "assign" for b in self.branches for kind, _ in b.chain)
+        return all(kind == "assign" for b in self.branches for kind, *_ in b.chain)
 
 
 def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
@@ -201,17 +202,17 @@ def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
             outputs.append(s.input.tag)
         else:
             return None, f"sink {s.name!r} is not on the operator's output or one of its side outputs"
-    found: list[tuple[SourceTransformation, tuple[tuple[str, Any], ...], int]] = []
+    found: list[tuple[SourceTransformation, tuple[tuple[str, Any, str], ...], int]] = []
 
-    def climb(up: Transformation, below: list[tuple[str, Any]], input_index: int) -> str | None:
+    def climb(up: Transformation, below: list[tuple[str, Any, str]], input_index: int) -> str | None:
         chain = list(below)  # from the operator upwards
         while not isinstance(up, SourceTransformation):
             if isinstance(up, OneInputTransformation):
-                chain.append((up.kind, up.fn))
+                chain.append((up.kind, up.fn, up.name))
             elif isinstance(up, AssignTransformation):
-                chain.append(("assign", up.strategy))
+                chain.append(("assign", up.strategy, up.name))
             elif isinstance(up, UnionTransformation):
-                if any(kind == "assign" for kind, _ in chain):
+                if any(kind == "assign" for kind, *_ in chain):
                     return "a watermark strategy after a union"
                 for member in up.members:
                     why = climb(member, chain, input_index)
@@ -222,7 +223,7 @@ def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
                 return f"{type(up).__name__} between a source and the keyed operator"
             up = up.input
         if up.strategy is not None:
-            chain.append(("assign", up.strategy))
+            chain.append(("assign", up.strategy, up.name))
         found.append((up, tuple(reversed(chain)), input_index))
         return None
 
@@ -236,7 +237,7 @@ def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
     branches: list[Branch | None] = [None] * len(order)
     labels = env.source_labels()
     for t, chain, input_index in found:
-        strategies = [fn for kind, fn in chain if kind == "assign"]
+        strategies = [fn for kind, fn, _ in chain if kind == "assign"]
         if len(strategies) != 1:
             return None, "no watermark strategy" if not strategies else "more than one watermark strategy"
         if not isinstance(t.source, SparkSource):
@@ -501,7 +502,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
             pushes records: a bad value is dead-lettered alone, as it is at that operator."""
             nonlocal n_key_dead
             while step < len(chain):
-                kind, fn = chain[step]
+                kind, fn, name = chain[step]
                 try:
                     if kind == "assign":
                         stamp = int(pw.assigner.extract_timestamp(value, MIN_TIMESTAMP if ts is None else ts))
@@ -523,7 +524,7 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
                     raise
                 except Exception as e:
                     what = (f"timestamp/watermark assignment ({strategy!r})" if kind == "assign"
-                            else f"{kind} {_fn_name(fn)}")
+                            else _stateless_label(kind, name, fn))
                     raise UserFunctionError(what, e, partition=p, offset=off) from e
                 step += 1
             try:

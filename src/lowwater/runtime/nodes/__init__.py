@@ -14,7 +14,7 @@ from lowwater.runtime.nodes.assigner import AssignerNode, _LaneOutput, _LaneWate
 from lowwater.runtime.nodes.co import CoNode
 from lowwater.runtime.nodes.dead_letters import DeadLetters
 from lowwater.runtime.nodes.keyed_process import KeyedProcessNode
-from lowwater.runtime.nodes.node import Node, _fn_name
+from lowwater.runtime.nodes.node import Node, _fn_name, _stateless_label
 from lowwater.runtime.nodes.side_output import SideOutputNode
 from lowwater.runtime.nodes.single_lane import _lane_labels, _SingleLaneNode
 from lowwater.runtime.nodes.sink import SinkNode
@@ -26,5 +26,5 @@ from lowwater.runtime.nodes.window import WindowNode
 __all__ = [
     "AssignerNode", "CoNode", "DeadLetters", "KeyedProcessNode", "Node", "SideOutputNode", "SinkNode", "SourceNode",
     "StatelessNode", "UnionNode", "WindowNode", "_LaneOutput", "_LaneWatermarking", "_SingleLaneNode", "_fn_name",
-    "_lane_labels",
+    "_lane_labels", "_stateless_label",
 ]

@@ -15,6 +15,12 @@ def _fn_name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
+def _stateless_label(kind: str, name: str, fn: Any) -> str:
+    """A map, filter or flat_map as its failure names it: ``map parse``, or with a name of the
+    user's own (``map(fn, "amounts")``, ``.name("amounts")``) ``map 'amounts' (parse)``."""
+    return f"{kind} {_fn_name(fn)}" if name == kind else f"{kind} {name!r} ({_fn_name(fn)})"
+
+
 class Node:
     """An operator instance. Subclasses override what they need."""
 

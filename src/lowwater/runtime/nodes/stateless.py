@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lowwater.runtime.nodes.node import Node, _fn_name
+from lowwater.runtime.nodes.node import Node, _stateless_label
 from lowwater.runtime.records import Record
 from lowwater.runtime.user_code import user_code_failed
 
@@ -29,7 +29,7 @@ class StatelessNode(Node):
             else:
                 out = list(self.fn(record.value) or ())
         except (Exception, SystemExit) as e:
-            user_code_failed(e, f"{self.kind} {_fn_name(self.fn)}", record, on_bad=self.dead.add)
+            user_code_failed(e, _stateless_label(self.kind, self.name, self.fn), record, on_bad=self.dead.add)
             return
         for v in out:
             self.emit(Record(v, record.timestamp, record.lane, record.partition, record.offset, record.source))
