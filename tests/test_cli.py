@@ -204,3 +204,18 @@ def test_verbose_is_taken_after_the_command_too() -> None:
                           (["status", "ck", "--verbose"], True), (["run", "p.py", "-v"], True),
                           (["plot", "ck", "-o", "w.png", "--verbose"], True), (["demo", "--verbose"], True)]:
         assert _parser().parse_args(argv).verbose is verbose, argv
+
+
+def test_a_runs_closing_totals_stay_small_however_many_batches_it_runs() -> None:
+    """``lowwater run`` kept every batch's metrics line for its closing lines: a weeks-long run's
+    driver grew by each batch's line."""
+    from lowwater.cli import _RunTotals
+
+    run = _RunTotals()
+    for b in range(5_000):
+        run.add({"batch_id": b, "rows_dead_lettered": 2,
+                 "dead_letter_reasons": {"missing field (user)": 1, f"record does not parse: 'x{b}'": 1}})
+    assert run.batches == 5_000
+    assert run.as_line()["rows_dead_lettered"] == 10_000
+    assert len(run.reasons) <= 2 * _RunTotals.KEPT_REASONS
+    assert run.as_line()["dead_letter_reasons"]["missing field (user)"] == 5_000

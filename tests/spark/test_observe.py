@@ -47,7 +47,7 @@ def _write_log(root: Path) -> int:
 
 
 def test_a_spark_job_logs_one_metrics_line_per_batch_that_status_progress_and_plot_show(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lowwater.spark.sources import PartitionedLogSource
 
@@ -63,6 +63,7 @@ def test_a_spark_job_logs_one_metrics_line_per_batch_that_status_progress_and_pl
     counts.get_side_output(late).add_sink(lates)
     ck = tmp_path / "ck"
     progress: list[dict[str, Any]] = []
+    monkeypatch.setattr("lowwater.spark.listener.RECENT_EVENTS", 2)
     listener = LowwaterProgressListener(ck, query_name="observe", on_progress=progress.append)
     spark.streams.addListener(listener)
     try:
@@ -91,6 +92,12 @@ def test_a_spark_job_logs_one_metrics_line_per_batch_that_status_progress_and_pl
     # Spark's progress per micro-batch, joined with lowwater's line for the same batch
     assert [e["batch_id"] for e in progress] == [0, 1, 2]
     assert all(e["lowwater"] == lines[e["batch_id"]] for e in progress)
+    # a job's listener lives for weeks: it keeps the last RECENT_EVENTS events and no joined line,
+    # and a listener made on a checkpoint with batches reads none of them (it read the whole log)
+    assert [e["batch_id"] for e in listener.events] == [1, 2]
+    assert listener.lines == {}
+    later = LowwaterProgressListener(ck)
+    assert later._line(0) is None and later.lines == {}
     # Spark counts source rows once per action on the batch; a batch with late rows reads its input
     # again to collect them, so Spark's numInputRows can exceed the rows lowwater received
     # (and the first batch of a run holds the run's one tick row, from the tick source)
