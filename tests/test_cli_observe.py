@@ -558,3 +558,73 @@ def test_status_of_a_native_path_checkpoint_counts_its_open_window_starts() -> N
             "open_windows": None, "open_window_starts": 10, "state_rows": None, "state_bytes": 2048}
     shown = [x for x in render_status("ck", [line]).splitlines() if x.startswith("state after")]
     assert shown == ["state after batch 4: 10 open window starts, 2.0 KiB on disk"]
+
+
+# -- retention: the log folds its older lines -------------------------------------------------------
+def _long_checkpoint(tmp_path: Path, batches: int) -> tuple[Path, StateStore]:
+    ck = tmp_path / "long"
+    store = StateStore(ck)
+    for b in range(batches):
+        raw = NATIVE[b % len(NATIVE)]
+        late_cum = {p: n * (b + 1) for p, n in {"0": 1, "1": b % 2}.items()}  # a running total
+        _write_batch(store, b, {**raw, "combined_watermark": T0 + 1_000 * b, "rows_late_by_partition": late_cum,
+                                **({"rows_dead_lettered": 1, "dead_letter_reasons": {f"no ts x{b % 3}": 1}}
+                                   if b % 5 == 0 else {})})
+    return ck, store
+
+
+def test_folding_keeps_the_newest_lines_and_every_batch_in_the_totals(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A stream's log grew by a line per batch for ever (12 MB a day at a 5-second trigger)."""
+    from lowwater.observe.status import summarize
+
+    ck, _ = _long_checkpoint(tmp_path, 30)
+    before = read_checkpoint(ck)
+    mlog = MetricsLog(ck)
+    assert mlog.fold(keep=10)
+    after = read_checkpoint(ck)
+    assert len(list(mlog.raw_lines())) == 11
+    assert after[1:] == before[20:], "the newest lines as they were"
+    head = after[0]
+    assert (head["folded_from"], head["batch_id"], head["folded_batches"]) == (0, 19, 20)
+    assert head["watermark_before"] == before[0]["watermark_before"]
+    assert head["combined_watermark"] == before[19]["combined_watermark"]
+    for key in ("rows_in", "rows_late", "rows_windowed", "rows_dead_lettered", "windows_fired"):
+        assert head[key] == sum(x[key] for x in before[:20]), key
+    s, t = summarize(before), summarize(after)
+    assert (t["batches"], t["first_batch"], t["last_batch"]) == (30, 0, 29)
+    for key in ("rows_in", "rows_late", "rows_late_by_partition", "rows_dead_lettered", "windows_fired"):
+        assert t[key] == s[key], key
+    assert from_lines(after) == from_lines(before) and from_lines(after).missing_batches == ()
+    # folding again folds the folded line with the next ones; nothing to fold is no rewrite
+    assert mlog.fold(keep=5)
+    again = read_checkpoint(ck)
+    assert (again[0]["folded_from"], again[0]["batch_id"], again[0]["folded_batches"]) == (0, 24, 25)
+    assert summarize(again)["rows_in"] == s["rows_in"]
+    assert not mlog.fold(keep=5)
+    assert main(["status", str(ck)]) == 0
+    assert "30 batches (0..29)" in capsys.readouterr().out
+
+
+def test_folding_keeps_the_end_of_input_and_a_gap_before_the_folded_lines(tmp_path: Path) -> None:
+    ck, store = _long_checkpoint(tmp_path, 8)
+    _write_batch(store, 8, END, end=True)
+    for b in (9, 10, 12):  # a later run's batches; batch 11's line is missing
+        _write_batch(store, b, NATIVE[0])
+    mlog = MetricsLog(ck)
+    assert mlog.fold(keep=2)
+    lines = read_checkpoint(ck)
+    assert [(x["batch_id"], x.get("folded_from"), x["end_of_input"]) for x in lines] == [
+        (8, None, True), (9, 0, False), (10, None, False), (12, None, False)]
+    assert from_lines(lines).missing_batches == (11,)
+
+
+def test_a_follower_goes_on_after_the_log_is_folded(tmp_path: Path) -> None:
+    """Live progress and the listener follow the file by its offset: a rewrite made it shorter."""
+    ck, store = _long_checkpoint(tmp_path, 12)
+    follower = MetricsLog(ck).follow()
+    assert [x["batch_id"] for x in follower.poll()] == list(range(12))
+    assert MetricsLog(ck).fold(keep=3)
+    assert follower.poll() == []
+    _write_batch(store, 12, NATIVE[1])
+    assert [x["batch_id"] for x in follower.poll()] == [12]

@@ -47,8 +47,12 @@ def _records(start: int, n: int) -> list[dict[str, Any]]:
 
 
 def test_rerunning_lowwater_run_after_new_records_loses_none_and_status_counts_them(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The metrics log folded at every batch (as every FOLD_EVERY batches in a long run) still
+    counts every row."""
+    monkeypatch.setattr("lowwater.spark.engine.FOLD_EVERY", 1)
+    monkeypatch.setattr("lowwater.spark.engine.KEEP_LINES", 1)
     log = tmp_path / "log"
     writer = PartitionedLogWriter(log, "jsonl")
     writer.append(0, _records(0, 20))
@@ -60,6 +64,7 @@ def test_rerunning_lowwater_run_after_new_records_loses_none_and_status_counts_t
     assert "batches on the native path (native)" in capsys.readouterr().out, "the last line names the path"
     lines = read_checkpoint(ck)
     assert sum(x["rows_in"] for x in lines) == 35
+    assert lines[0]["folded_from"] == 0 and lines[0]["folded_batches"] == lines[0]["batch_id"] + 1
     assert main(["status", ck]) == 0
     status = capsys.readouterr().out
     assert "35 rows in = 35 windowed + 0 late + 0 dead-lettered (balanced)" in status

@@ -92,8 +92,15 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
     lines = list(lines)
     direct = all(bool(x.get("direct", True)) for x in lines)
     processed = processes(lines)
-    ids = {int(x["batch_id"]) for x in lines if x.get("batch_id") is not None}
-    missing = tuple(sorted(set(range(min(ids), max(ids) + 1)) - ids)) if ids else ()
+    # the batches each line stands for (a folded line many: metrics.log), and the gaps between them
+    spans = sorted((int(x.get("folded_from", x["batch_id"])), int(x["batch_id"]))
+                   for x in lines if x.get("batch_id") is not None)
+    gaps: list[int] = []
+    reached = spans[0][0] - 1 if spans else 0
+    for start, end in spans:
+        gaps.extend(range(reached + 1, start))
+        reached = max(reached, end)
+    missing = tuple(gaps)
 
     def total(key: str) -> int:
         return sum(int(x.get(key) or 0) for x in lines)

@@ -23,13 +23,15 @@ older logs read with :meth:`MetricsLine.from_json`, and what is missing there ta
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lowwater.core.time import MIN_TIMESTAMP
 
-__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "MetricsLine", "processes", "running_totals"]
+__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "MetricsLine", "batches_in", "fold_lines", "processes",
+           "running_totals"]
 
 #: The raw counters the general path (and the reference runtime) reports as running totals.
 GENERAL_RUNNING_TOTALS = frozenset({"rows_late", "windows_fired", "rows_late_by_partition", "rows_windowed",
@@ -39,14 +41,44 @@ NATIVE_RUNNING_TOTALS = frozenset({"rows_late_by_partition"})
 
 _COUNTERS = ("rows_in", "rows_late", "rows_dead_lettered", "rows_windowed", "rows_unassigned", "operator_rows_in",
              "operator_rows_dead_lettered", "windows_fired")
-_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample", "stage_a", "operator")
-"""Fields a line holds only when there is something to say (dead letters; the keyed path's stage A)."""
+_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample", "stage_a", "operator", "folded_from", "folded_batches")
+"""Fields a line holds only when there is something to say (dead letters; the keyed path's stage A;
+a line that stands for several batches)."""
+
+FOLDED_REASONS = 20
+"""How many of the most frequent dead-letter reasons a folded line keeps."""
 
 
 def running_totals(path: str | None) -> frozenset[str]:
     """The raw counters that ``path`` (``general``, ``reference``, ``native``, ``executor``,
     ``keyed``) reports as running totals."""
     return GENERAL_RUNNING_TOTALS if path in ("general", "reference") else NATIVE_RUNNING_TOTALS
+
+
+def batches_in(line: Mapping[str, Any]) -> int:
+    """How many batches a line (the log's JSON) stands for: one, or a folded line's count."""
+    return int(line.get("folded_batches") or 1)
+
+
+def fold_lines(lines: Sequence[MetricsLine]) -> MetricsLine:
+    """One line for consecutive ``lines`` (by batch id; folded ones among them too): counters
+    summed, late rows by partition and dead-letter reasons merged (the reasons' most frequent
+    :data:`FOLDED_REASONS`), ``watermark_before`` the first line's and every other field the
+    last one's, so that the line reads as the last batch's watermarks and state after all of them."""
+    first, last = lines[0], lines[-1]
+    late: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for x in lines:
+        late.update(x.rows_late_by_partition)
+        reasons.update(x.dead_letter_reasons)
+    return replace(
+        last, folded_from=first.batch_id if first.folded_from is None else first.folded_from,
+        folded_batches=sum(batches_in({"folded_batches": x.folded_batches}) for x in lines),
+        watermark_before=first.watermark_before, rows_late_by_partition=dict(late),
+        dead_letter_reasons=dict(reasons.most_common(FOLDED_REASONS)),
+        dead_letter_sample=next((x.dead_letter_sample for x in reversed(lines) if x.dead_letter_sample), None),
+        **{key: sum(getattr(x, key) for x in lines) for key in _COUNTERS},
+    )
 
 
 def processes(lines: Iterable[Mapping[str, Any]]) -> bool:
@@ -96,6 +128,13 @@ class MetricsLine:
     operator: str | None = None
     """``process`` where the keyed operator is a process function: its ``rows_windowed`` are the
     elements it processed and its ``windows_fired`` the timers that fired; ``None`` for a window."""
+    folded_from: int | None = None
+    """On a line that stands for the batches ``folded_from`` to ``batch_id`` (the log keeps its
+    newest lines and folds the older ones into one, :meth:`~lowwater.metrics.log.MetricsLog.fold`):
+    its counters are their sums, ``watermark_before`` the first one's, the rest the last one's.
+    ``None``: the line of one batch."""
+    folded_batches: int | None = None
+    """How many batches a folded line stands for (``None``: one)."""
 
     @classmethod
     def of_batch(
@@ -165,6 +204,8 @@ class MetricsLine:
             out["stage_a"] = self.stage_a
         if self.operator is not None:
             out["operator"] = self.operator
+        if self.folded_from is not None:
+            out["folded_from"], out["folded_batches"] = self.folded_from, self.folded_batches
         return out
 
     @classmethod

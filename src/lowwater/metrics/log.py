@@ -34,6 +34,14 @@ costs one small write per batch, and nothing is ever rewritten in place; the per
 records in ``batches/<id>.json`` hold the same line (``"line"``, next to the processor's raw
 ``"metrics"``), so :meth:`MetricsLog.compact` (rewrite deduplicated, atomically) is safe at any time a job
 is not running.
+
+Retention. A stream runs for weeks, and a line is about 0.7 KB (12 MB a day at a 5-second
+trigger). Every :data:`FOLD_EVERY` batches the engine folds all but the newest
+:data:`KEEP_LINES` lines into one (:meth:`MetricsLog.fold`): ``folded_from`` to ``batch_id``,
+its counters summed (:func:`~lowwater.metrics.line.fold_lines`), so totals, accounting and
+``lowwater status`` still cover every batch, and plots show the newest batches one by one. An
+end-of-input line is never folded. Followers (live progress, the listener) find the rewritten
+file and go on after the last line they read.
 """
 
 from __future__ import annotations
@@ -46,10 +54,12 @@ from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import LowwaterError
-from lowwater.metrics.line import MetricsLine, running_totals
+from lowwater.metrics.line import MetricsLine, fold_lines, running_totals
 from lowwater.util.files import atomic_write
 
 __all__ = [
+    "FOLD_EVERY",
+    "KEEP_LINES",
     "METRICS_FILE",
     "CheckpointError",
     "MetricsFollower",
@@ -62,6 +72,14 @@ __all__ = [
 log = logging.getLogger("lowwater.observe")
 
 METRICS_FILE = "metrics.jsonl"
+
+KEEP_LINES = 10_000
+"""How many of the newest batches keep a line of their own in the metrics log (at a 5-second
+trigger, 14 hours; the file stays under about 8 MB)."""
+
+FOLD_EVERY = 1_000
+"""The engine folds the log every this many batches (a rewrite of at most
+``KEEP_LINES + FOLD_EVERY`` lines)."""
 
 
 class CheckpointError(LowwaterError):
@@ -110,8 +128,26 @@ class MetricsLog:
 
     def compact(self) -> None:
         """Rewrite the log deduplicated (atomically). Only while no job writes to it."""
-        lines = self.read()
-        atomic_write(self.path, "".join(json.dumps(x, sort_keys=True, default=str) + "\n" for x in lines), fsync=False)
+        self._rewrite(self.read())
+
+    def fold(self, keep: int = KEEP_LINES) -> bool:
+        """Rewrite the log (atomically) with the lines of the newest ``keep`` batches as they are,
+        and one line for all the older ones (:func:`~lowwater.metrics.line.fold_lines`); an
+        end-of-input line stays as it is. By the job that appends to it, between two appends;
+        ``False`` where there was nothing to fold."""
+        if keep < 1:
+            raise ValueError(f"keep is at least 1, not {keep}")
+        records = self.records()
+        old = [x for x in records[:-keep] if not x.end_of_input]
+        if len(old) < 2 and not (old and old[0].folded_from is None):  # nothing, or one line folded already
+            return False
+        folded = fold_lines(old)
+        kept = [x for x in records if x.end_of_input or x.batch_id > folded.batch_id]
+        self._rewrite([line.to_json() for line in sorted([folded, *kept], key=lambda x: x.batch_id)])
+        return True
+
+    def _rewrite(self, lines: list[dict[str, Any]]) -> None:
+        atomic_write(self.path, "".join(json.dumps(x, sort_keys=True, default=str) + "\n" for x in lines), fsync=True)
 
     def follow(self, from_end: bool = False) -> MetricsFollower:
         return MetricsFollower(self.path, from_end=from_end)
@@ -123,18 +159,38 @@ class MetricsFollower:
     def __init__(self, path: Path, from_end: bool = False) -> None:
         self.path = path
         self.offset = path.stat().st_size if from_end and path.exists() else 0
+        self._file = _identity(path)
         self._partial = b""
+        self._last: int | None = None
+        """The batch id of the last line read: a rewritten log is read again after it."""
 
     def poll(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
+        skip_through = None
+        if _identity(self.path) != self._file:  # folded or compacted: a new file, the lines read are in it
+            self._file, self.offset, self._partial, skip_through = _identity(self.path), 0, b"", self._last
         with open(self.path, "rb") as f:
             f.seek(self.offset)
             chunk = f.read()
         self.offset += len(chunk)
         data = self._partial + chunk
         *complete, self._partial = data.split(b"\n")
-        return [x for x in (_parse(raw, self.path, None) for raw in complete) if x is not None]
+        lines = [x for x in (_parse(raw, self.path, None) for raw in complete) if x is not None]
+        if skip_through is not None:
+            lines = [x for x in lines if x["batch_id"] > skip_through]
+        if lines:
+            self._last = lines[-1]["batch_id"]
+        return lines
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file ``path`` is (device, inode): an atomic rewrite makes another one."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.metrics.accounting import from_lines
-from lowwater.metrics.line import processes
+from lowwater.metrics.line import batches_in, processes
 from lowwater.metrics.log import read_checkpoint
 from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark
 
@@ -55,8 +55,8 @@ def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for p, n in (x.get("rows_late_by_partition") or {}).items():
             late_by_partition[p] = late_by_partition.get(p, 0) + int(n)
     return {
-        "batches": len(lines),
-        "first_batch": lines[0]["batch_id"] if lines else None,
+        "batches": sum(batches_in(x) for x in lines),  # a folded line stands for many (metrics.log)
+        "first_batch": lines[0].get("folded_from", lines[0]["batch_id"]) if lines else None,
         "last_batch": lines[-1]["batch_id"] if lines else None,
         "end_of_input": ended is not None,
         "path": next((x.get("path") for x in reversed(lines) if x.get("path")), None),

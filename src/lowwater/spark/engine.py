@@ -40,7 +40,7 @@ from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.field_check import check_field_names
 from lowwater.graph.sinks import Sink, bind_job
 from lowwater.metrics.line import MetricsLine, running_totals
-from lowwater.metrics.log import MetricsLog
+from lowwater.metrics.log import FOLD_EVERY, KEEP_LINES, MetricsLog
 from lowwater.spark import faults
 from lowwater.spark.fs import join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
@@ -618,7 +618,10 @@ class _BatchDriver:
         log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
         if self.store.local:
             try:  # one line per batch in <checkpoint>/lowwater/metrics.jsonl (readers keep a replay's last line)
-                MetricsLog(self.store.root.parent).append(line)
+                metrics_log = MetricsLog(self.store.root.parent)
+                metrics_log.append(line)
+                if batch_id % FOLD_EVERY == 0 and batch_id > 0:  # the newest KEEP_LINES lines, one for the rest
+                    metrics_log.fold(KEEP_LINES)
             except OSError as e:
                 log.warning("batch %d: could not append to the metrics log: %s", batch_id, e)
         if self.on_metrics is not None:
