@@ -13,6 +13,7 @@ import pytest
 
 from lowwater.cli import main
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.metrics.log import through
 from lowwater.observe import plot_watermarks
 from lowwater.observe.accounting import from_lines
 from lowwater.observe.metrics import MetricsLine, MetricsLog, lines_from_records, read_checkpoint, running_totals
@@ -57,7 +58,9 @@ def _write_batch(store: StateStore, batch_id: int, metrics: dict[str, Any], path
     before = previous["metrics"] if previous is not None else {}
     record = {**record, "metrics": metrics}
     line = MetricsLine.of_record(record, before, running=running_totals(path), path=path)
-    store.write_batch_record(batch_id, {**record, "line": line.to_json()})
+    through_before = (previous or {}).get("through")
+    store.write_batch_record(batch_id, {**record, "line": line.to_json(),
+                                        "through": through(line, through_before).to_json()})
     MetricsLog(store.root.parent).append(line)
     return line
 
@@ -628,3 +631,25 @@ def test_a_follower_goes_on_after_the_log_is_folded(tmp_path: Path) -> None:
     assert follower.poll() == []
     _write_batch(store, 12, NATIVE[1])
     assert [x["batch_id"] for x in follower.poll()] == [12]
+
+
+def test_the_newest_batch_records_alone_still_count_every_batch(tmp_path: Path) -> None:
+    """A checkpoint on a URI has no metrics.jsonl: status read the newest 1,000 batch records, and
+    its totals were those batches' alone."""
+    from lowwater.observe.status import summarize
+
+    ck, store = _long_checkpoint(tmp_path, 30)
+    _write_batch(store, 30, END, end=True)
+    every = read_checkpoint(ck)
+    for b in range(25):
+        store.forget_batch_record(b)
+    newest = lines_from_records(store.batch_records(), "native")
+    head = newest[0]
+    assert (head["folded_from"], head["batch_id"], head["folded_batches"]) == (0, 24, 25)
+    assert head["combined_watermark"] == every[24]["combined_watermark"]
+    assert newest[1:] == every[25:]
+    s, t = summarize(every), summarize(newest)
+    for key in ("batches", "first_batch", "last_batch", "end_of_input", "rows_in", "rows_late",
+                "rows_late_by_partition", "rows_dead_lettered", "windows_fired"):
+        assert t[key] == s[key], key
+    assert from_lines(newest) == from_lines(every)

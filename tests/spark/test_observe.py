@@ -169,6 +169,30 @@ def test_the_progress_listener_joins_a_uri_checkpoints_batches_through_on_metric
     assert not (tmp_path / "ck" / "lowwater" / "metrics.jsonl").exists()
 
 
+def test_a_uri_checkpoints_status_counts_the_batches_whose_records_were_deleted(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A URI checkpoint keeps the newest KEEP_BATCH_RECORDS batch records and no metrics.jsonl:
+    status counted those batches alone, so a job past 1,000 batches showed a part of its totals."""
+    from lowwater.cli import main
+    from lowwater.spark.sources import PartitionedLogSource
+
+    monkeypatch.setattr("lowwater.spark.engine.KEEP_BATCH_RECORDS", 2)
+    n = _write_log(tmp_path / "log")
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(tmp_path / "log", FIELDS, max_files_per_trigger=2),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
+    ck = (tmp_path / "ck").as_uri()
+    job = SparkRuntime(ck, spark=spark, clock=lambda b: T0 + 5_000 * b, end_of_input=True).execute(env, "kept")
+    assert sorted(int(r["batch_id"]) for r in job.store.batch_records()) == [2, 3]
+    lines = job.metrics()
+    assert (lines[0]["folded_from"], lines[0]["batch_id"]) == (0, 1)
+    assert sum(x["rows_in"] for x in lines) == n
+    assert main(["status", ck]) == 0
+    out = capsys.readouterr().out
+    assert "4 batches (0..3)" in out and f"{n} rows in = " in out, out
+
+
 class _PeekThenWrite:
     """A function sink that reads one row first (a first action over part of the frame), then
     writes all of it: its count must not come from the first action."""

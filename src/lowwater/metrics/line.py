@@ -30,8 +30,8 @@ from typing import Any
 
 from lowwater.core.time import MIN_TIMESTAMP
 
-__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "MetricsLine", "batches_in", "fold_lines", "processes",
-           "running_totals"]
+__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "MetricsLine", "batches_in", "before_line", "fold_lines",
+           "processes", "running_totals"]
 
 #: The raw counters the general path (and the reference runtime) reports as running totals.
 GENERAL_RUNNING_TOTALS = frozenset({"rows_late", "windows_fired", "rows_late_by_partition", "rows_windowed",
@@ -78,6 +78,27 @@ def fold_lines(lines: Sequence[MetricsLine]) -> MetricsLine:
         dead_letter_reasons=dict(reasons.most_common(FOLDED_REASONS)),
         dead_letter_sample=next((x.dead_letter_sample for x in reversed(lines) if x.dead_letter_sample), None),
         **{key: sum(getattr(x, key) for x in lines) for key in _COUNTERS},
+    )
+
+
+def before_line(through: MetricsLine, line: MetricsLine) -> MetricsLine | None:
+    """The batches before ``line``'s as one folded line, from ``through``: the fold of every batch
+    up to and including ``line``'s, which a batch record keeps beside its line (``"through"``),
+    so that a reader of the newest records alone (a checkpoint on a URI, whose older records are
+    deleted) still counts every batch. ``None`` where ``line``'s batch is the first."""
+    batches = batches_in({"folded_batches": through.folded_batches}) - 1
+    if batches < 1 or through.folded_from is None:
+        return None
+
+    def minus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+        return {k: v - b.get(k, 0) for k, v in a.items() if v - b.get(k, 0) > 0}
+
+    return MetricsLine(
+        batch_id=line.batch_id - 1, folded_from=through.folded_from, folded_batches=batches, path=line.path,
+        watermark_before=through.watermark_before, combined_watermark=line.watermark_before, direct=line.direct,
+        rows_late_by_partition=minus(through.rows_late_by_partition, line.rows_late_by_partition),
+        dead_letter_reasons=minus(through.dead_letter_reasons, line.dead_letter_reasons), operator=line.operator,
+        **{key: getattr(through, key) - getattr(line, key) for key in _COUNTERS},
     )
 
 

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import LowwaterError
-from lowwater.metrics.line import MetricsLine, fold_lines, running_totals
+from lowwater.metrics.line import MetricsLine, before_line, fold_lines, running_totals
 from lowwater.util.files import atomic_write
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "MetricsLog",
     "lines_from_records",
     "read_checkpoint",
+    "through",
 ]
 
 log = logging.getLogger("lowwater.observe")
@@ -217,7 +218,9 @@ def _parse(raw: bytes, path: Path, number: int | None) -> dict[str, Any] | None:
 
 def lines_from_records(records: Iterable[Mapping[str, Any]], path: str | None = None) -> list[dict[str, Any]]:
     """Metrics lines from batch records alone (object stores, where no log is appended, and
-    checkpoints written before the log existed).
+    checkpoints written before the log existed). Where the oldest record keeps the fold of every
+    batch through its own (``"through"``), the batches before it, whose records were deleted
+    (:data:`~lowwater.spark.state.KEEP_BATCH_RECORDS`), come first as one folded line.
 
     A record holds its line (``"line"``). A record older than that holds only the raw
     metrics of the path that wrote it (``path``, recorded in the checkpoint's
@@ -225,6 +228,11 @@ def lines_from_records(records: Iterable[Mapping[str, Any]], path: str | None = 
     """
     by_id = {int(r["batch_id"]): r for r in records if "metrics" in r or "line" in r}
     out = []
+    if by_id and "through" in by_id[min(by_id)] and "line" in by_id[min(by_id)]:  # the deleted records' batches
+        oldest = by_id[min(by_id)]
+        earlier = before_line(MetricsLine.from_json(oldest["through"]), MetricsLine.from_json(oldest["line"]))
+        if earlier is not None:
+            out.append(earlier.to_json())
     for b in sorted(by_id):
         r = by_id[b]
         if "line" in r:
@@ -234,6 +242,12 @@ def lines_from_records(records: Iterable[Mapping[str, Any]], path: str | None = 
         before = (previous.get("metrics") or {}) if previous is not None else ({} if b == 0 else None)
         out.append(MetricsLine.of_record(r, before, running=running_totals(path), path=path).to_json())
     return out
+
+
+def through(line: MetricsLine, previous: Mapping[str, Any] | None) -> MetricsLine:
+    """What a batch record keeps beside its line: the fold of every batch through it, from the
+    previous batch's (``None``: none known, the count starts here)."""
+    return fold_lines([MetricsLine.from_json(previous), line] if previous is not None else [line])
 
 
 def read_checkpoint(checkpoint: str | os.PathLike[str]) -> list[dict[str, Any]]:

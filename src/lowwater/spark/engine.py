@@ -41,6 +41,7 @@ from lowwater.graph.field_check import check_field_names
 from lowwater.graph.sinks import Sink, bind_job
 from lowwater.metrics.line import MetricsLine, running_totals
 from lowwater.metrics.log import FOLD_EVERY, KEEP_LINES, MetricsLog
+from lowwater.metrics.log import through as metrics_through
 from lowwater.spark import faults
 from lowwater.spark.fs import join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
@@ -437,6 +438,8 @@ class _BatchDriver:
         self.cached: tuple[int, Any] | None = None
         self.last_batch = -1
         self.opened: set[int] = set()
+        self._through: dict[int, dict[str, Any]] = {}
+        """The last batch's ``"through"`` (a batch record's fold of every batch through it), by its id."""
 
     def _state_after(self, version: int) -> Any:
         if self.cached is not None and self.cached[0] == version:
@@ -612,7 +615,16 @@ class _BatchDriver:
         # the one place a processor's raw metrics become the typed line: counters per batch on every path
         line = MetricsLine.of_record({**record, "metrics": metrics}, before, running=running_totals(self.job.path),
                                      path=self.job.path)
-        self.store.write_batch_record(batch_id, {**record, "metrics": metrics, "line": line.to_json()})
+        # beside the line, the fold of every batch through this one: a reader of the newest records
+        # alone (a URI checkpoint, no metrics.jsonl) counts the batches of the records forgotten
+        before_through = self._through.get(batch_id - 1)
+        if before_through is None:
+            previous_record = self.store.batch_record(batch_id - 1) if batch_id > 0 else None
+            before_through = (previous_record or {}).get("through")
+        through_line = metrics_through(line, before_through).to_json()
+        self._through = {batch_id: through_line}
+        self.store.write_batch_record(batch_id, {**record, "metrics": metrics, "line": line.to_json(),
+                                                 "through": through_line})
         self.store.forget_batch_record(batch_id - KEEP_BATCH_RECORDS)
         self.last_batch = batch_id
         log.info("batch %d: %s", batch_id, json.dumps(metrics, default=str))
