@@ -323,6 +323,20 @@ def test_the_plot_is_a_png_whose_drawn_series_equal_the_metrics_log(
     assert data["idle"]["2"] == [False, False, False, True]
 
 
+def test_the_plot_draws_the_last_batches_of_a_long_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every batch of a stream's log (10,000 lines kept) was drawn: about a minute and 500 MB, each
+    batch's bars, idle span and late label in a picture no one could read."""
+    from lowwater.observe.plot import _runs
+
+    ck, _ = _long_checkpoint(tmp_path, 30)
+    out = tmp_path / "w.png"
+    assert main(["plot", str(ck), "-o", str(out), "-n", "12"]) == 0
+    assert f"wrote {out}: the last 12 batches, 3 partitions" in capsys.readouterr().out
+    assert main(["plot", str(ck), "-o", str(out), "-n", "0"]) == 0
+    assert f"wrote {out}: 30 batches, 3 partitions" in capsys.readouterr().out
+    assert _runs([False, True, True, False, True]) == [(1, 3), (4, 5)] and _runs([]) == []
+
+
 @pytest.mark.parametrize("suffix", [".svg", ".html"])
 def test_the_plot_can_be_svg_or_a_web_page_with_the_svg_inline(checkpoint: Path, tmp_path: Path,
                                                                  suffix: str) -> None:

@@ -51,6 +51,9 @@ from lowwater.core.failures import hint_for, root_cause
 
 __all__ = ["main"]
 
+PLOT_BATCHES = 500
+"""How many of the newest batches ``lowwater plot`` draws unless told (``-n``)."""
+
 log = logging.getLogger("lowwater.cli")
 
 SPARK_OPTIONS = ("path", "trigger", "clock", "end_of_input", "snapshot_every", "dead_letter_sink", "on_metrics")
@@ -131,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("checkpoint", metavar="CHECKPOINT", help="the job's checkpoint location")
     pl.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.png, FILE.svg or FILE.html")
     pl.add_argument("--title", default="", help="the picture's title")
+    pl.add_argument("--batches", "-n", type=_count, default=PLOT_BATCHES, metavar="N",
+                    help=f"draw the last N batches ({PLOT_BATCHES}; 0: all of them)")
 
     sc = sub.add_parser("scenario", help="run scenario transcripts (examples/scenarios/FORMAT.md)")
     sc_sub = sc.add_subparsers(dest="scenario_command", required=True)
@@ -236,11 +241,15 @@ def _plot(args: argparse.Namespace) -> int:
                        "hint: wait for the job's first batch (lowwater status shows it)")
     if not out.parent.is_dir():
         raise CliError(f"cannot write {out}: no directory {out.parent}; hint: create it first")
+    every = len(lines)
+    if args.batches:  # a stream's log keeps 10,000 lines (metrics.log.KEEP_LINES): drawn, minutes and unreadable
+        lines = lines[-args.batches:]
     data = plot_watermarks(lines, out, args.title or f"lowwater watermarks: {args.checkpoint}")
     late = sum(n for _, _, n in data["late"])
     # the end-of-input step is no batch of data: status counts it among its batches, the picture does not
     ended = " and the end of input" if any(x.get("end_of_input") for x in lines) else ""
-    print(f"wrote {out}: {len(data['x'])} batches{ended}, {len(data['partitions'])} partitions, "
+    last = f"the last {len(data['x'])}" if len(lines) < every else f"{len(data['x'])}"
+    print(f"wrote {out}: {last} batches{ended}, {len(data['partitions'])} partitions, "
           f"{late} late rows, "
           + fired_text(sum(n for _, n in data["fired"]), processes(lines)))
     return 0

@@ -84,6 +84,21 @@ def series(batches: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+MARKED_BATCHES = 200
+"""Up to this many batches a plot marks each one's watermarks and labels each one's late count."""
+
+
+def _runs(flags: Sequence[bool]) -> list[tuple[int, int]]:
+    """The runs of true flags, as (first index, index after the last)."""
+    out: list[tuple[int, int]] = []
+    for j, flag in enumerate(flags):
+        if flag and out and out[-1][1] == j:
+            out[-1] = (out[-1][0], j + 1)
+        elif flag:
+            out.append((j, j + 1))
+    return out
+
+
 def _nan(ys: Sequence[float | None]) -> list[float]:
     return [float("nan") if y is None else y for y in ys]
 
@@ -109,22 +124,21 @@ def plot_watermarks(batches: Sequence[Mapping[str, Any]], path: str | os.PathLik
                                    gridspec_kw={"height_ratios": [3, 1]})
     x = data["x"]
     styles = ["-", "--", "-.", ":"]
+    marker = "o" if len(x) <= MARKED_BATCHES else None
     for i, (p, ys) in enumerate(data["partitions"].items()):
         line = ax.step(x, _nan(ys), where="post", lw=1.6, alpha=0.9, linestyle=styles[i % len(styles)],
-                       marker="o", markersize=3, zorder=3, label=f"partition {p}")[0]
-        idle = data["idle"][p]
-        for j, is_idle in enumerate(idle):
-            if is_idle:
-                right = x[j + 1] if j + 1 < len(x) else x[j] + max(0.5, (x[j] - x[0]) / max(1, len(x) - 1))
-                ax.axvspan(x[j], right, color=line.get_color(), alpha=0.12, zorder=0,
-                           label=f"partition {p} idle" if j == idle.index(True) else None)
+                       marker=marker, markersize=3, zorder=3, label=f"partition {p}")[0]
+        for k, (j, end) in enumerate(_runs(data["idle"][p])):  # one span per run of idle batches
+            right = x[end] if end < len(x) else x[-1] + max(0.5, (x[-1] - x[0]) / max(1, len(x) - 1))
+            ax.axvspan(x[j], right, color=line.get_color(), alpha=0.12, zorder=0,
+                       label=f"partition {p} idle" if k == 0 else None)
     ax.step(x, _nan(data["combined"]), where="post", lw=7, color="black", alpha=0.25, zorder=2,
             label=COMBINED_LABEL)
     late = [(t, w, n) for t, w, n in data["late"] if w is not None]
     if late:
         ax.scatter([t for t, _, _ in late], [w for _, w, _ in late], marker="x", s=70, color="crimson", zorder=5,
                    label="late elements (count), at the watermark they were judged against")
-        for t, w, n in late:
+        for t, w, n in (late if len(late) <= MARKED_BATCHES else ()):  # thousands of labels: minutes, unreadable
             ax.annotate(str(n), (t, w), textcoords="offset points", xytext=(5, -11), fontsize=8, color="crimson")
     if data["end_of_input"] is not None:
         ax.axvline(data["end_of_input"], color="gray", linestyle=":", lw=1.2,
