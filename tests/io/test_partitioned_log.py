@@ -326,3 +326,19 @@ def test_a_file_uri_is_the_directory_and_another_scheme_is_refused_by_name(tmp_p
         with pytest.raises(ConfigurationError) as e:
             PartitionedLogReader(root)
         assert _param(e) == "root" and said in str(e.value), str(e.value)
+
+
+def test_a_reader_kept_for_a_query_counts_one_segment_per_partition(tmp_path: Path) -> None:
+    """The record-count cache held every segment that was ever a partition's last, for as long as
+    the query's reader lived (about 290 bytes each; a producer appending every 5 s, 518k a month)."""
+    writer = PartitionedLogWriter(tmp_path, "jsonl")
+    writer.create_partition(0)
+    writer.create_partition(1)
+    reader = PartitionedLogReader(tmp_path)
+    for i in range(30):
+        writer.append(i % 2, [{"k": i}, {"k": i + 1}])
+        assert reader.end_offsets() == {0: 2 * ((i + 2) // 2), 1: 2 * ((i + 1) // 2)}
+    assert len(reader._log._counts) == 2
+    with open(sorted((tmp_path / "partition=1").glob("segment-*"))[-1], "a") as f:  # a producer's own append
+        f.write('{"timestamp": null, "value": {"k": 99}}\n')
+    assert reader.end_offsets() == {0: 30, 1: 31}

@@ -43,8 +43,11 @@ class _LogDirectory:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        # path -> (size, mtime_ns, complete records, has a trailing partial line)
-        self._counts: dict[Path, tuple[int, int, int, bool]] = {}
+        # partition directory -> (its last segment counted, size, mtime_ns, complete records, has a
+        # trailing partial line): one per partition, as only a partition's last segment is counted
+        # (the end offset) and it changes as the log grows; keyed by segment, the cache held every
+        # segment that was ever a last one, for as long as the query ran (session 41's soak probe)
+        self._counts: dict[Path, tuple[Path, int, int, int, bool]] = {}
 
     # manifest ---------------------------------------------------------------
 
@@ -127,9 +130,9 @@ class _LogDirectory:
     def _count(self, segment: _Segment) -> tuple[int, bool]:
         """(complete records, has a trailing partial line) of a segment, cached by size."""
         st = segment.path.stat()
-        cached = self._counts.get(segment.path)
-        if cached is not None and cached[:2] == (st.st_size, st.st_mtime_ns):
-            return cached[2], cached[3]
+        cached = self._counts.get(segment.path.parent)
+        if cached is not None and cached[:3] == (segment.path, st.st_size, st.st_mtime_ns):
+            return cached[3], cached[4]
         if segment.fmt == "jsonl":
             data = segment.path.read_bytes()
             count, partial = data.count(b"\n"), bool(data) and not data.endswith(b"\n")
@@ -141,7 +144,7 @@ class _LogDirectory:
                 raise CorruptLogError(
                     f"cannot read parquet segment {segment.path}: {exc}"
                 ) from exc
-        self._counts[segment.path] = (st.st_size, st.st_mtime_ns, count, partial)
+        self._counts[segment.path.parent] = (segment.path, st.st_size, st.st_mtime_ns, count, partial)
         return count, partial
 
     def end_offset(self, partition: int) -> int:
