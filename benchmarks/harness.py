@@ -50,6 +50,9 @@ def write_log(root: Path, stream: SyntheticStream, batches: int, rows: int) -> i
     writer = PartitionedLogWriter(root, "parquet", fsync=False)
     for p in range(stream.partitions):
         writer.create_partition(p)
+    typed = typed_copy(root) if bench_source() == "parquet" else None
+    if typed is not None:
+        typed.mkdir(parents=True, exist_ok=True)
     next_offset = dict.fromkeys(range(stream.partitions), 0)
     written = 0
     stamp = 0
@@ -85,6 +88,12 @@ def write_log(root: Path, stream: SyntheticStream, batches: int, rows: int) -> i
             final = directory / f"segment-{first:020d}.parquet"
             os.replace(tmp, final)
             os.utime(final, (MTIME_BASE_S + stamp, MTIME_BASE_S + stamp))
+            if typed is not None:  # the same records as typed columns, for LOWWATER_BENCH_SOURCE=parquet
+                copy = typed / f"batch-{i:06d}-p{p}.parquet"
+                pq.write_table(pa.table({"partition": table["partition"], "offset": table["offset"],
+                                         "key": key.slice(lo, hi - lo), "ts": ts.slice(lo, hi - lo),
+                                         "value": value.slice(lo, hi - lo)}), copy)
+                os.utime(copy, (MTIME_BASE_S + stamp, MTIME_BASE_S + stamp))
             stamp += 1
             written += hi - lo
     return written
@@ -169,6 +178,10 @@ def files_stream(spark: Any, log: Path, partitions: int) -> Any:
     this instead of the partitioned log's Python data source."""
     from pyspark.sql import functions as F
 
+    if bench_source() == "parquet":
+        schema = "partition INT, offset BIGINT, " + ", ".join(f"`{n}` {t}" for n, t in FIELDS)
+        return (spark.readStream.schema(schema).option("maxFilesPerTrigger", partitions)
+                .parquet(str(typed_copy(log))))
     struct = ", ".join(f"`{n}` {t}" for n, t in FIELDS)
     raw = (spark.readStream.schema("partition INT, offset BIGINT, timestamp BIGINT, value STRING")
            .option("maxFilesPerTrigger", partitions).option("recursiveFileLookup", "true").parquet(str(log)))
@@ -177,11 +190,19 @@ def files_stream(spark: Any, log: Path, partitions: int) -> Any:
 
 
 def bench_source() -> str:
-    """``LOWWATER_BENCH_SOURCE``: ``log`` (default, the partitioned log's Python data source) or ``files``."""
+    """``LOWWATER_BENCH_SOURCE``: ``log`` (default, the partitioned log's Python data source),
+    ``files`` (:func:`files_stream`) or ``parquet`` (:func:`files_stream` over a typed copy)."""
     source = os.environ.get("LOWWATER_BENCH_SOURCE", "log")
-    if source not in ("log", "files"):
-        raise ValueError(f"LOWWATER_BENCH_SOURCE is log or files, not {source!r}")
+    if source not in ("log", "files", "parquet"):
+        raise ValueError(f"LOWWATER_BENCH_SOURCE is log, files or parquet, not {source!r}")
     return source
+
+
+def typed_copy(log: Path) -> Path:
+    """Where :func:`write_log` writes the log's records as typed Parquet columns (``partition,
+    offset, key, ts, value``), one file per partition per batch: a stream with nothing to parse,
+    as a Delta or Parquet table's."""
+    return log.parent / f"{log.name}-typed"
 
 
 def spark_native(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: int, bound_ms: int,
@@ -191,7 +212,7 @@ def spark_native(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: 
 
     from lowwater.spark.sources import PartitionedLogSource
 
-    if bench_source() == "files":
+    if bench_source() != "log":
         df = files_stream(spark, log, partitions).withColumn("event_time", F.timestamp_millis("ts"))
     else:
         df = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions).spark_stream(spark) \
@@ -231,7 +252,7 @@ def lowwater_env(log: Path, partitions: int, window_ms: int, bound_ms: int, aggr
     env = StreamExecutionEnvironment()
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(bound_ms).with_timestamp_assigner(
         event_ts if python_assigner else "ts")
-    if spark is not None and bench_source() == "files":
+    if spark is not None and bench_source() != "log":
         from lowwater.spark.dataframe_source import DataFrameSource
 
         src: Any = DataFrameSource(files_stream(spark, log, partitions), partition="partition", offset="offset")
