@@ -208,14 +208,19 @@ def test_verbose_is_taken_after_the_command_too() -> None:
 
 def test_a_runs_closing_totals_stay_small_however_many_batches_it_runs() -> None:
     """``lowwater run`` kept every batch's metrics line for its closing lines: a weeks-long run's
-    driver grew by each batch's line."""
-    from lowwater.cli import _RunTotals
+    driver grew by each batch's line. It folds them into one as they come (``fold_lines``)."""
+    from lowwater.metrics.line import FOLDED_REASONS, MetricsLine, fold_lines
+    from lowwater.observe.progress import dead_letter_summary
 
-    run = _RunTotals()
+    run: list[MetricsLine] = []
     for b in range(5_000):
-        run.add({"batch_id": b, "rows_dead_lettered": 2,
-                 "dead_letter_reasons": {"missing field (user)": 1, f"record does not parse: 'x{b}'": 1}})
-    assert run.batches == 5_000
-    assert run.as_line()["rows_dead_lettered"] == 10_000
-    assert len(run.reasons) <= 2 * _RunTotals.KEPT_REASONS
-    assert run.as_line()["dead_letter_reasons"]["missing field (user)"] == 5_000
+        line = {"batch_id": b, "rows_dead_lettered": 2,
+                "dead_letter_reasons": {"missing field (user)": 1, f"record does not parse: 'x{b}'": 1}}
+        run[:] = [fold_lines([*run, MetricsLine.from_json(line)])]
+    (total,) = run
+    assert (total.folded_from, total.batch_id, total.folded_batches) == (0, 4_999, 5_000)
+    assert total.rows_dead_lettered == 10_000
+    assert len(total.dead_letter_reasons) <= FOLDED_REASONS
+    assert total.dead_letter_reasons["missing field (user)"] == 5_000
+    summary = dead_letter_summary([total.to_json()], True)
+    assert summary is not None and summary.startswith("10000 records dead-lettered (missing field (user) x5000")

@@ -40,7 +40,6 @@ import signal
 import sys
 import time
 import traceback
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -489,30 +488,8 @@ def _quiet_closed_accumulator_connection(spark: Any) -> None:
     server.handle_error = handle_error
 
 
-class _RunTotals:
-    """What ``lowwater run``'s closing lines say of its batches, kept as totals: a run lasts weeks,
-    and until session 41 it kept every batch's line (about 3 KB of the driver's memory each)."""
-
-    KEPT_REASONS = 100
-
-    def __init__(self) -> None:
-        self.batches = 0
-        self.dead = 0
-        self.reasons: Counter[str] = Counter()
-
-    def add(self, line: dict[str, Any]) -> None:
-        self.batches += 1
-        self.dead += int(line.get("rows_dead_lettered") or 0)
-        self.reasons.update({str(k): int(v) for k, v in (line.get("dead_letter_reasons") or {}).items()})
-        if len(self.reasons) > 2 * self.KEPT_REASONS:  # a reason may quote a value: not a bounded set
-            self.reasons = Counter(dict(self.reasons.most_common(self.KEPT_REASONS)))
-
-    def as_line(self) -> dict[str, Any]:
-        """The run as one metrics line's dead-letter fields."""
-        return {"rows_dead_lettered": self.dead, "dead_letter_reasons": dict(self.reasons)}
-
-
 def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str) -> int:
+    from lowwater.metrics.line import MetricsLine, fold_lines
     from lowwater.metrics.log import MetricsLog
     from lowwater.observe.progress import PROGRESS_HEADER, dead_letter_summary, print_progress
     from lowwater.spark.engine import SparkRuntime, query_name, signals_caught, wait_for
@@ -522,13 +499,13 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     checkpoint = resolve(checkpoint, spark)  # a plain path on a cluster whose fs.defaultFS is HDFS: its hdfs: URI
     _quiet_closed_accumulator_connection(spark)
     listener = LowwaterProgressListener(checkpoint, query_name=query_name(name))
-    run = _RunTotals()
+    run: list[MetricsLine] = []  # the run's batches as one line (a run lasts weeks: until session 41 it kept them all)
     theirs = options.get("on_metrics")
     if theirs is not None and not callable(theirs):
         raise ConfigurationError("on_metrics", f"expected a function of a metrics line, got {theirs!r}")
 
     def report(line: dict[str, Any]) -> None:  # on the driver, as each batch commits: any checkpoint's file system
-        run.add(line)
+        run[:] = [fold_lines([*run, MetricsLine.from_json(line)])]
         listener.record(line)
         print_progress(line)
         if theirs is not None:
@@ -562,11 +539,11 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     finally:
         _deliver_pending_events(spark)
         spark.streams.removeListener(listener)
-    summary = dead_letter_summary([run.as_line()], "dead_letter_sink" in options)
+    summary = dead_letter_summary([x.to_json() for x in run], "dead_letter_sink" in options)
     if summary:
         print(summary, file=sys.stderr)
     where = join(checkpoint, "lowwater", "batches") if is_uri(checkpoint) else MetricsLog(checkpoint).path
-    print(f"{run.batches} batches on the {job.path} path ({job.reason}); metrics: {where}\n"
+    print(f"{run[0].folded_batches if run else 0} batches on the {job.path} path ({job.reason}); metrics: {where}\n"
           f"next: lowwater status {checkpoint}; lowwater plot {checkpoint} -o watermarks.png")
     return 0
 

@@ -140,7 +140,7 @@ class MetricsLog:
             raise ValueError(f"keep is at least 1, not {keep}")
         records = self.records()
         old = [x for x in records[:-keep] if not x.end_of_input]
-        if len(old) < 2 and not (old and old[0].folded_from is None):  # nothing, or one line folded already
+        if all(x.folded_from is not None for x in old):  # nothing, or only what a fold made before
             return False
         folded = fold_lines(old)
         kept = [x for x in records if x.end_of_input or x.batch_id > folded.batch_id]
