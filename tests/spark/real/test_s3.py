@@ -97,7 +97,7 @@ def test_a_pipeline_on_s3_equals_it_on_the_local_disk(spark: Any, s3: S3Server, 
 PIPELINE = """
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import TumblingEventTimeWindows
-from lowwater.spark.sinks.files import DirectorySink
+from lowwater.spark.sinks.delta import DeltaSink
 from lowwater.spark.sources import PartitionedLogSource
 
 def build(env):
@@ -105,21 +105,22 @@ def build(env):
                                   max_files_per_trigger=1)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
     (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n")
-     .sink_to(DirectorySink({out!r}, "json")))
+     .sink_to(DeltaSink({out!r})))
 """
 
 
 def test_lowwater_run_and_status_on_a_checkpoint_on_s3(
         spark: Any, s3: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The CLI with ``--checkpoint s3a://...``: ``run`` resumes there, and ``status`` reads the
-    batch records and the end of input from the bucket."""
+    """The CLI with ``--checkpoint s3a://...`` and a Delta table in the bucket: ``run`` resumes
+    there, ``status`` reads the batch records and the end of input from the bucket, ``plot`` draws
+    them."""
     from lowwater.cli import main
 
     log = tmp_path / "log"
     writer = PartitionedLogWriter(log, "jsonl")
     writer.append(0, [{"user": "u", "ts": 1_000 * i, "n": 1} for i in range(12)])
     writer.append(1, [{"user": "v", "ts": 1_000 * i + 500, "n": 2} for i in range(12)])
-    ck, out = f"{s3.uri}/cli/checkpoint", f"{s3.uri}/cli/out"
+    ck, out = f"{s3.uri}/cli/checkpoint", f"{s3.uri}/cli/totals"
     pipeline = tmp_path / "p.py"
     pipeline.write_text(textwrap.dedent(PIPELINE.format(log=str(log), out=out)))
     assert main(["run", str(pipeline), "--checkpoint", ck]) == 0
@@ -132,5 +133,8 @@ def test_lowwater_run_and_status_on_a_checkpoint_on_s3(
     status = capsys.readouterr().out
     assert "24 rows in = 24 windowed + 0 late + 0 dead-lettered (balanced)" in status
     assert "end of input reached" in status
-    results = sorted((r.key, r.value) for r in spark.read.json(out).collect())
+    assert main(["plot", ck, "-o", str(tmp_path / "w.png")]) == 0
+    assert (tmp_path / "w.png").stat().st_size > 0
+    results = sorted((r.key, r.value) for r in spark.read.format("delta").load(out).collect())
     assert results == [("u", 2), ("u", 10), ("v", 4), ("v", 20)]
+    assert any(k.startswith("cli/totals/_delta_log/") for k in s3.keys("cli/"))
