@@ -110,6 +110,7 @@ class Series:
     path: str = "native"
     jvm_options: str = JVM_OPTIONS
     spark: Any = None  # a SparkSession: the reference runs in it (see the module's docstring)
+    env: dict[str, str] = field(default_factory=dict)  # more environment for each run of the job
     records: int = 0
     reference: Reference | None = None
     log_dir: Path = field(init=False)
@@ -126,7 +127,7 @@ class Series:
 
     def run(self, name: str, label: str, fault: str | None = None, kill_after_s: float | None = None) -> Run:
         """Run the job on checkpoint/output/table ``name``; SIGKILL its process group after ``kill_after_s``."""
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **self.env}
         env.pop("LOWWATER_FAULT", None)
         if self.jvm_options:
             env["JDK_JAVA_OPTIONS"] = self.jvm_options
@@ -180,9 +181,12 @@ class Series:
     def staging_tables(self, name: str) -> list[str]:
         return self.psql(f"SELECT tablename FROM pg_tables WHERE tablename ~ '^{name}__stage_[0-9]+$'")
 
+    def _lines(self, name: str) -> list[dict[str, Any]]:
+        return MetricsLog(self.workdir / name / "ck").read()
+
     def accounting(self, name: str, late_rows: int) -> dict[str, Any]:
         """The metrics log against the input: every record counted in, every late record counted late."""
-        lines = MetricsLog(self.workdir / name / "ck").read()
+        lines = self._lines(name)
         rows_in = sum(int(m["rows_in"]) for m in lines)
         rows_late = sum(int(m["rows_late"]) for m in lines)
         return {"rows_in": rows_in, "rows_late": rows_late, "batches": len(lines),
@@ -308,6 +312,34 @@ def _diff(want: list[str], got: list[str]) -> dict[str, Any]:
     extra = sorted(set(got) - set(want))
     return {"expected": len(want), "got": len(got), "missing": missing[:10], "extra": extra[:10],
             "duplicates": len(got) - len(set(got))}
+
+
+
+@dataclass
+class UriSeries(Series):
+    """The series with the whole checkpoint, Spark's and lowwater's, under ``base_uri`` (``hdfs://``,
+    ``s3a://``), the rest as in :class:`Series`. The checks that read the checkpoint read lowwater's
+    batch records through the URI with the session's Hadoop configuration: a URI checkpoint has no
+    appendable ``metrics.jsonl``, and its lines are rebuilt from the records, as
+    ``SparkJob.metrics()`` does. The uninterrupted reference run stays on the local disk."""
+
+    base_uri: str = ""
+
+    def checkpoint(self, name: str) -> str:
+        if name == "clean":  # prepare() reads the reference's checkpoint as files
+            return str(self.workdir / name / "ck")
+        return f"{self.base_uri}/crash/{name}/ck"
+
+    def _lines(self, name: str) -> list[dict[str, Any]]:
+        from lowwater.observe.metrics import lines_from_records
+        from lowwater.spark.state import StateStore
+
+        if name == "clean":
+            return super()._lines(name)
+        return lines_from_records(list(StateStore(self.checkpoint(name), spark=self.spark).batch_records()))
+
+    def batches_done(self, name: str) -> int:
+        return len(self._lines(name))
 
 
 def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
