@@ -14,6 +14,7 @@ raise where it would only warn about a call an object store cannot honour (``hsy
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,6 +33,8 @@ ACCESS_KEY, SECRET_KEY, REGION = "lowwater-test", "lowwater-test-secret", "us-ea
 class S3Server:
     endpoint: str
     bucket: str
+    log: str
+    """The server's log: a line per request (:meth:`requests`)."""
 
     @property
     def uri(self) -> str:
@@ -49,6 +52,13 @@ class S3Server:
             # an hsync on an S3A stream raises, where S3A's default logs a warning on each call
             "downgrade.syncable.exceptions": "false",
         }.items()}
+
+    def requests(self) -> list[str]:
+        """Every request the server has answered so far, as ``"METHOD /path?query"`` (URL-decoded)."""
+        from urllib.parse import unquote
+
+        with open(self.log) as f:
+            return [unquote(m.group(1)) for m in (re.search(r'"([A-Z]+ \S+) HTTP', line) for line in f) if m]
 
     def keys(self, prefix: str = "") -> list[str]:
         """The bucket's object keys under ``prefix``, read with boto3, not through Hadoop."""
@@ -90,7 +100,7 @@ def s3_server(bucket: str = "lowwater-tests", timeout_s: float = 60.0) -> Iterat
                     raise RuntimeError(f"moto's S3 server did not listen within {timeout_s} s "
                                        f"(log: {log.name})") from None
                 time.sleep(0.2)
-        server = S3Server(f"http://127.0.0.1:{port}", bucket)
+        server = S3Server(f"http://127.0.0.1:{port}", bucket, log.name)
         _client(server.endpoint).create_bucket(Bucket=bucket)
         yield server
     finally:

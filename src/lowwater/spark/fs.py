@@ -175,10 +175,20 @@ class HadoopFS:
             stream.close()
 
     def write_atomic(self, path: str, data: bytes, fault_batch: int | None = None) -> None:
+        """Write ``data`` to ``path`` whole or not at all: on a store whose new file appears only
+        when its stream closes (S3A: an object is one PUT, or a multipart upload completed at
+        close; Hadoop's ``fs.capability.outputstream.abortable``), straight to ``path``; elsewhere
+        (HDFS) to a temporary file, synced, then renamed over ``path``. On S3 the rename was a copy
+        and a delete, and the temporary file's creation and the rename's checks about twenty
+        requests in all, for each of the few files a batch writes."""
         p = self._path(path)
         fs = self._fs(p)
-        tmp = self._path(join(path.rsplit("/", 1)[0], f".{path.rsplit('/', 1)[1]}.tmp"))
-        fs.mkdirs(p.getParent())
+        whole_at_close = bool(fs.hasPathCapability(p, "fs.capability.outputstream.abortable"))
+        if whole_at_close:
+            tmp = p
+        else:
+            tmp = self._path(join(path.rsplit("/", 1)[0], f".{path.rsplit('/', 1)[1]}.tmp"))
+            fs.mkdirs(p.getParent())
         out = fs.create(tmp, True)
         # an object store (s3a) has no hsync: its object is written whole at close, and S3A warns
         # at a call (or, with fs.s3a.downgrade.syncable.exceptions=false, raises)
@@ -192,7 +202,9 @@ class HadoopFS:
             sync()
         finally:
             out.close()
-        with contextlib.suppress(Exception):  # a store without permissions (s3a): nothing to restrict
+        if whole_at_close:
+            return
+        with contextlib.suppress(Exception):  # a store without permissions: nothing to restrict
             fs.setPermission(tmp, self._FsPermission("600"))
         fc = self._FileContext.getFileContext(p.toUri(), self.conf)
         options = self.gateway.new_array(self._Rename, 1)

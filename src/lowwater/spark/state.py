@@ -45,6 +45,9 @@ KEEP_BATCH_RECORDS = 1000
 batches of its own offsets and commits)."""
 
 
+_UNREAD = object()
+
+
 class StateStore:
     def __init__(self, checkpoint: str | os.PathLike[str], snapshot_every: int = 20, keep_snapshots: int = 2,
                  spark: Any = None) -> None:
@@ -64,6 +67,11 @@ class StateStore:
         self.keep_snapshots = keep_snapshots
         self._spark = spark
         self._key: StateKey | None = None
+        self._legacy_end: Any = _UNREAD
+        """An end of input that records written before the marker existed say, read once: the engine
+        asks at every batch (:meth:`end_of_input`), and reading every batch record each time cost
+        up to :data:`KEEP_BATCH_RECORDS` reads a batch, two requests each on S3. Only a legacy
+        checkpoint has such records without the marker: this code writes the marker first."""
 
     @property
     def key(self) -> StateKey:
@@ -147,10 +155,11 @@ class StateStore:
         marker: dict[str, Any] | None = self._json(join(self.location, "end_of_input.json"))
         if marker is not None:
             return marker
-        legacy = [r for r in self.batch_records() if r.get("end_of_input")]  # checkpoints before the marker
-        if legacy:
-            return {"step": int(legacy[0]["batch_id"]), "done": "metrics" in legacy[0]}
-        return None
+        if self._legacy_end is _UNREAD:  # checkpoints before the marker: their records say it
+            legacy = [r for r in self.batch_records() if r.get("end_of_input")]
+            self._legacy_end = {"step": int(legacy[0]["batch_id"]), "done": "metrics" in legacy[0]} \
+                if legacy else None
+        return None if self._legacy_end is None else dict(self._legacy_end)
 
     def write_end_of_input(self, marker: dict[str, Any]) -> None:
         self.fs.write_atomic(join(self.location, "end_of_input.json"), json.dumps(marker, sort_keys=True).encode())

@@ -1,0 +1,48 @@
+"""The engine's checkpoint store (``lowwater.spark.state.StateStore``) on a local directory, without
+Spark: what it reads to answer the questions the engine asks at every batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lowwater.spark.fs import LocalFS
+from lowwater.spark.state import StateStore
+
+
+class CountingFS(LocalFS):
+    """The local file system, counting the files read."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+
+    def read(self, path: str) -> bytes | None:
+        self.reads.append(path)
+        return super().read(path)
+
+
+def test_the_end_of_input_is_looked_up_without_reading_every_batch_record_each_time(tmp_path: Path) -> None:
+    """The engine asks for the end-of-input marker at every batch. Without one (a job still reading
+    its input) the store read every batch record each time, for the end a checkpoint from before
+    the marker would record there: up to 1,000 files a batch, two requests each on S3."""
+    store = StateStore(tmp_path / "ck")
+    for b in range(50):
+        store.write_batch_record(b, {"batch_id": b, "end_of_input": False, "metrics": {}})
+    store.fs = counting = CountingFS()
+    for _ in range(10):
+        assert store.end_of_input() is None
+    assert len([p for p in counting.reads if "/batches/" in p]) == 50  # once, not 500
+    assert len([p for p in counting.reads if p.endswith("end_of_input.json")]) == 10
+    store.write_end_of_input({"step": 50, "done": False})
+    assert store.end_of_input() == {"step": 50, "done": False}
+
+
+def test_a_checkpoint_from_before_the_marker_has_its_end_of_input_in_its_batch_records(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "ck")
+    store.write_batch_record(0, {"batch_id": 0, "end_of_input": False, "metrics": {}})
+    store.write_batch_record(1, {"batch_id": 1, "end_of_input": True})  # interrupted: no metrics
+    assert store.end_of_input() == {"step": 1, "done": False}
+    got = store.end_of_input()
+    assert got == {"step": 1, "done": False}
+    got["done"] = True  # a caller's copy
+    assert StateStore(tmp_path / "ck").end_of_input() == {"step": 1, "done": False}
+    assert store.end_of_input() == {"step": 1, "done": False}
