@@ -136,3 +136,23 @@ def test_root_cause_finds_an_exception_python_prints_without_a_message() -> None
             "Traceback (most recent call last):\n  File \"x.py\", line 3, in f\n    raise KeyboardInterrupt\n"
             "KeyboardInterrupt\n")
     assert root_cause(text) == "KeyboardInterrupt"
+
+
+def test_a_failure_says_the_line_of_the_function_that_raised() -> None:
+    """The function's own frame, below lowwater's: where it raised, or called what raised (here
+    ``int``). A traceback's innermost frame would be in the library, not in the user's code."""
+    from lowwater.api import CollectionSource, StreamExecutionEnvironment
+    from lowwater.core.watermarks import WatermarkStrategy
+
+    def parse(e: dict[str, Any]) -> dict[str, Any]:
+        return {**e, "v": int(e["v"])}
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(CollectionSource([[{"ts": 1, "v": "1"}, {"ts": 2, "v": "two"}]]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .map(parse).collect())
+    with pytest.raises(UserFunctionError) as info:
+        env.execute()
+    line = parse.__code__.co_firstlineno + 1
+    assert str(info.value).endswith(f"last completed batch. It raised at {__file__} line {line}, in parse.")
+    assert "invalid literal for int()" in str(info.value)

@@ -338,5 +338,8 @@ def test_a_named_map_that_raises_on_the_keyed_path_is_named(spark: Any, tmp_path
                      .with_timestamp_assigner("ts"))
      .map(inverse).name("amounts").key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
     with pytest.raises(PipelineError, match=r"map 'amounts' \(\S*inverse\) raised ZeroDivisionError: division by "
-                                            r"zero at partition 0, offset 1"):
+                                            r"zero at partition 0, offset 1") as failed:
         SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True, path="keyed").execute(env)
+    # the line of the function, which ran on an executor, whose traceback the driver's error lacks
+    line = inverse.__code__.co_firstlineno + 1
+    assert f"It raised at {__file__} line {line}, in inverse." in str(failed.value)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import traceback
 
 __all__ = [
     "BadRecordError",
@@ -15,6 +17,7 @@ __all__ = [
     "article",
     "blame",
     "blamed",
+    "raised_at",
     "said",
     "shown",
 ]
@@ -138,13 +141,34 @@ class UserFunctionError(LowwaterError):
         where = ""
         if partition is not None:
             where = f" at partition {partition}" + (f", offset {offset}" if offset is not None else "")
+        at = raised_at(cause)
         super().__init__(
             f"user function {function} raised {said(cause)}{where}. "
             "Fix the function and restart; processing resumes from the last completed batch."
+            + (f" It raised at {at}." if at else "")
         )
         self.function = function
         self.partition = partition
         self.offset = offset
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def raised_at(e: BaseException) -> str | None:
+    """Where the user's code raised ``e``, from its traceback: the first frame below lowwater's own,
+    which is the user's function that lowwater called, at the line that raised or called what
+    raised (``/jobs/clicks.py line 17, in parse``). ``None`` for an exception never raised or
+    raised by lowwater alone. On Spark the function ran on an executor, whose traceback the
+    driver's error does not show; a function shipped by value keeps the file name it was
+    defined in."""
+    frames = traceback.extract_tb(e.__traceback__) if e.__traceback__ is not None else []
+    ours = [i for i, f in enumerate(frames) if os.path.abspath(f.filename).startswith(_PACKAGE)]
+    below = frames[ours[-1] + 1:] if ours else []
+    if not below:
+        return None
+    f = below[0]
+    return f"{f.filename} line {f.lineno}, in {f.name}"
 
 
 def blame(e: BaseException, function: str) -> None:
