@@ -8,7 +8,6 @@ is on HDFS (test_hdfs_crash_series.py runs the SIGKILL series there).
 
 from __future__ import annotations
 
-import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from lowwater.spark.kafka import KafkaSource
 from lowwater.spark.sinks.delta import DeltaSink
 from tests.hdfs_server import HdfsCluster
 from tests.kafka_server import KafkaBroker, new_topic, produce
+from tests.spark.real.uri_cli import PIPELINE, run_status_and_plot
 
 pytestmark = pytest.mark.spark
 
@@ -60,50 +60,13 @@ def test_spark_checkpoint_and_a_delta_table_on_hdfs(spark: Any, hdfs: HdfsCluste
     assert "_delta_log" in _hdfs_list(spark, table)
 
 
-PIPELINE = """
-from lowwater.core.watermarks import WatermarkStrategy
-from lowwater.core.windows import TumblingEventTimeWindows
-from lowwater.spark.sinks.files import DirectorySink
-from lowwater.spark.sources import PartitionedLogSource
-
-RUNTIME_OPTIONS = {{"clock": lambda b: 1_000 * b}}
-
-def build(env):
-    source = PartitionedLogSource({log!r}, [("user", "STRING"), ("ts", "BIGINT"), ("n", "BIGINT")],
-                                  max_files_per_trigger=1)
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
-    (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n"){sink})
-"""
-
-
 def test_lowwater_run_status_and_plot_on_a_checkpoint_on_hdfs(
         spark: Any, hdfs: HdfsCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The CLI as a user on a cluster drives it, the checkpoint on HDFS: ``run`` prints each
-    batch's line (there is no metrics.jsonl to tail), ``status`` and ``plot`` read the batch
-    records through the URI (they used to refuse it: "no such directory")."""
+    """The CLI as a user on a cluster drives it, the checkpoint on HDFS: ``status`` and ``plot``
+    used to refuse the URI ("no such directory")."""
     from lowwater.cli import main
-    from lowwater.io import PartitionedLogWriter
 
-    log = tmp_path / "log"
-    writer = PartitionedLogWriter(log, "jsonl")
-    writer.append(0, [{"user": "u", "ts": 1_000 * i, "n": 1} for i in range(12)])
-    writer.append(1, [{"user": "v", "ts": 1_000 * i + 500, "n": 2} for i in range(12)])
-    pipeline = tmp_path / "p.py"
-    pipeline.write_text(textwrap.dedent(PIPELINE.format(log=str(log), sink=".print()")))
-    ck = f"{hdfs.uri}/jobs/cli"
-    assert main(["run", str(pipeline), "--checkpoint", ck]) == 0
-    out = capsys.readouterr().out
-    batches = [x for x in out.splitlines() if re.match(r"\s+\d+\*?\s", x)]
-    assert batches and f"{len(batches)} batches on the native path" in out
-    assert main(["run", str(pipeline), "--checkpoint", ck, "--end-of-input"]) == 0
-    assert f"{ck} holds {len(batches)} batches: resuming from them if they are this pipeline's" in \
-        capsys.readouterr().out
-    assert main(["status", ck]) == 0
-    status = capsys.readouterr().out
-    assert "24 rows in = 24 windowed + 0 late + 0 dead-lettered (balanced)" in status
-    assert "end of input reached" in status
-    assert main(["plot", ck, "-o", str(tmp_path / "w.png")]) == 0
-    assert (tmp_path / "w.png").stat().st_size > 0
+    run_status_and_plot(tmp_path, f"{hdfs.uri}/jobs/cli", ".print()", capsys)
     assert main(["status", f"{hdfs.uri}/jobs/none"]) == 2
     assert "is not a lowwater checkpoint (nothing there)" in capsys.readouterr().err
     from lowwater.spark.fs import checkpoint_fs

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from lowwater.spark.engine import SparkRuntime
 from lowwater.spark.sinks import DirectorySink
 from lowwater.spark.sources import PartitionedLogSource
 from tests.s3_server import S3Server
+from tests.spark.real.uri_cli import run_status_and_plot
 
 pytestmark = pytest.mark.spark
 
@@ -99,47 +99,14 @@ def test_a_pipeline_on_s3_equals_it_on_the_local_disk(spark: Any, s3: S3Server, 
     assert touched and not [r for r in touched if ".tmp" in r]
 
 
-PIPELINE = """
-from lowwater.core.watermarks import WatermarkStrategy
-from lowwater.core.windows import TumblingEventTimeWindows
-from lowwater.spark.sinks.delta import DeltaSink
-from lowwater.spark.sources import PartitionedLogSource
-
-def build(env):
-    source = PartitionedLogSource({log!r}, [("user", "STRING"), ("ts", "BIGINT"), ("n", "BIGINT")],
-                                  max_files_per_trigger=1)
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
-    (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("n")
-     .sink_to(DeltaSink({out!r})))
-"""
-
-
 def test_lowwater_run_and_status_on_a_checkpoint_on_s3(
         spark: Any, s3: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The CLI with ``--checkpoint s3a://...`` and a Delta table in the bucket: ``run`` resumes
     there, ``status`` reads the batch records and the end of input from the bucket, ``plot`` draws
     them."""
-    from lowwater.cli import main
-
-    log = tmp_path / "log"
-    writer = PartitionedLogWriter(log, "jsonl")
-    writer.append(0, [{"user": "u", "ts": 1_000 * i, "n": 1} for i in range(12)])
-    writer.append(1, [{"user": "v", "ts": 1_000 * i + 500, "n": 2} for i in range(12)])
-    ck, out = f"{s3.uri}/cli/checkpoint", f"{s3.uri}/cli/totals"
-    pipeline = tmp_path / "p.py"
-    pipeline.write_text(textwrap.dedent(PIPELINE.format(log=str(log), out=out)))
-    assert main(["run", str(pipeline), "--checkpoint", ck]) == 0
-    printed = capsys.readouterr().out
-    batches = [x for x in printed.splitlines() if re.match(r"\s+\d+\*?\s", x)]
-    assert batches and f"next: lowwater status {ck};" in printed
-    assert main(["run", str(pipeline), "--checkpoint", ck, "--end-of-input"]) == 0
-    assert f"{ck} holds {len(batches)} batches: resuming from them" in capsys.readouterr().out
-    assert main(["status", ck]) == 0
-    status = capsys.readouterr().out
-    assert "24 rows in = 24 windowed + 0 late + 0 dead-lettered (balanced)" in status
-    assert "end of input reached" in status
-    assert main(["plot", ck, "-o", str(tmp_path / "w.png")]) == 0
-    assert (tmp_path / "w.png").stat().st_size > 0
+    out = f"{s3.uri}/cli/totals"
+    printed = run_status_and_plot(tmp_path, f"{s3.uri}/cli/checkpoint", f".sink_to(DeltaSink({out!r}))", capsys)
+    assert f"next: lowwater status {s3.uri}/cli/checkpoint;" in printed
     results = sorted((r.key, r.value) for r in spark.read.format("delta").load(out).collect())
     assert results == [("u", 2), ("u", 10), ("v", 4), ("v", 20)]
     assert any(k.startswith("cli/totals/_delta_log/") for k in s3.keys("cli/"))
