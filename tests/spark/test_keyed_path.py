@@ -928,7 +928,8 @@ def test_a_timer_that_raises_at_the_end_of_input_fails_the_job_as_in_a_batch(spa
     assert str(failed.value) == (
         "the end-of-input step failed: UserFunctionError: user function process function of keyed process "
         "(on_timer) raised ValueError: boom at 50000. Fix the function and restart; processing resumes from the "
-        "last completed batch.")
+        f"last completed batch. It raised at {__file__} line {_TimerRaises.on_timer.__code__.co_firstlineno + 1}, "
+        "in on_timer.")
 
 
 class _Now(KeyedProcessFunction):
