@@ -2,15 +2,18 @@
 
     .venv/bin/python benchmarks/profile_native.py [--keys 100000] [--partitions 4] [--rows 1000000] [--batches 6]
 
-Wraps (without changing) the phases of ``NativeProcessor.run`` and the engine's batch driver:
+Wraps (without changing) the phases of ``NativeProcessor.run`` and the engine's batch driver
+(:func:`timed`; ``tests/test_benchmarks.py`` checks that each still exists):
 
-* ``spark_job``: the grouping-sets aggregation run and collected to the driver as Arrow batches;
-  ``arrow_to_pandas``: the rest of ``toPandas`` (Arrow to a pandas frame);
-* ``merge``, ``fire``, ``cleanup``: the driver-side window state (pandas/NumPy);
-* ``late_rows`` / ``late_allowed``: the extra Spark jobs for late rows (0 when there are none);
-* ``state_commit``: pickling and writing the state delta or snapshot (fsync included);
-* ``sinks``: handing results to the sinks; ``batch_record``: the batch log and ``state_bytes``;
-* ``foreach_batch``: the whole ``foreachBatch`` call; ``trigger``: Spark's whole micro-batch.
+* ``partials``: the batch's Spark job, which parses, assigns windows, aggregates per (key, window)
+  and writes the partials to the window store;
+* ``fires`` / ``late_fires``: reading the firing starts' partials and aggregating them (and the
+  re-firings for allowed lateness), by Spark; ``store_delete``: a start's files past its cleanup;
+* ``state_commit``: the driver's JSON state (watermarks, open starts, totals);
+* ``sinks``: handing the results, late and dead-letter frames to the sinks; ``batch_record``: the
+  batch log and ``state_bytes``;
+* ``processor_other``: the rest of ``NativeProcessor.run``; ``foreach_batch``: the whole
+  ``foreachBatch`` call; ``trigger``: Spark's whole micro-batch.
 
 Prints JSON: per-phase medians over the steady-state batches (the first is left out).
 """
@@ -60,25 +63,27 @@ def _wrap(owner: Any, attr: str, phase: str) -> Callable[[], None]:
     return lambda: setattr(owner, attr, original)
 
 
-def install() -> list[Callable[[], None]]:
-    from pyspark.sql.classic.dataframe import DataFrame
-    from pyspark.sql.pandas.conversion import PandasConversionMixin
+def timed() -> list[tuple[Any, str, str]]:
+    """``(owner, attribute, phase)`` for each function :func:`install` wraps."""
+    from lowwater.spark import engine, native, state, window_store
 
-    from lowwater.spark import engine, native, state
-
-    undo = [
-        _wrap(DataFrame, "toPandas", "to_pandas"),
-        _wrap(PandasConversionMixin, "_collect_as_arrow", "spark_job"),
-        _wrap(native.NativeProcessor, "_merge", "merge"),
-        _wrap(native.NativeProcessor, "_fire", "fire"),
-        _wrap(native.NativeProcessor, "_cleanup", "cleanup"),
-        _wrap(native.NativeProcessor, "_late_allowed", "late_allowed"),
-        _wrap(native.NativeProcessor, "_rows", "late_rows"),
-        _wrap(native.NativeProcessor, "run", "processor_run"),
-        _wrap(state.StateStore, "commit", "state_commit"),
-        _wrap(state.StateStore, "size_bytes", "state_size_bytes"),
-        _wrap(state.StateStore, "write_batch_record", "batch_record"),
+    return [
+        (native.NativeProcessor, "_write_partials", "partials"),
+        (native.NativeProcessor, "_fires", "fires"),
+        (native.NativeProcessor, "_late_fires", "late_fires"),
+        (native.NativeProcessor, "run", "processor_run"),
+        (window_store.WindowStore, "delete", "store_delete"),
+        (state.StateStore, "commit_json", "state_commit"),
+        (state.StateStore, "size_bytes", "state_bytes"),
+        (state.StateStore, "write_batch_record", "batch_record"),
+        (engine, "_deliver", "sinks"),
     ]
+
+
+def install() -> list[Callable[[], None]]:
+    from lowwater.spark import engine
+
+    undo = [_wrap(owner, attr, phase) for owner, attr, phase in timed()]
     original = engine._BatchDriver.on_batch
 
     def on_batch(self: Any, df: Any, batch_id: int) -> None:
@@ -108,10 +113,8 @@ def profile(spark: Any, keys: int, partitions: int, rows: int, batches: int, wor
             u()
     for pb, t in zip(PER_BATCH, times, strict=False):
         pb["trigger"] = t["ms"]
-        pb["arrow_to_pandas"] = round(pb.get("to_pandas", 0) - pb.get("spark_job", 0), 1)
-        derived = pb.get("processor_run", 0) - pb.get("to_pandas", 0) - pb.get("merge", 0) - pb.get("fire", 0) \
-            - pb.get("cleanup", 0) - pb.get("late_allowed", 0) - pb.get("late_rows", 0)
-        pb["processor_other"] = round(derived, 1)
+        inside = ("partials", "fires", "late_fires", "store_delete")
+        pb["processor_other"] = round(pb.get("processor_run", 0) - sum(pb.get(k, 0) for k in inside), 1)
         pb["spark_outside_foreach_batch"] = round(t["ms"] - pb["foreach_batch"], 1)
     steady = PER_BATCH[1:] or PER_BATCH
     names = sorted({k for pb in steady for k in pb})
