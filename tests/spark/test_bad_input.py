@@ -343,3 +343,40 @@ def test_a_named_map_that_raises_on_the_keyed_path_is_named(spark: Any, tmp_path
     # the line of the function, which ran on an executor, whose traceback the driver's error lacks
     line = inverse.__code__.co_firstlineno + 1
     assert f"It raised at {__file__} line {line}, in inverse." in str(failed.value)
+
+
+@pytest.mark.parametrize("trigger", ["available_now", "200 ms"])
+def test_a_failed_query_raises_the_line_that_names_the_cause_not_the_jvms_trace(
+        spark: Any, tmp_path: Path, trigger: str) -> None:
+    """``execute`` (``available_now``) and ``await_termination`` (a processing-time trigger) raise a
+    QueryFailedError whose message names the function and the record. The processing-time job's
+    ``await_termination`` raised PySpark's StreamingQueryException itself, whose printed trace ends
+    on a logical plan; ``execute`` chained it under its error (about 110 lines of JVM trace, which
+    Spark's log has printed already). The exception stays on ``query_exception``."""
+    import traceback
+
+    from pyspark.errors import StreamingQueryException
+
+    from lowwater.core.errors import QueryFailedError
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1},
+                                                  {"key": "a", "ts": 2000, "value": 0}])
+
+    def inverse(e: dict[str, Any]) -> dict[str, Any]:
+        return {**e, "value": 1 / e["value"]}
+
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(log, FIELDS), WatermarkStrategy.for_bounded_out_of_orderness(0)
+                     .with_timestamp_assigner("ts"))
+     .map(inverse).key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
+    runtime = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger=trigger, path="keyed")
+    with pytest.raises(QueryFailedError) as failed:
+        runtime.execute(env).await_termination(120)
+    said = str(failed.value)
+    assert said.startswith("the streaming query failed: UserFunctionError: user function map "), said
+    assert "raised ZeroDivisionError: division by zero at partition 0, offset 1" in said
+    assert isinstance(failed.value.query_exception, StreamingQueryException)
+    assert failed.value.__cause__ is None and failed.value.__suppress_context__
+    printed = "".join(traceback.format_exception(failed.value))
+    assert len(printed.splitlines()) < 25 and "at org.apache.spark" not in printed, printed

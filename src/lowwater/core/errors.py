@@ -13,6 +13,7 @@ __all__ = [
     "MonotonyViolationError",
     "OutputSchemaError",
     "PipelineError",
+    "QueryFailedError",
     "UserFunctionError",
     "article",
     "blame",
@@ -42,6 +43,20 @@ class ConfigurationError(LowwaterError, ValueError):
 
 class PipelineError(LowwaterError):
     """The pipeline is wired in a way that cannot run (for example a window without a key)."""
+
+
+class QueryFailedError(PipelineError):
+    """A Spark streaming query failed. The message is the line that names the cause (a user
+    function's failure says its record and its line) and a hint where lowwater knows one.
+
+    The failure as Spark raised it, a ``StreamingQueryException`` whose text holds the JVM's and
+    the Python workers' traces, is :attr:`query_exception`. It is not chained: Spark's log has
+    printed that trace already, and chained it printed about a hundred lines more under the one
+    that says what failed."""
+
+    def __init__(self, message: str, query_exception: BaseException) -> None:
+        super().__init__(message)
+        self.query_exception = query_exception
 
 
 class OutputSchemaError(PipelineError):

@@ -31,10 +31,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lowwater.core.clock import Clock, SystemClock
-from lowwater.core.errors import ConfigurationError, LowwaterError, PipelineError, UserFunctionError, said
+from lowwater.core.errors import (
+    ConfigurationError,
+    LowwaterError,
+    PipelineError,
+    QueryFailedError,
+    UserFunctionError,
+    said,
+)
 from lowwater.core.failures import hint_for, root_cause
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.field_check import check_field_names
@@ -61,6 +68,8 @@ if TYPE_CHECKING:
     from lowwater.metrics.accounting import Accounting
 
 __all__ = ["SparkJob", "SparkRuntime", "query_name"]
+
+_T = TypeVar("_T")
 
 log = logging.getLogger("lowwater.spark")
 PathChoice = Literal["auto", "native", "executor", "keyed", "general"]
@@ -100,6 +109,19 @@ def wait_for(query: StreamingQuery, stop: Callable[[], bool], timeout_s: float |
     return False
 
 
+def _awaited(wait: Callable[[], _T]) -> _T:
+    """``wait()``, a wait on a query, with the query's failure (a ``StreamingQueryException``, or
+    py4j's error when the JVM is gone) raised as a :class:`QueryFailedError`."""
+    try:
+        return wait()
+    except LowwaterError:
+        raise
+    except Exception as e:
+        hint = hint_for(e)
+        raise QueryFailedError(f"the streaming query failed: {root_cause(e)}" + (f"; hint: {hint}" if hint else ""),
+                               e) from None
+
+
 @dataclass
 class SparkJob:
     """A running (or finished) lowwater query on Spark."""
@@ -111,7 +133,8 @@ class SparkJob:
     history: list[int] = field(default_factory=list)
 
     def await_termination(self, timeout_s: float | None = None) -> bool | None:
-        """Wait until the query ends (or ``timeout_s`` passes: then ``False``), and raise its failure.
+        """Wait until the query ends (or ``timeout_s`` passes: then ``False``), and raise its failure
+        (a :class:`QueryFailedError`, as :meth:`SparkRuntime.execute` raises it for ``available_now``).
 
         Ctrl-C (SIGINT) while waiting in the main thread stops the query first, then raises
         ``KeyboardInterrupt``; SIGTERM (where no handler of the program's own is set) stops it,
@@ -121,12 +144,13 @@ class SparkJob:
         the next start, as after any stop."""
         if self.query is None:
             return True
+        query = self.query
         if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
-            return self.query.awaitTermination(None if timeout_s is None else int(timeout_s))
+            return _awaited(lambda: query.awaitTermination(None if timeout_s is None else int(timeout_s)))
         received: list[int] = []
         taken = [signal.SIGINT] + ([signal.SIGTERM] if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else [])
         with signals_caught(taken, received):
-            if wait_for(self.query, lambda: bool(received), timeout_s):
+            if _awaited(lambda: wait_for(query, lambda: bool(received), timeout_s)):
                 return True
             if not received:
                 return False
@@ -350,15 +374,10 @@ class SparkRuntime:
             writer = writer.trigger(availableNow=True)
             query = writer.start()
             job.query = query
-            try:  # poll, so that a stop request (Ctrl-C in the CLI) is seen between py4j calls
-                while not query.awaitTermination(1):
-                    if self.stop_requested.is_set():
-                        query.stop()
-                        return job
-            except Exception as e:  # StreamingQueryException: say what failed, not the JVM's trace
-                hint = hint_for(e)
-                raise PipelineError(f"the streaming query failed: {root_cause(e)}"
-                                    + (f"; hint: {hint}" if hint else "")) from e
+            # poll, so that a stop request (Ctrl-C in the CLI) is seen between py4j calls
+            if not _awaited(lambda: wait_for(query, self.stop_requested.is_set)):
+                query.stop()
+                return job
             if self.end_of_input and not self.stop_requested.is_set():
                 driver.finish()
         else:
