@@ -323,9 +323,9 @@ def test_a_signal_in_a_scripts_await_termination_stops_the_query_first(tmp_path:
     # print its own EOFError and BrokenPipeError when a stopped query closes its socket (CI, session 40)
 
 
-def test_a_named_map_that_raises_on_the_keyed_path_is_named(spark: Any, tmp_path: Path) -> None:
-    """``.name("amounts")`` (PyFlink's) or ``map(fn, "amounts")``: the keyed path's failure said the
-    function only; the reference runtime and the general path say the name too."""
+def _inverse_job(tmp_path: Path, name: str | None = None) -> tuple[StreamExecutionEnvironment, Any]:
+    """A pipeline whose map (given ``name``) raises at the log's second record (partition 0,
+    offset 1), and the map (nested, so that it is pickled by value for the executors)."""
     log = tmp_path / "log"
     PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1},
                                                   {"key": "a", "ts": 2000, "value": 0}])
@@ -334,9 +334,18 @@ def test_a_named_map_that_raises_on_the_keyed_path_is_named(spark: Any, tmp_path
         return {**e, "value": 1 / e["value"]}
 
     env = StreamExecutionEnvironment()
-    (env.from_source(PartitionedLogSource(log, FIELDS), WatermarkStrategy.for_bounded_out_of_orderness(0)
-                     .with_timestamp_assigner("ts"))
-     .map(inverse).name("amounts").key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
+    mapped = (env.from_source(PartitionedLogSource(log, FIELDS), WatermarkStrategy.for_bounded_out_of_orderness(0)
+                              .with_timestamp_assigner("ts")).map(inverse))
+    if name is not None:
+        mapped = mapped.name(name)
+    mapped.key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect()
+    return env, inverse
+
+
+def test_a_named_map_that_raises_on_the_keyed_path_is_named(spark: Any, tmp_path: Path) -> None:
+    """``.name("amounts")`` (PyFlink's) or ``map(fn, "amounts")``: the keyed path's failure said the
+    function only; the reference runtime and the general path say the name too."""
+    env, inverse = _inverse_job(tmp_path, "amounts")
     with pytest.raises(PipelineError, match=r"map 'amounts' \(\S*inverse\) raised ZeroDivisionError: division by "
                                             r"zero at partition 0, offset 1") as failed:
         SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True, path="keyed").execute(env)
@@ -359,17 +368,7 @@ def test_a_failed_query_raises_the_line_that_names_the_cause_not_the_jvms_trace(
 
     from lowwater.core.errors import QueryFailedError
 
-    log = tmp_path / "log"
-    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1000, "value": 1},
-                                                  {"key": "a", "ts": 2000, "value": 0}])
-
-    def inverse(e: dict[str, Any]) -> dict[str, Any]:
-        return {**e, "value": 1 / e["value"]}
-
-    env = StreamExecutionEnvironment()
-    (env.from_source(PartitionedLogSource(log, FIELDS), WatermarkStrategy.for_bounded_out_of_orderness(0)
-                     .with_timestamp_assigner("ts"))
-     .map(inverse).key_by("key").window(TumblingEventTimeWindows.of(10_000)).count().collect())
+    env, _ = _inverse_job(tmp_path)
     runtime = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger=trigger, path="keyed")
     with pytest.raises(QueryFailedError) as failed:
         runtime.execute(env).await_termination(120)
