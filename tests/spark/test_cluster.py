@@ -1,6 +1,6 @@
-"""A native-path pipeline on a Spark standalone cluster (one master, one worker, 1 core each, on
-127.0.0.1), submitted with ``spark-submit``, equals the same job run locally (in-process, on the
-test session's local master).
+"""A native-path pipeline (through ``lowwater run``) and a keyed-path one (``cluster_job.py``) on a
+Spark standalone cluster (one master, one worker, 1 core each, on 127.0.0.1), submitted with
+``spark-submit``, equal the same jobs run locally (in-process, on the test session's local master).
 
 The master, the worker and the application's JVMs run C1 only with the serial GC
 (``crash_series.JVM_OPTIONS``): the JIT has no part in what is tested."""
@@ -125,7 +125,8 @@ def _rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in df.drop("window").collect())
 
 
-def test_pipelines_on_a_standalone_cluster_equal_the_local_run(cluster: str, spark: Any, tmp_path: Path) -> None:
+def test_a_keyed_path_pipeline_on_a_standalone_cluster_equals_the_local_run(
+        cluster: str, spark: Any, tmp_path: Path) -> None:
     """cluster_job.py's ``sessions`` pipeline: session windows on a Python key selector, per key on
     the executors (the keyed path). Its ``native`` pipeline runs on the cluster in the test below,
     through ``lowwater run``: submitting it here too took about 30 s of CI's time."""
