@@ -34,6 +34,7 @@ def test_a_field_the_source_does_not_declare_is_refused_before_the_run(
     with pytest.raises(ConfigurationError, match="names a field that PartitionedLogSource does not declare") as e:
         ReferenceRuntime().execute(env)
     assert what in str(e.value)
+    assert str(e.value).endswith("or declare the field in the source's value_fields")
     assert (f"did you mean {hint}?" in str(e.value)) if hint else "did you mean" not in str(e.value)
 
 

@@ -97,6 +97,22 @@ def test_a_batch_dataframe_is_refused_before_the_query_starts(spark: Any, tmp_pa
     assert not (tmp_path / "ck").exists(), "refused before anything ran"
 
 
+def test_a_key_that_is_no_column_says_to_add_the_column_not_to_declare_value_fields(
+        spark: Any, tmp_path: Path) -> None:
+    """A DataFrameSource's fields are its DataFrame's columns: the advice to "declare the field in the
+    source's value_fields" named a parameter it does not have."""
+    df = _stream(spark, tmp_path / "in", [[(0, 0, _at(0), "ann", 1)]])
+    env = StreamExecutionEnvironment()
+    (env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0))
+     .key_by("usr").window(TumblingEventTimeWindows.of(1000)).sum("amount").collect())
+    with pytest.raises(ConfigurationError, match='key_by\\("usr"\\) names a field that DataFrameSource') as e:
+        SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    assert 'did you mean "user"?' in str(e.value)
+    assert str(e.value).endswith("add the column to the source's DataFrame (withColumn)")
+    assert "value_fields" not in str(e.value)
+
+
 @pytest.mark.parametrize(("partition", "shown"), [
     ("p", "null"), (-1, "-1"), (2**31, "2147483648"),
 ])

@@ -88,5 +88,14 @@ def check_field_names(pipeline: PipelineLike) -> None:
         hint = f'; did you mean "{close[0]}"?' if close else ""
         raise ConfigurationError(
             "fields", f"{what} names a field that {type(source.source).__name__} does not declare; "
-            f"its fields are {', '.join(declared) or '(none)'}{hint} Fix the name, or declare the field "
-            "in the source's value_fields")
+            f"its fields are {', '.join(declared) or '(none)'}{hint} Fix the name, or {_how_to_declare(source.source)}")
+
+
+def _how_to_declare(source: object) -> str:
+    """How a field is added to ``source``: in its ``value_fields`` (the log's, Kafka's), as a column of
+    its DataFrame (a ``DataFrameSource``, whose fields are the DataFrame's columns), or by its ``fields()``."""
+    if hasattr(source, "value_fields"):
+        return "declare the field in the source's value_fields"
+    if hasattr(source, "df"):
+        return "add the column to the source's DataFrame (withColumn)"
+    return "make the source declare the field (its fields())"
