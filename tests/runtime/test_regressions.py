@@ -58,3 +58,19 @@ def test_a_failing_reduce_names_the_partition_and_offset() -> None:
     with pytest.raises(UserFunctionError) as info:
         env.execute(clock=ManualClock(0))
     assert info.value.partition == 0 and info.value.offset == 1
+
+
+@pytest.mark.parametrize("by", ["field", "function", "tuple"])
+def test_a_nan_key_is_one_key_and_negative_zero_is_zero(by: str) -> None:
+    """A NaN is not equal to itself: each record's NaN was a key of its own (a window and a result
+    per record), where Flink's ``Double.equals`` and Spark's grouping (the native path) make it one
+    key. ``-0.0`` and ``0.0`` are one key ``0.0``, as Spark's grouping makes them."""
+    values = [float("nan"), -0.0, 0.0, float("nan"), 1.5, -0.0, float("nan")]
+    env = StreamExecutionEnvironment()
+    s = env.from_source(CollectionSource([[{"k": k, "ts": i, "value": 1} for i, k in enumerate(values)]]), BY_TS)
+    key: Any = {"field": "k", "function": lambda e: e["k"], "tuple": lambda e: ("x", (e["k"],))}[by]
+    sink = s.key_by(key).window(TumblingEventTimeWindows.of(1000)).sum("value").collect()
+    env.execute(clock=ManualClock(0))
+    got = sorted((repr(r.key), r.value) for r in sink.results)
+    shown = {"field": repr, "function": repr, "tuple": lambda v: repr(("x", (v,)))}[by]
+    assert got == sorted([(shown(float("nan")), 3), (shown(0.0), 3), (shown(1.5), 1)])

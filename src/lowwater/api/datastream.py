@@ -92,13 +92,34 @@ def _function(fn: object, method: str) -> Callable[..., Any]:
     return fn
 
 
+_NAN = float("nan")
+"""The one NaN every key's NaN becomes (:func:`canonical_key`)."""
+
+
+def canonical_key(key: Any) -> Any:
+    """``key`` as the one object every equal key is: a float NaN is :data:`_NAN` (a NaN is not equal to
+    itself, so each record's NaN was a key of its own in a Python dict, a window per record) and
+    ``-0.0`` is ``0.0`` (one key, where it was one only when the keyed path's buckets put them
+    together), in a tuple as well. Spark's grouping does the same to a key column (the native path),
+    so every path groups alike; Flink's ``Double.equals`` makes NaN one key too, but ``-0.0`` and
+    ``0.0`` two (docs/semantics.md)."""
+    t = type(key)
+    if t is float:
+        return _NAN if key != key else 0.0 if key == 0.0 else key
+    if t is tuple and any(type(k) is float or type(k) is tuple for k in key):
+        return tuple(canonical_key(k) for k in key)
+    return key
+
+
 def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: str = "field") -> Callable[[Any], Any]:
     """A function from a field name (dict key or attribute) or a function.
 
     A record where the field is missing or null, or for which the function returns None, raises
     :class:`BadRecordError` (``missing <what> (<name>)``): it goes to the dead-letter output, as the
     semantics table says of a record with no key (Flink's job would fail on the null key; windows
-    and state under the key ``None`` gathered every such record without a word)."""
+    and state under the key ``None`` gathered every such record without a word). A key (``what``
+    ``"key"``) is returned as :func:`canonical_key` makes it."""
+    canonical = canonical_key if what == "key" else None
     if callable(selector):
         fn = selector
         missing = BadRecordError.missing(what, getattr(fn, "__qualname__", type(fn).__name__))
@@ -108,7 +129,7 @@ def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: 
             k = fn(e)
             if k is None:
                 raise BadRecordError(missing)
-            return k
+            return k if canonical is None else canonical(k)
 
         return keyed
     if not isinstance(selector, str):
@@ -120,7 +141,7 @@ def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: 
         v = e.get(name) if isinstance(e, dict) else getattr(e, name, None)
         if v is None:
             raise BadRecordError(reason)
-        return v
+        return v if canonical is None else canonical(v)
 
     get.__qualname__ = f"field {name!r}"
     get.field_name = name  # type: ignore[attr-defined]  # lets engines read it as a column
