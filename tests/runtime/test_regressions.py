@@ -74,3 +74,23 @@ def test_a_nan_key_is_one_key_and_negative_zero_is_zero(by: str) -> None:
     got = sorted((repr(r.key), r.value) for r in sink.results)
     shown = {"field": repr, "function": repr, "tuple": lambda v: repr(("x", (v,)))}[by]
     assert got == sorted([(shown(float("nan")), 3), (shown(0.0), 3), (shown(1.5), 1)])
+
+
+@pytest.mark.parametrize("order", [[1.0, float("nan"), 2.0], [float("nan"), 2.0, 1.0], [2.0, 1.0, float("nan")]])
+def test_a_nan_value_is_the_max_and_never_the_min_wherever_it_comes(order: list[float]) -> None:
+    """Java's ``Double.compareTo`` (Flink's aggregators) and Spark's ``max``/``min`` (the native
+    path) put NaN above every number; Python's ``>`` is False both ways, so a NaN was the max only
+    when it came first, and the min then too."""
+    from lowwater.core.windows.aggregations import Max, Min
+
+    got = {}
+    for agg in (Max("v"), Min("v")):
+        acc = agg.create_accumulator()
+        for v in order:
+            acc = agg.add({"v": v}, acc)
+        halves = [agg.create_accumulator(), agg.create_accumulator()]
+        for i, v in enumerate(order):
+            halves[i % 2] = agg.add({"v": v}, halves[i % 2])
+        merged = agg.merge(halves[0], halves[1])
+        got[agg.name] = (repr(agg.get_result(acc)), repr(agg.get_result(merged)))
+    assert got == {"max": ("nan", "nan"), "min": ("1.0", "1.0")}

@@ -107,6 +107,16 @@ class Count(BuiltinAggregate):
         return a + b
 
 
+def _above(a: Any, b: Any) -> bool:
+    """``a > b``, with a float NaN above every other value and equal to a NaN, as Java's
+    ``Double.compareTo`` orders them (Flink's ``max``/``min`` aggregators) and Spark's ``max`` and
+    ``min`` do (the native path). Python's ``>`` is False both ways with a NaN, so the result
+    depended on where in the window the NaN came."""
+    if a != a:  # a NaN (only a NaN is not equal to itself)
+        return b == b
+    return bool(a > b)
+
+
 class Min(BuiltinAggregate):
     """The smallest value."""
 
@@ -117,13 +127,13 @@ class Min(BuiltinAggregate):
 
     def add(self, value: Any, accumulator: Any) -> Any:
         v = self.value_of(value)
-        return v if accumulator is None or v < accumulator else accumulator
+        return v if accumulator is None or _above(accumulator, v) else accumulator
 
     def get_result(self, accumulator: Any) -> Any:
         return accumulator
 
     def merge(self, a: Any, b: Any) -> Any:
-        return b if a is None else a if b is None else min(a, b)
+        return b if a is None else a if b is None else b if _above(a, b) else a
 
 
 class Max(BuiltinAggregate):
@@ -136,13 +146,13 @@ class Max(BuiltinAggregate):
 
     def add(self, value: Any, accumulator: Any) -> Any:
         v = self.value_of(value)
-        return v if accumulator is None or v > accumulator else accumulator
+        return v if accumulator is None or _above(v, accumulator) else accumulator
 
     def get_result(self, accumulator: Any) -> Any:
         return accumulator
 
     def merge(self, a: Any, b: Any) -> Any:
-        return b if a is None else a if b is None else max(a, b)
+        return b if a is None else a if b is None else b if _above(b, a) else a
 
 
 class Avg(BuiltinAggregate):
