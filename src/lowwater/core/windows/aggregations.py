@@ -113,7 +113,7 @@ def _above(a: Any, b: Any) -> bool:
     ``min`` do (the native path). Python's ``>`` is False both ways with a NaN, so the result
     depended on where in the window the NaN came."""
     if a != a:  # a NaN (only a NaN is not equal to itself)
-        return b == b
+        return bool(b == b)
     return bool(a > b)
 
 
