@@ -555,13 +555,14 @@ def test_the_late_output_has_the_native_path_s_columns(spark: Any, tmp_path: Pat
 
 
 @pytest.mark.parametrize(("aggregate", "field"), [("max", "d"), ("min", "f")])
-def test_a_built_in_aggregates_results_have_the_native_path_s_types_on_the_keyed_path(
+def test_a_built_in_aggregates_results_have_the_native_path_s_types_on_the_keyed_and_general_paths(
     spark: Any, tmp_path: Path, aggregate: str, field: str,
 ) -> None:
-    """The same window's results have the same columns and types on both paths: an INT key an INT,
+    """The same window's results have the same columns and types on every path: an INT key an INT,
     the maximum of a ``DECIMAL(10,2)`` a ``DECIMAL(10,2)``, the minimum of a FLOAT a FLOAT.
-    They were the Python values' types on the keyed path (BIGINT, ``DECIMAL(38,2)``, DOUBLE),
-    so a table the native path made refused them once the window moved to the keyed path."""
+    They were the Python values' types on the keyed path (BIGINT, ``DECIMAL(38,2)``, DOUBLE) until
+    session 34, and on the general path (a processing-time or count window's) until session 44,
+    so a table the native path made refused them once the window moved off the native path."""
     from lowwater.spark.sinks import DirectorySink
 
     batches = [[{"k": 1, "ts": 100, "d": Decimal("10.25"), "f": 0.5}, {"k": 2, "ts": 200, "d": Decimal("-3.5"),
@@ -571,7 +572,7 @@ def test_a_built_in_aggregates_results_have_the_native_path_s_types_on_the_keyed
     BatchFilesSource.write(tmp_path / "in", batches)
     fields = [("k", "INT"), ("ts", "BIGINT"), ("d", "DECIMAL(10,2)"), ("f", "FLOAT")]
     frames = {}
-    for path in ("native", "keyed"):
+    for path in ("native", "keyed", "general"):
         env = StreamExecutionEnvironment()
         window = (env.from_source(BatchFilesSource(tmp_path / "in", fields, [0]),
                                   WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
@@ -582,13 +583,14 @@ def test_a_built_in_aggregates_results_have_the_native_path_s_types_on_the_keyed
                            end_of_input=True).execute(env)
         assert job.path == path, job.reason
         frames[path] = spark.read.parquet(str(tmp_path / path / "batch=*"))
-    native, keyed = frames["native"], frames["keyed"]
-    assert keyed.dtypes == native.dtypes, (keyed.dtypes, native.dtypes)
-    assert dict(keyed.dtypes)["key"] == "int"
-    assert dict(keyed.dtypes)["value"] == {"max": "decimal(10,2)", "min": "float"}[aggregate]
+    native = frames["native"]
+    for path in ("keyed", "general"):
+        assert frames[path].dtypes == native.dtypes, (path, frames[path].dtypes, native.dtypes)
+    assert dict(native.dtypes)["key"] == "int"
+    assert dict(native.dtypes)["value"] == {"max": "decimal(10,2)", "min": "float"}[aggregate]
     columns = ["key", "window_start", "window_end", "value", "fire_index"]
     got = {path: sorted(tuple(r) for r in df.select(*columns).collect()) for path, df in frames.items()}
-    assert got["keyed"] == got["native"], got
+    assert got["keyed"] == got["native"] == got["general"], got
     assert len(got["keyed"]) == 3, got
 
 

@@ -35,6 +35,7 @@ from lowwater.graph.transformations import (
 from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.records import LateRecord, Record
 from lowwater.spark.json_rows import JsonFrames, element_seed, late_document, settled_rows
+from lowwater.spark.keyed import window_result_seed
 from lowwater.spark.native import unparsed_dead_letter
 from lowwater.spark.outputs import Output
 from lowwater.spark.sinks.base import DataFrameSink
@@ -240,12 +241,17 @@ class GeneralProcessor:
         kept = job.kept.get(key)
         from pyspark.sql.types import StructType
 
-        fields = _source_fields(up.inputs[0]) if late and self.schema is not None else None
+        seed = None
+        window = up.inputs[0] if late else up
+        fields = _source_fields(window) if self.schema is not None and isinstance(window, WindowTransformation) \
+            else None
+        if fields is not None and self.schema is not None:  # a window fed straight from its sources
+            seed = element_seed(self.schema, fields, timestamps=False) if late else \
+                window_result_seed(window, self.schema, timestamps=False)  # typed as the native path's
         df, schema = settled_rows(self.spark, values, self.frames,
                                   None if kept is None else StructType.fromJson(json.loads(kept)),
                                   describe_output(t), batch_id, late=late, late_source=len(self.sources) > 1,
-                                  seed=None if fields is None or self.schema is None else
-                                  element_seed(self.schema, fields, timestamps=False))
+                                  seed=seed)
         if schema is not None:
             job.kept[key] = schema.json()
         return Output(df, lambda _: rows, collected=rows)

@@ -117,7 +117,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["KeyedOutput", "KeyedPlan", "KeyedProcessor", "KeyedState", "keyed_plan"]
+__all__ = ["KeyedOutput", "KeyedPlan", "KeyedProcessor", "KeyedState", "keyed_plan", "window_result_seed"]
 
 FORMAT = 2
 """2: lanes are (source, partition), several sources and two inputs (1: one source)."""
@@ -1152,30 +1152,11 @@ class KeyedProcessor:
         return element_seed(df.schema, [f for b in self.plan.branches for f in b.source.fields()])
 
     def _result_seed(self, df: DataFrame | None) -> StructType | None:
-        """The window's results typed as the native path types the same window's (its key the key
-        field's type, its value :func:`~lowwater.spark.native_sql.sql_of`'s), for a built-in aggregate
-        of a field, keyed by a field, fed straight from its sources. Without it the results' types
-        were the values' own: an INT key or maximum a BIGINT, a FLOAT minimum a DOUBLE, a
-        ``DECIMAL(10,2)`` maximum a ``DECIMAL(38,2)``, so a table the native path had made refused the
-        same window's results once a count trigger or a session window moved it to this path."""
-        from pyspark.sql.types import DataType, IntegerType, LongType, StructField, StructType
-
-        t = self.plan.operator
-        if df is None or not self.plan.direct or not isinstance(t, WindowTransformation) or t.window_function:
+        """The window's results typed as the native path types them (:func:`window_result_seed`),
+        where the window is fed straight from its sources."""
+        if df is None or not self.plan.direct:
             return None
-        agg = t.contents.function if isinstance(t.contents, AggregatingContents) else None
-        key = getattr(t.key_selector, "field_name", None)
-        names = set(df.schema.fieldNames())
-        if not isinstance(agg, BuiltinAggregate) or key not in names or (
-                agg.field not in names if agg.field is not None else not isinstance(agg, Count)):
-            return None
-        value = "bigint" if agg.field is None else df.schema[agg.field].dataType.simpleString()
-        wanted = StructType([StructField("key", df.schema[key].dataType), StructField("window_start", LongType()),
-                             StructField("window_end", LongType()),
-                             StructField("value", DataType.fromDDL(sql_of(agg.name)(value).value_type)),
-                             StructField("fire_index", IntegerType())])
-        seed = element_seed(wanted, wanted.fieldNames())
-        return seed if seed is not None and seed.fieldNames() == wanted.fieldNames() else None
+        return window_result_seed(self.plan.operator, df.schema)
 
     def _outputs(self, st: KeyedState, stage_b: DataFrame, kinds: dict[str, int], stats: list[dict[str, Any]],
                  batch_id: int, late_seed: StructType | None = None, result_seed: StructType | None = None
@@ -1220,3 +1201,32 @@ class KeyedProcessor:
             return made[kind]
 
         return [output("result" if tag is None else f"side:{tags.index(tag)}") for tag in self.plan.outputs]
+
+
+def window_result_seed(t: Any, schema: StructType, timestamps: bool = True) -> StructType | None:
+    """The results of the window ``t`` typed as the native path types the same window's (its key
+    the key field's type in ``schema``, the sources' columns; its value
+    :func:`~lowwater.spark.native_sql.sql_of`'s), for a built-in aggregate of a field, keyed by a
+    field, of a window fed straight from its sources (the caller knows that). Without it the
+    results' types were the values' own: an INT key or maximum a BIGINT, a FLOAT minimum a DOUBLE,
+    a ``DECIMAL(10,2)`` maximum a ``DECIMAL(38,2)``, a BINARY key base64 text, so a table the native
+    path had made refused the same window's results once a count trigger, a session window (the
+    keyed path) or a processing-time or count window (the general path) moved it. ``timestamps``:
+    as :func:`~lowwater.spark.json_rows.element_seed`'s."""
+    from pyspark.sql.types import DataType, IntegerType, LongType, StructField, StructType
+
+    if not isinstance(t, WindowTransformation) or t.window_function:
+        return None
+    agg = t.contents.function if isinstance(t.contents, AggregatingContents) else None
+    key = getattr(t.key_selector, "field_name", None)
+    names = set(schema.fieldNames())
+    if not isinstance(agg, BuiltinAggregate) or key not in names or (
+            agg.field not in names if agg.field is not None else not isinstance(agg, Count)):
+        return None
+    value = "bigint" if agg.field is None else schema[agg.field].dataType.simpleString()
+    wanted = StructType([StructField("key", schema[key].dataType), StructField("window_start", LongType()),
+                         StructField("window_end", LongType()),
+                         StructField("value", DataType.fromDDL(sql_of(agg.name)(value).value_type)),
+                         StructField("fire_index", IntegerType())])
+    seed = element_seed(wanted, wanted.fieldNames(), timestamps=timestamps)
+    return seed if seed is not None and seed.fieldNames() == wanted.fieldNames() else None
