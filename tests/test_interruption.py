@@ -49,3 +49,43 @@ def test_a_job_the_stop_cancelled_is_an_interruption_as_spark_reads_one() -> Non
     assert _interruption(_error(failed)) is None
     assert _interruption(_error(_Java("org.apache.spark.SparkException", "Job aborted"))) is None
     assert _interruption(Exception("no Java behind it")) is None
+
+
+_SECOND_SIGNAL = r'''
+import os, signal, sys, threading
+from lowwater.spark.engine import signals_caught
+
+class Recording(threading.Event):
+    """An Event whose first set() is interrupted by a second SIGINT while it holds the event's lock."""
+
+    def set(self) -> None:
+        with self._cond:
+            if not getattr(self, "sent", False):
+                self.sent = True
+                os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, while the first is recorded
+                for _ in range(10_000):  # bytecode boundaries, where Python runs a signal handler
+                    pass
+            self._flag = True
+            self._cond.notify_all()
+
+received = []
+event = Recording()
+with signals_caught((signal.SIGINT,), received, event):
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(10_000):
+        pass
+print(received, event.is_set())
+'''
+
+
+def test_a_second_signal_while_the_first_is_recorded_does_not_hang_the_run() -> None:
+    """``lowwater run`` under ``timeout -s INT 30`` never stopped: ``timeout`` signals the process and then
+    its group, the second SIGINT's handler came while the first one's ``Event.set`` held the event's
+    lock, and waited for it forever in the main thread, so the run went on, deaf to SIGTERM too. Ctrl-C
+    pressed twice can do the same. Run in a child process, which hangs without the fix."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _SECOND_SIGNAL], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[2, 2] True"

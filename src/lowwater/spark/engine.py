@@ -84,9 +84,16 @@ def signals_caught(signums: Sequence[int], received: list[int],
     main thread waits in, which breaks its connection and prints tracebacks, and Python's default
     SIGTERM ends the process under the running query."""
 
+    setting: list[bool] = []
+
     def record(signum: int, frame: Any) -> None:
         received.append(signum)
-        if event is not None:
+        # the event is set once: a second signal can come while the first one's handler is inside
+        # event.set(), holding the event's lock (Ctrl-C pressed twice; `timeout` signals the process,
+        # then its group), and setting it there again waited for that lock, the main thread's own,
+        # forever: the run went on, deaf to every later signal (SIGTERM too)
+        if event is not None and not setting:
+            setting.append(True)
             event.set()
 
     previous = {signum: signal.signal(signum, record) for signum in signums}
