@@ -301,8 +301,10 @@ class SparkRuntime:
             raise ConfigurationError("on_metrics", f"expected a function of a metrics line, got {on_metrics!r}")
         self.on_metrics = on_metrics
         self.stop_requested = threading.Event()
-        """Set it (from a signal handler, say) to stop an ``available_now`` run after the batch in
-        progress; the checkpoint keeps everything up to there, and a rerun resumes."""
+        """Set it (from another thread, or from a signal handler: once, as :func:`signals_caught`
+        does, since a second signal can interrupt the first ``set`` while it holds the event's lock)
+        to stop an ``available_now`` run after the batch in progress; the checkpoint keeps everything
+        up to there, and a rerun resumes."""
 
     def _now(self, batch_id: int) -> int:
         if self._sources_clock is not None:
