@@ -1,4 +1,5 @@
-"""Which failures of a batch are its query's stop (lowwater.spark.engine._interruption)."""
+"""Which failures of a batch are its query's stop (lowwater.spark.engine._interruption), and signals that
+ask a run to stop (lowwater.spark.engine.signals_caught)."""
 
 from __future__ import annotations
 
