@@ -561,7 +561,7 @@ def test_a_built_in_aggregates_results_have_the_native_path_s_types_on_the_keyed
     """The same window's results have the same columns and types on every path: an INT key an INT,
     the maximum of a ``DECIMAL(10,2)`` a ``DECIMAL(10,2)``, the minimum of a FLOAT a FLOAT.
     They were the Python values' types on the keyed path (BIGINT, ``DECIMAL(38,2)``, DOUBLE) until
-    session 34, and on the general path (a processing-time or count window's) until session 44,
+    session 39, and on the general path (a processing-time or count window's) until session 44,
     so a table the native path made refused them once the window moved off the native path."""
     from lowwater.spark.sinks import DirectorySink
 
