@@ -24,6 +24,7 @@ import pytest
 from lowwater.observe.metrics import MetricsLog
 from lowwater.spark.sinks import read_directory
 from tests.kafka_server import KafkaBroker, new_topic, produce
+from tests.spark.crash_series import JVM_OPTIONS
 
 pytestmark = pytest.mark.spark
 
@@ -42,8 +43,7 @@ def _records(first: int, last: int) -> list[tuple[int, dict[str, Any], None]]:
 
 
 def _run(argv: list[str], fault: str | None, log: Path) -> int:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "JDK_JAVA_OPTIONS": JVM_OPTIONS}
     env.pop("LOWWATER_FAULT", None)
     if fault:
         env["LOWWATER_FAULT"] = fault
