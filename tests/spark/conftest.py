@@ -50,7 +50,7 @@ def spark() -> Iterator[object]:
     jar = postgres_jdbc_jar()
     if jar is None:
         pytest.fail(f"PostgreSQL JDBC driver /usr/share/java/postgresql.jar not found; {_FIX}")
-    conf = {"spark.ui.enabled": "false", "spark.databricks.delta.snapshotPartitions": "2", **_jvm_conf()}
+    conf = {"spark.ui.enabled": "false", **_jvm_conf()}
     session = get_or_create_session(app_name="lowwater-tests", jars=[jar], conf=conf)
     try:
         session._jvm.java.lang.Class.forName("org.postgresql.Driver")

@@ -56,7 +56,7 @@ JOB = Path(__file__).with_name("crash_job.py")
 PG_POINTS = ("pg_staged", "pg_uncommitted")
 IN_WRITE = ("state_write", "dir_sink_write", "pg_staged", "pg_uncommitted")
 RUN_TIMEOUT_S = 900
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dspark.databricks.delta.snapshotPartitions=2"
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def write_log(root: Path) -> int:

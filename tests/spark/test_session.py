@@ -22,6 +22,7 @@ print("MASTER", spark.sparkContext.master)
 print("PARTITIONS", spark.conf.get("spark.sql.shuffle.partitions"))
 print("TIMEZONE", spark.conf.get("spark.sql.session.timeZone"))
 print("UI", conf.get("spark.ui.enabled", "default"))
+print("DELTA", conf.get("spark.databricks.delta.snapshotPartitions", "unset"))
 spark.stop()
 """
 
@@ -43,6 +44,7 @@ def test_spark_submit_keeps_its_master_and_its_conf_and_lowwater_fills_the_rest(
     assert lines["PARTITIONS"] == "7", "spark-submit's --conf wins"
     assert lines["TIMEZONE"] == "UTC", "lowwater's default fills what spark-submit left out"
     assert lines["UI"] == "false"
+    assert lines["DELTA"] == "4", "a local master reads a Delta table's state in as many tasks as it shuffles"
 
 
 def test_an_active_session_is_returned_as_it_is(spark: Any) -> None:
@@ -50,3 +52,10 @@ def test_an_active_session_is_returned_as_it_is(spark: Any) -> None:
     same = get_or_create_session(conf={"spark.sql.shuffle.partitions": str(int(before) + 13)})
     assert same is spark
     assert same.conf.get("spark.sql.shuffle.partitions") == before
+
+
+def test_a_local_session_reads_a_delta_tables_state_in_as_many_tasks_as_it_shuffles(spark: Any) -> None:
+    """Delta's 50 tasks for a table's state, each generating its projection code again, made the
+    Delta sink's tests on a local master take 1.5 times as long (docs/cluster.md)."""
+    assert spark.conf.get("spark.databricks.delta.snapshotPartitions") == "4"
+    assert spark.conf.get("spark.sql.extensions") == "io.delta.sql.DeltaSparkSessionExtension"

@@ -21,12 +21,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_SHUFFLE_PARTITIONS", "get_or_create_session", "postgres_jdbc_jar", "settings_for"]
+__all__ = ["DEFAULT_SHUFFLE_PARTITIONS", "DELTA_SNAPSHOT_PARTITIONS", "get_or_create_session", "postgres_jdbc_jar",
+           "settings_for"]
 
 LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 #: Spark's default of 200 shuffle partitions is far too many for micro-batches on one machine.
 DEFAULT_SHUFFLE_PARTITIONS = 4
+
+#: The tasks Delta reads a table's state with (its files, the ``txnAppId`` versions that make
+#: :class:`~lowwater.spark.sinks.DeltaSink`'s writes idempotent): 50 by default, meant for a
+#: cluster. On a local master each of them generated the code of Delta's wide action rows again:
+#: the Delta sink's tests took 120 s with 50 and 70-83 s with 4 (docs/cluster.md).
+DELTA_SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
 #: Where Debian's ``libpostgresql-jdbc-java`` puts the driver (see scripts/ensure_postgres.sh).
 _DEBIAN_JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/postgresql-*.jar")
@@ -85,9 +92,10 @@ def get_or_create_session(
       else ``local[*]``.
 
     lowwater's defaults: ``spark.sql.shuffle.partitions`` = :data:`DEFAULT_SHUFFLE_PARTITIONS`,
-    ``spark.sql.session.timeZone`` = ``UTC``, log level WARN, and Spark's status store capped
-    at 200 jobs, stages and SQL executions (1000 by default). The web UI stays as Spark has it
-    (on); pass ``conf={"spark.ui.enabled": "false"}`` to turn it off. With
+    on a local master Delta's ``spark.databricks.delta.snapshotPartitions`` the same (50 by
+    default: :data:`DELTA_SNAPSHOT_PARTITIONS`), ``spark.sql.session.timeZone`` = ``UTC``, log
+    level WARN, and Spark's status store capped at 200 jobs, stages and SQL executions (1000 by
+    default). The web UI stays as Spark has it (on); pass ``conf={"spark.ui.enabled": "false"}`` to turn it off. With
     ``LOWWATER_JVM_ARCHIVE_DIR`` set, the driver maps a class archive built for its class path
     (:mod:`lowwater.spark.class_archive`), which halves its start-up CPU.
     * ``jars``: local jar files (e.g. :func:`postgres_jdbc_jar`) put on the driver and executor
@@ -136,6 +144,7 @@ def get_or_create_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # read by the JVM at launch
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
+        settings[DELTA_SNAPSHOT_PARTITIONS] = str(DEFAULT_SHUFFLE_PARTITIONS)
     if jars:
         settings["spark.jars"] = ",".join(jars)
         settings["spark.driver.extraClassPath"] = os.pathsep.join(jars)
