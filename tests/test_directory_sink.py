@@ -211,3 +211,22 @@ def test_the_reference_runtime_writes_partitions_decimals_and_infinities_as_spar
         assert any(('"value":3.35,' if field == "d" else '"value":"Infinity",') in x for x in lines), lines
         schema = pq.read_schema(next((tmp_path / field / "late").rglob("*.parquet")))
         assert str(schema.field("partition").type) == "int32"
+
+
+def test_the_format_may_be_given_as_spark_spells_it(tmp_path: Path) -> None:
+    """``DirectorySink(path, format="json")``, as in ``df.write.format("json")``, raised a
+    TypeError: the parameter is ``fmt``."""
+    import pytest
+
+    from lowwater.core.errors import ConfigurationError
+
+    sink = DirectorySink(tmp_path / "out", format="json")
+    assert sink.fmt == "json"
+    sink.write_batch(0, [{"k": "a", "n": 1}])
+    assert [json.loads(x) for x in (tmp_path / "out" / "batch=0" / "part.jsonl").read_text().splitlines()] == [
+        {"k": "a", "n": 1}]
+    assert DirectorySink(tmp_path / "o2", "orc", format="orc").fmt == "orc"
+    with pytest.raises(ConfigurationError, match="given twice: fmt='orc' and format='json'"):
+        DirectorySink(tmp_path / "o3", "orc", format="json")
+    with pytest.raises(ConfigurationError, match="must be one of"):
+        DirectorySink(tmp_path / "o4", format="csv")  # type: ignore[arg-type]

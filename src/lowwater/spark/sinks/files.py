@@ -35,8 +35,9 @@ _JOB_FILE = "_lowwater_job"
 class DirectorySink(DataFrameSink):
     """Writes each batch to ``<path>/batch=<id>/``, atomically, replacing a replay's.
 
-    ``fmt`` is a Spark file format: ``parquet``, ``json`` (``jsonl`` is the same: JSON
-    lines) or ``orc`` (CSV has no struct type for the ``window`` column).
+    ``fmt`` (or ``format=``, as Spark spells it) is a Spark file format: ``parquet``, ``json``
+    (``jsonl`` is the same: JSON lines) or ``orc`` (CSV has no struct type for the ``window``
+    column).
     On Spark, :meth:`write` has the executors write the batch's DataFrame into
     ``<path>/.batch=<id>.tmp`` and renames it to ``batch=<id>`` (Hadoop FileSystem, so
     ``path`` may be ``hdfs://...``; a plain path is on Spark's default file system, as in
@@ -56,7 +57,12 @@ class DirectorySink(DataFrameSink):
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
 
     def __init__(self, path: str | os.PathLike[str],
-                 fmt: Literal["parquet", "jsonl", "json", "orc"] = "parquet", empty_batches: bool = True) -> None:
+                 fmt: Literal["parquet", "jsonl", "json", "orc"] = "parquet", empty_batches: bool = True, *,
+                 format: Literal["parquet", "jsonl", "json", "orc"] | None = None) -> None:
+        if format is not None:  # Spark's spelling (df.write.format), which raised a TypeError
+            if fmt not in ("parquet", format):
+                raise ConfigurationError("format", f"the format is given twice: fmt={fmt!r} and format={format!r}")
+            fmt = format
         if fmt not in _SPARK_FORMAT:
             raise ConfigurationError("fmt", f"must be one of {sorted(_SPARK_FORMAT)}, got {fmt!r}")
         if not isinstance(path, (str, os.PathLike)) or not str(path):
