@@ -416,6 +416,62 @@ def test_run_on_the_reference_runtime_prints_a_line_per_batch_and_keeps_metrics_
     assert "(reference path)" in capsys.readouterr().out
 
 
+TWO_OPERATORS = """
+from lowwater.api import CollectionSource
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+
+
+def build(env):
+    source = CollectionSource(
+        [[{"k": "a", "ts": 1000, "p": 0}, {"k": "a", "ts": 12000, "p": 1}],
+         [{"k": "a", "ts": 35000, "p": 0}, {"k": "a", "ts": 36000, "p": 1}],
+         [{"k": "a", "ts": 2000, "p": 0}, {"k": "a", "p": 1}]],
+        partitions=2, partition_of="p", processing_times_ms=[100000, 105000, 110000])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(1000).with_timestamp_assigner("ts")
+    tens = env.from_source(source, strategy).key_by("k").window(TumblingEventTimeWindows.of(10000)) \\
+        .allowed_lateness(60000).count()
+    tens.key_by("key").window(TumblingEventTimeWindows.of(30000)).sum("value").collect()
+"""
+
+
+def test_status_shows_every_window_operators_watermark_counts_and_accounting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job of two window operators: status showed the first one's counts alone, so the second
+    one's late rows (here the first one's re-firing for ts 2000, late at the 30 s window that
+    fired at 35000) were nowhere."""
+    ck = tmp_path / "ck"
+    assert main(["run", _pipeline(tmp_path, TWO_OPERATORS), "--runtime", "reference", "--checkpoint", str(ck)]) == 0
+    capsys.readouterr()
+    assert main(["status", str(ck)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("operators (2; the lines above are the first one's):")
+    assert out[at + 1].split() == ["operator", "watermark", "rows", "in", "windowed", "late", "dead-lettered", "fired",
+                                   "open", "windows", "accounting"]
+    # the first: 5 elements (a 6th, without a timestamp, dead-lettered before it); its 10 s windows
+    # [0, 10 s) (twice: the late-but-allowed ts 2000 fires it again), [10 s, 20 s), and [30 s, 40 s)
+    # at the end of input. The second: those 4 results, the re-firing late for [0, 30 s), which
+    # fired at the watermark 33999; [0, 30 s) and [30 s, 60 s) fire
+    assert [x.split() for x in out[at + 2:at + 4]] == [
+        ["window", "aggregate#1", "33999", "5", "5", "0", "0", "4", "0", "balanced"],
+        ["window", "aggregate#2", "33999", "4", "3", "1", "0", "2", "0", "balanced"]]
+    assert "accounting: 5 rows in = 5 windowed + 0 late + 0 dead-lettered (at the window operator) (balanced)" in out
+    assert main(["status", str(ck), "--json"]) == 0
+    ops = json.loads(capsys.readouterr().out)["summary"]["operators"]
+    assert {name: (op["operator_rows_in"], op["rows_late"], op["windows_fired"], op["accounting"]["balanced"])
+            for name, op in ops.items()} == {"window aggregate#1": (5, 0, 4, True),
+                                             "window aggregate#2": (4, 1, 2, True)}
+    # folded into one line, the log still counts each operator's every batch
+    assert MetricsLog(ck).fold(keep=1)
+    folded = read_checkpoint(ck)
+    assert len(folded) == 2 and folded[0]["operators"]["window aggregate#2"]["rows_late"] == 1
+    assert main(["status", str(ck)]) == 0
+    assert [x.split() for x in capsys.readouterr().out.splitlines()[at + 2:at + 4]] == [
+        ["window", "aggregate#1", "33999", "5", "5", "0", "0", "4", "0", "balanced"],
+        ["window", "aggregate#2", "33999", "4", "3", "1", "0", "2", "0", "balanced"]]
+
+
 def test_the_reference_runtime_refuses_a_uri_checkpoint_instead_of_making_a_local_directory_of_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,7 +6,14 @@ import json
 from typing import Any
 
 from lowwater.core.time import MIN_TIMESTAMP
-from lowwater.metrics.line import GENERAL_RUNNING_TOTALS, NATIVE_RUNNING_TOTALS, MetricsLine, running_totals
+from lowwater.metrics.line import (
+    GENERAL_RUNNING_TOTALS,
+    NATIVE_RUNNING_TOTALS,
+    MetricsLine,
+    before_line,
+    fold_lines,
+    running_totals,
+)
 
 #: The fields of a metrics line as the log has held them (docs, the CLI and older logs use these names).
 FIELDS = {"batch_id", "spark_batch_id", "processing_time_ms", "end_of_input", "path", "watermark_before",
@@ -113,3 +120,29 @@ def test_a_dead_letter_comes_back_from_json_with_its_decimals_and_bytes() -> Non
     assert record_json(letter["record"]) == (
         '{"price":1.50,"zero":0.0000,"bin":"Af8=","inf":"-Infinity","nested":[2.5,{"b":""}],"text":"1.50"}')
     assert json.loads(record_json(letter["record"]))["zero"] == 0
+
+
+def _op(rows_in: int, windowed: int, late: int, fired: int, watermark: int | None = 1_999) -> dict[str, Any]:
+    return {"operator_rows_in": rows_in, "rows_windowed": windowed, "rows_late": late, "rows_unassigned": 0,
+            "operator_rows_dead_lettered": 0, "windows_fired": fired, "combined_watermark": watermark,
+            "open_windows": 2, "state_rows": 4}
+
+
+def test_each_window_operators_running_totals_become_its_counts_for_the_batch_and_fold_and_unfold() -> None:
+    """With several window operators the line's own fields are the first one's; ``operators``
+    holds each one's, so that a late row at the second one is counted somewhere."""
+    before = {"combined_watermark": 999, "operators": {"w#2": _op(4, 4, 0, 1), "w#4": _op(1, 1, 0, 0)}}
+    now = {"combined_watermark": 1_999, "operators": {"w#2": _op(6, 5, 1, 2), "w#4": _op(3, 2, 1, 1)}}
+    line = MetricsLine.of_batch(1, now, before, running=running_totals("general"), path="general")
+    assert line.operators == {"w#2": _op(2, 1, 1, 1), "w#4": _op(2, 1, 1, 1)}
+    assert MetricsLine.from_json(json.loads(json.dumps(line.to_json()))) == line
+    assert "operators" not in MetricsLine.of_batch(1, {"rows_in": 1}, {}, running=GENERAL_RUNNING_TOTALS,
+                                                   path="general").to_json()
+    first = MetricsLine.of_batch(0, before, {}, running=running_totals("general"), path="general")
+    folded = fold_lines([first, line])
+    assert folded.operators == {"w#2": _op(6, 5, 1, 2), "w#4": _op(3, 2, 1, 1)}, "counters summed, gauges the last's"
+    # a batch record's fold through a batch, less that batch's line: the batches before it
+    earlier = before_line(folded, line)
+    assert earlier is not None
+    assert earlier.operators == {"w#2": _op(4, 4, 0, 1, None) | {"open_windows": None, "state_rows": None},
+                                 "w#4": _op(1, 1, 0, 0, None) | {"open_windows": None, "state_rows": None}}

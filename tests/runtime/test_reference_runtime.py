@@ -178,6 +178,23 @@ def test_combined_watermarks_needs_a_name_when_there_are_two_window_operators() 
         assert job.combined_watermarks(name) == [0, MAX_TIMESTAMP]
 
 
+def test_operators_are_named_by_their_place_whatever_the_process_built_before() -> None:
+    """The names key the metrics log's per-operator counts: a restarted job's lines must name the
+    operators its checkpoint's older lines did. They held transformation ids, which count every
+    transformation the process had made before."""
+
+    def names() -> list[str]:
+        env = StreamExecutionEnvironment()
+        stream = env.from_source(CollectionSource([[_ev(1)]]), BY_TS).key_by("key")
+        stream.window(TumblingEventTimeWindows.of(10)).sum("value").collect()
+        stream.window(TumblingEventTimeWindows.of(20)).sum("value").name("twenties").collect()
+        stream.window(TumblingEventTimeWindows.of(30)).sum("value").collect()
+        return list(ReferenceRuntime(clock=ManualClock(0)).execute(env).watermark_history)
+
+    first = names()
+    assert names() == first == ["window aggregate#1", "twenties", "window aggregate#3"]
+
+
 def test_a_collect_sink_replaces_a_replayed_batch() -> None:
     sink = CollectSink()
     sink.write_batch(0, [1, 2])

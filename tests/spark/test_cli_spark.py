@@ -342,6 +342,46 @@ def test_a_run_on_a_uri_checkpoint_prints_its_batches_and_status_and_plot_read_t
     assert (tmp_path / "w.svg").stat().st_size > 0
 
 
+TWO_OPERATORS = """
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.spark.sources import PartitionedLogSource
+
+RUNTIME_OPTIONS = {{"clock": lambda b: 1_000 * b}}
+
+def build(env):
+    source = PartitionedLogSource({log!r}, [("user", "STRING"), ("ts", "BIGINT"), ("n", "BIGINT")],
+                                  max_files_per_trigger=1)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    tens = (env.from_source(source, strategy).key_by("user").window(TumblingEventTimeWindows.of(10_000))
+            .allowed_lateness(60_000).sum("n"))
+    tens.key_by("key").window(TumblingEventTimeWindows.of(30_000)).sum("value").print()
+"""
+
+
+def test_status_of_a_job_with_two_window_operators_shows_each_ones_late_rows_and_accounting(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On the general path, from a URI checkpoint's batch records: the second window operator's
+    late rows were counted nowhere status showed."""
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, [*_records(0, 3), {"user": "u", "ts": 40_000, "n": 1}])  # 0, 1, 2 s and 40 s
+    writer.append(0, [{"user": "u", "ts": 5_000, "n": 1}])  # late for [0, 10 s) but allowed: fires it again
+    ck = (tmp_path / "ck").as_uri()
+    p = tmp_path / "p.py"
+    p.write_text(textwrap.dedent(TWO_OPERATORS.format(log=str(log))))
+    assert main(["run", str(p), "--checkpoint", ck, "--end-of-input"]) == 0
+    assert "batches on the general path" in capsys.readouterr().out
+    assert main(["status", ck]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("operators (2; the lines above are the first one's):")
+    # the second gets the first's 3 results ([0, 10 s) twice, [40 s, 50 s) at the end of input); the
+    # re-firing of [0, 10 s) is late for its [0, 30 s), which fired at the watermark 39999
+    assert [x.split()[2:] for x in out[at + 2:at + 4]] == [["39999", "5", "5", "0", "0", "3", "0", "balanced"],
+                                                           ["39999", "3", "2", "1", "0", "2", "0", "balanced"]]
+
+
 def test_on_metrics_gets_every_batchs_line_and_its_failure_does_not_fail_the_job(
     spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

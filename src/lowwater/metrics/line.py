@@ -30,8 +30,8 @@ from typing import Any
 
 from lowwater.core.time import MIN_TIMESTAMP
 
-__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "MetricsLine", "batches_in", "before_line", "fold_lines",
-           "processes", "running_totals"]
+__all__ = ["GENERAL_RUNNING_TOTALS", "NATIVE_RUNNING_TOTALS", "OPERATOR_COUNTERS", "OPERATOR_GAUGES", "MetricsLine",
+           "batches_in", "before_line", "fold_lines", "processes", "running_totals"]
 
 #: The raw counters the general path (and the reference runtime) reports as running totals.
 GENERAL_RUNNING_TOTALS = frozenset({"rows_late", "windows_fired", "rows_late_by_partition", "rows_windowed",
@@ -41,9 +41,15 @@ NATIVE_RUNNING_TOTALS = frozenset({"rows_late_by_partition"})
 
 _COUNTERS = ("rows_in", "rows_late", "rows_dead_lettered", "rows_windowed", "rows_unassigned", "operator_rows_in",
              "operator_rows_dead_lettered", "windows_fired")
-_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample", "stage_a", "operator", "folded_from", "folded_batches")
+_OPTIONAL = ("dead_letter_reasons", "dead_letter_sample", "stage_a", "operator", "folded_from", "folded_batches",
+             "operators")
 """Fields a line holds only when there is something to say (dead letters; the keyed path's stage A;
-a line that stands for several batches)."""
+a line that stands for several batches; a job with several window operators)."""
+OPERATOR_COUNTERS = ("operator_rows_in", "rows_windowed", "rows_late", "rows_unassigned", "operator_rows_dead_lettered",
+                     "windows_fired")
+"""What :attr:`MetricsLine.operators` counts per window operator, this batch's alone."""
+OPERATOR_GAUGES = ("combined_watermark", "open_windows", "state_rows")
+"""What :attr:`MetricsLine.operators` holds per window operator as of the end of the batch."""
 
 FOLDED_REASONS = 20
 """How many of the most frequent dead-letter reasons a folded line keeps."""
@@ -77,8 +83,21 @@ def fold_lines(lines: Sequence[MetricsLine]) -> MetricsLine:
         watermark_before=first.watermark_before, rows_late_by_partition=dict(late),
         dead_letter_reasons=dict(reasons.most_common(FOLDED_REASONS)),
         dead_letter_sample=next((x.dead_letter_sample for x in reversed(lines) if x.dead_letter_sample), None),
+        operators=_fold_operators(lines),
         **{key: sum(getattr(x, key) for x in lines) for key in _COUNTERS},
     )
+
+
+def _fold_operators(lines: Sequence[MetricsLine]) -> dict[str, dict[str, Any]]:
+    """:attr:`MetricsLine.operators` of the fold of ``lines``: each operator's counters summed, its
+    gauges its last line's."""
+    out: dict[str, dict[str, Any]] = {}
+    for x in lines:
+        for name, op in x.operators.items():
+            was = out.get(name, {})
+            out[name] = {**{key: op.get(key) for key in OPERATOR_GAUGES},
+                         **{key: int(was.get(key) or 0) + int(op.get(key) or 0) for key in OPERATOR_COUNTERS}}
+    return out
 
 
 def before_line(through: MetricsLine, line: MetricsLine) -> MetricsLine | None:
@@ -98,6 +117,10 @@ def before_line(through: MetricsLine, line: MetricsLine) -> MetricsLine | None:
         watermark_before=through.watermark_before, combined_watermark=line.watermark_before, direct=line.direct,
         rows_late_by_partition=minus(through.rows_late_by_partition, line.rows_late_by_partition),
         dead_letter_reasons=minus(through.dead_letter_reasons, line.dead_letter_reasons), operator=line.operator,
+        operators={name: {**{key: None for key in OPERATOR_GAUGES},  # not known before ``line``'s batch
+                          **{key: int(op.get(key) or 0) - int(line.operators.get(name, {}).get(key) or 0)
+                             for key in OPERATOR_COUNTERS}}
+                   for name, op in through.operators.items()},
         **{key: getattr(through, key) - getattr(line, key) for key in _COUNTERS},
     )
 
@@ -156,6 +179,10 @@ class MetricsLine:
     ``None``: the line of one batch."""
     folded_batches: int | None = None
     """How many batches a folded line stands for (``None``: one)."""
+    operators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """With several window operators, each one's (by name, as ``window aggregate#2``): its
+    :data:`OPERATOR_COUNTERS`, this batch's alone, and its :data:`OPERATOR_GAUGES`. The line's
+    own fields are the first operator's, as with one; empty with one."""
 
     @classmethod
     def of_batch(
@@ -177,6 +204,13 @@ class MetricsLine:
             return now - int(prev.get(key) or 0) if key in running else now
 
         late = {str(k): int(v) for k, v in (metrics.get("rows_late_by_partition") or {}).items()}
+        operators = {}
+        for name, op in (metrics.get("operators") or {}).items():
+            was = (prev.get("operators") or {}).get(name) or {}
+            operators[str(name)] = {
+                **{key: op.get(key) for key in OPERATOR_GAUGES},
+                **{key: int(op.get(key) or 0) - (int(was.get(key) or 0) if key in running else 0)
+                   for key in OPERATOR_COUNTERS}}
         if "rows_late_by_partition" in running:
             was = {str(k): int(v) for k, v in (prev.get("rows_late_by_partition") or {}).items()}
             late = {k: v - was.get(k, 0) for k, v in late.items()}
@@ -195,7 +229,7 @@ class MetricsLine:
             dead_letter_reasons=dict(metrics.get("dead_letter_reasons") or {}),
             dead_letter_sample=metrics.get("dead_letter_sample") or None,
             stage_a=metrics.get("stage_a"),
-            operator="process" if "rows_processed" in metrics else None,
+            operator="process" if "rows_processed" in metrics else None, operators=operators,
             **{key: counter(key) for key in _COUNTERS},
         )
 
@@ -227,6 +261,8 @@ class MetricsLine:
             out["operator"] = self.operator
         if self.folded_from is not None:
             out["folded_from"], out["folded_batches"] = self.folded_from, self.folded_batches
+        if self.operators:
+            out["operators"] = {name: dict(op) for name, op in self.operators.items()}
         return out
 
     @classmethod
@@ -242,4 +278,5 @@ class MetricsLine:
             values[key] = int(line.get(key) or 0)
         values["end_of_input"] = bool(line.get("end_of_input", False))
         values["direct"] = bool(line.get("direct", True))
+        values["operators"] = {str(name): dict(op) for name, op in (line.get("operators") or {}).items()}
         return cls(**values)

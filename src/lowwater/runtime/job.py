@@ -122,9 +122,14 @@ class CompiledJob:
                             {self.name(w): w.metrics() for w in self.operators},
                             rows_dead_lettered=len(self.dead.rows))
 
-    @staticmethod
-    def name(n: Node) -> str:
-        return f"{n.name}#{n.node_id}"
+    def name(self, n: Node) -> str:
+        """The keyed operator ``n``'s name in metrics and watermark histories: its own, with its place
+        among the job's keyed operators (``window aggregate#2``) where two share it. The same in
+        every process that builds the pipeline, so a restarted job's lines name the operators the
+        checkpoint's older lines did (until session 46 the number was a transformation id, which
+        counts every transformation the process had made: ``#4638`` in a notebook)."""
+        names = [o.name for o in self.operators]
+        return n.name if names.count(n.name) == 1 else f"{n.name}#{self.operators.index(n) + 1}"  # type: ignore[arg-type]
 
     def bound_histories(self) -> None:
         """Keep only the last combined watermark of each operator input, not every one: for

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lowwater.metrics.accounting import Accounting, operator_scope
-from lowwater.metrics.line import GENERAL_RUNNING_TOTALS, MetricsLine
+from lowwater.metrics.line import GENERAL_RUNNING_TOTALS, OPERATOR_COUNTERS, OPERATOR_GAUGES, MetricsLine
 
 __all__ = ["BatchMetrics", "JobResult"]
 
@@ -27,10 +27,16 @@ class BatchMetrics:
 
     def flat(self, direct: bool = True) -> dict[str, Any]:
         """The batch's metrics as one mapping (the first window operator's, with the job's
-        rows in and dead letters): what the metrics log records."""
+        rows in and dead letters): what the metrics log records. With several window operators,
+        ``operators`` has each one's counters and gauges by name
+        (:attr:`~lowwater.metrics.line.MetricsLine.operators`)."""
         windows = list(self.windows.values())
-        return {**(windows[0] if windows else {}), "rows_in": self.rows_in,
+        flat = {**(windows[0] if windows else {}), "rows_in": self.rows_in,
                 "rows_dead_lettered": self.rows_dead_lettered, "direct": direct}
+        if len(windows) > 1:
+            flat["operators"] = {name: {key: w.get(key) for key in (*OPERATOR_COUNTERS, *OPERATOR_GAUGES)}
+                                 for name, w in self.windows.items()}
+        return flat
 
 
 @dataclass
