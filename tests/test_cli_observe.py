@@ -443,7 +443,8 @@ def test_status_shows_every_window_operators_watermark_counts_and_accounting(
     fired at 35000) were nowhere."""
     ck = tmp_path / "ck"
     assert main(["run", _pipeline(tmp_path, TWO_OPERATORS), "--runtime", "reference", "--checkpoint", str(ck)]) == 0
-    capsys.readouterr()
+    assert ("2 operators (the lines above are the first one's): window aggregate#1: 0 late, 4 fired; "
+            "window aggregate#2: 1 late, 2 fired") in capsys.readouterr().out.splitlines()
     assert main(["status", str(ck)]) == 0
     out = capsys.readouterr().out.splitlines()
     at = out.index("operators (2; the lines above are the first one's):")

@@ -345,7 +345,7 @@ class _BatchClock:
 def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str | None) -> int:
     """The reference runtime runs in-process; its batches are printed once it has run them."""
     from lowwater.metrics.log import MetricsLog
-    from lowwater.observe.progress import PROGRESS_HEADER, print_progress
+    from lowwater.observe.progress import PROGRESS_HEADER, operators_summary, print_progress
     from lowwater.runtime.reference import ReferenceRuntime
     from lowwater.spark.fs import is_uri
 
@@ -367,10 +367,14 @@ def _run_reference(env: Any, name: str, options: dict[str, Any], checkpoint: str
     mlog = MetricsLog(checkpoint) if checkpoint is not None else None
     if mlog is not None:
         mlog.path.unlink(missing_ok=True)  # a reference run does not resume: its log starts over
-    for line in result.lines():
+    lines = result.lines()
+    for line in lines:
         if mlog is not None:
             mlog.append(line)
         print_progress(line.to_json())
+    operators = operators_summary([line.to_json() for line in lines])
+    if operators:
+        print(operators)
     if result.dead_letters:
         from lowwater.metrics.dead_letters import describe_reasons, summarize_dead
 
@@ -491,7 +495,7 @@ def _quiet_closed_accumulator_connection(spark: Any) -> None:
 def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str) -> int:
     from lowwater.metrics.line import MetricsLine, fold_lines
     from lowwater.metrics.log import MetricsLog
-    from lowwater.observe.progress import PROGRESS_HEADER, dead_letter_summary, print_progress
+    from lowwater.observe.progress import PROGRESS_HEADER, dead_letter_summary, operators_summary, print_progress
     from lowwater.spark.engine import SparkRuntime, query_name, signals_caught, wait_for
     from lowwater.spark.fs import is_uri, join, resolve
     from lowwater.spark.listener import LowwaterProgressListener
@@ -539,6 +543,9 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     finally:
         _deliver_pending_events(spark)
         spark.streams.removeListener(listener)
+    operators = operators_summary([x.to_json() for x in run])
+    if operators:
+        print(operators)
     summary = dead_letter_summary([x.to_json() for x in run], "dead_letter_sink" in options)
     if summary:
         print(summary, file=sys.stderr)

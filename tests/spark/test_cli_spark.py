@@ -372,7 +372,10 @@ def test_status_of_a_job_with_two_window_operators_shows_each_ones_late_rows_and
     p = tmp_path / "p.py"
     p.write_text(textwrap.dedent(TWO_OPERATORS.format(log=str(log))))
     assert main(["run", str(p), "--checkpoint", ck, "--end-of-input"]) == 0
-    assert "batches on the general path" in capsys.readouterr().out
+    ran = capsys.readouterr().out
+    assert "batches on the general path" in ran
+    assert ("2 operators (the lines above are the first one's): window aggregate#1: 0 late, 3 fired; "
+            "window aggregate#2: 1 late, 2 fired") in ran.splitlines()
     assert main(["status", ck]) == 0
     out = capsys.readouterr().out.splitlines()
     at = out.index("operators (2; the lines above are the first one's):")

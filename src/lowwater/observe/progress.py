@@ -21,7 +21,8 @@ from lowwater.metrics.log import MetricsLog
 from lowwater.observe.fmt import fmt_duration, fmt_watermark
 from lowwater.observe.status import lag_ms
 
-__all__ = ["PROGRESS_HEADER", "MetricsTail", "dead_letter_summary", "print_progress", "progress_line"]
+__all__ = ["PROGRESS_HEADER", "MetricsTail", "dead_letter_summary", "operators_summary", "print_progress",
+           "progress_line"]
 
 _COLUMNS = ((">6", "batch"), ("<29", "combined watermark"), (">9", "lag"), ("<6", "idle"), (">8", "rows in"),
             (">6", "late"), (">6", "dead"), (">6", "fired"), (">9", "duration"))
@@ -74,6 +75,21 @@ def dead_letter_summary(lines: Sequence[Mapping[str, Any]], has_sink: bool) -> s
     where = "in the dead-letter sink" if has_sink else (
         "kept nowhere; hint: add \"dead_letter_sink\": DirectorySink(...) to RUNTIME_OPTIONS to keep them")
     return f"{dead} records dead-lettered ({describe_reasons(merge_reasons(lines))}), {where}"
+
+
+def operators_summary(lines: Sequence[Mapping[str, Any]]) -> str | None:
+    """With several window operators, one line on each one's late rows and firings over ``lines``
+    (the progress lines show the first one's), or ``None``."""
+    late: dict[str, int] = {}
+    fired: dict[str, int] = {}
+    for x in lines:
+        for name, op in (x.get("operators") or {}).items():
+            late[name] = late.get(name, 0) + int(op.get("rows_late") or 0)
+            fired[name] = fired.get(name, 0) + int(op.get("windows_fired") or 0)
+    if not late:
+        return None
+    each = "; ".join(f"{name}: {late[name]} late, {fired[name]} fired" for name in late)
+    return f"{len(late)} operators (the lines above are the first one's): {each}"
 
 
 class MetricsTail:
