@@ -230,3 +230,8 @@ def test_the_format_may_be_given_as_spark_spells_it(tmp_path: Path) -> None:
         DirectorySink(tmp_path / "o3", "orc", format="json")
     with pytest.raises(ConfigurationError, match="must be one of"):
         DirectorySink(tmp_path / "o4", format="csv")  # type: ignore[arg-type]
+    # an explicit "parquet" is a format too (it was taken for the default, and JSON was written)
+    with pytest.raises(ConfigurationError, match="given twice: fmt='parquet' and format='json'"):
+        DirectorySink(tmp_path / "o5", "parquet", format="json")
+    assert DirectorySink(tmp_path / "o6", "jsonl", format="json").fmt == "jsonl", "one format, two names"
+    assert DirectorySink(tmp_path / "o7").fmt == "parquet"

@@ -35,9 +35,9 @@ _JOB_FILE = "_lowwater_job"
 class DirectorySink(DataFrameSink):
     """Writes each batch to ``<path>/batch=<id>/``, atomically, replacing a replay's.
 
-    ``fmt`` (or ``format=``, as Spark spells it) is a Spark file format: ``parquet``, ``json``
-    (``jsonl`` is the same: JSON lines) or ``orc`` (CSV has no struct type for the ``window``
-    column).
+    ``fmt`` (or ``format=``, as Spark spells it) is a Spark file format: ``parquet`` (the
+    default), ``json`` (``jsonl`` is the same: JSON lines) or ``orc`` (CSV has no struct type for
+    the ``window`` column); naming two different formats is a ``ConfigurationError``.
     On Spark, :meth:`write` has the executors write the batch's DataFrame into
     ``<path>/.batch=<id>.tmp`` and renames it to ``batch=<id>`` (Hadoop FileSystem, so
     ``path`` may be ``hdfs://...``; a plain path is on Spark's default file system, as in
@@ -57,12 +57,14 @@ class DirectorySink(DataFrameSink):
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
 
     def __init__(self, path: str | os.PathLike[str],
-                 fmt: Literal["parquet", "jsonl", "json", "orc"] = "parquet", empty_batches: bool = True, *,
+                 fmt: Literal["parquet", "jsonl", "json", "orc"] | None = None, empty_batches: bool = True, *,
                  format: Literal["parquet", "jsonl", "json", "orc"] | None = None) -> None:
-        if format is not None:  # Spark's spelling (df.write.format), which raised a TypeError
-            if fmt not in ("parquet", format):
-                raise ConfigurationError("format", f"the format is given twice: fmt={fmt!r} and format={format!r}")
-            fmt = format
+        # ``format`` is Spark's spelling (df.write.format), which raised a TypeError; neither: Parquet.
+        # Naming two formats is an error, also when one is "parquet": until session 46 the default
+        # could not be told from it, and DirectorySink(p, "parquet", format="json") wrote JSON
+        if fmt is not None and format is not None and _SPARK_FORMAT.get(fmt, fmt) != _SPARK_FORMAT.get(format, format):
+            raise ConfigurationError("format", f"the format is given twice: fmt={fmt!r} and format={format!r}")
+        fmt = fmt or format or "parquet"
         if fmt not in _SPARK_FORMAT:
             raise ConfigurationError("fmt", f"must be one of {sorted(_SPARK_FORMAT)}, got {fmt!r}")
         if not isinstance(path, (str, os.PathLike)) or not str(path):
