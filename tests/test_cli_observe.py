@@ -232,6 +232,42 @@ def test_status_and_plot_of_a_process_function_say_timers_and_processed_not_wind
     assert capsys.readouterr().out.rstrip().endswith("3 timers fired")
 
 
+PROCESS = """
+from lowwater.api import CollectionSource, KeyedProcessFunction
+from lowwater.core.watermarks import WatermarkStrategy
+
+
+class Remind(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(value["ts"] + 1000)
+        yield value
+
+    def on_timer(self, timestamp, ctx):
+        yield {"t": timestamp}
+
+
+def build(env):
+    source = CollectionSource([[{"k": "a", "ts": 1000}], [{"k": "a", "ts": 5000}], [{"k": "a", "ts": 9000}]],
+                              processing_times_ms=[100000, 105000, 110000])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+    env.from_source(source, strategy).key_by("k").process(Remind()).collect()
+"""
+
+
+def test_a_process_functions_timers_are_counted_on_the_reference_runtime(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its line's ``windows_fired`` counts its timers (as the keyed path's do): the reference
+    runtime and the general path reported none, and status said "0 timers fired"."""
+    ck = tmp_path / "ck"
+    assert main(["run", _pipeline(tmp_path, PROCESS), "--runtime", "reference", "--checkpoint", str(ck)]) == 0
+    capsys.readouterr()
+    # the timers at 2000, 6000 and 10000 fire at the watermarks 4999, 8999 and the end of input's
+    assert [x["windows_fired"] for x in read_checkpoint(ck)] == [0, 1, 1, 1]
+    assert main(["status", str(ck)]) == 0
+    assert "totals: 3 rows in, 0 late, 0 dead-lettered, 3 timers fired" in capsys.readouterr().out
+
+
 def test_status_as_json_has_the_summary_and_the_last_lines(
     checkpoint: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

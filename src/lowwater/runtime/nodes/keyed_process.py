@@ -106,6 +106,10 @@ class KeyedProcessNode(_SingleLaneNode):
             "rows_late": 0,
             "rows_unassigned": 0,
             "timers_fired": self.operator.timers_fired,
+            # what a line's windows_fired counts for a process function, as the keyed path reports
+            # it: until session 46 the reference runtime and the general path reported none, and
+            # status said "0 timers fired" of a job whose timers had fired
+            "windows_fired": self.operator.timers_fired,
             "pending_timers": self.operator.pending_timers(),
             "state_rows": len(self.operator.state),  # type: ignore[arg-type]
         }
