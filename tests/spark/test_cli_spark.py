@@ -383,6 +383,25 @@ def test_status_of_a_job_with_two_window_operators_shows_each_ones_late_rows_and
     # re-firing of [0, 10 s) is late for its [0, 30 s), which fired at the watermark 39999
     assert [x.split()[2:] for x in out[at + 2:at + 4]] == [["39999", "5", "5", "0", "0", "3", "0", "balanced"],
                                                            ["39999", "3", "2", "1", "0", "2", "0", "balanced"]]
+    # the same through the API: a job of several window operators names the one it means
+    import importlib.util
+
+    from lowwater.api import StreamExecutionEnvironment
+    from lowwater.spark.engine import SparkRuntime
+
+    spec = importlib.util.spec_from_file_location("two_operators", p)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    env = StreamExecutionEnvironment()
+    module.build(env)
+    job = SparkRuntime(ck, spark=spark).execute(env)  # resumes: nothing new to read
+    with pytest.raises(ValueError, match=r"name one of the window operators: \['window aggregate#1', 'window agg"):
+        job.accounting()
+    second = job.accounting("window aggregate#2")
+    assert (second.rows_in, second.rows_windowed, second.rows_late, second.balanced) == (3, 2, 1, True)
+    with pytest.raises(ValueError, match="no window operator 'window'"):
+        job.accounting("window")
 
 
 def test_on_metrics_gets_every_batchs_line_and_its_failure_does_not_fail_the_job(

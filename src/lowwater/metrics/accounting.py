@@ -25,7 +25,7 @@ from typing import Any
 from lowwater.core.errors import LowwaterError
 from lowwater.metrics.line import processes
 
-__all__ = ["Accounting", "AccountingError", "from_lines", "operator_scope"]
+__all__ = ["Accounting", "AccountingError", "from_lines", "operator_lines", "operator_names", "operator_scope"]
 
 
 class AccountingError(LowwaterError):
@@ -115,3 +115,19 @@ def from_lines(lines: Iterable[Mapping[str, Any]]) -> Accounting:
         processed=processed,
         missing_batches=missing,
     )
+
+
+def operator_names(lines: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The window operators named in ``lines``' ``operators`` (a job with several), in order; empty
+    for a job with one."""
+    return list(dict.fromkeys(name for x in lines for name in (x.get("operators") or {})))
+
+
+def operator_lines(lines: Iterable[Mapping[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The window operator ``name``'s part of each line, as a one-operator job's lines whose records
+    reach it through other operators (``direct`` false), so that :func:`from_lines` gives its own
+    account. A batch whose line has no entry for it is left out: :func:`from_lines` counts it
+    missing, and its account is not called balanced."""
+    return [{"batch_id": x["batch_id"], "direct": False, **x["operators"][name],
+             **({"folded_from": x["folded_from"]} if x.get("folded_from") is not None else {})}
+            for x in lines if name in (x.get("operators") or {})]

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from lowwater.metrics.accounting import from_lines
+from lowwater.metrics.accounting import from_lines, operator_lines, operator_names
 from lowwater.metrics.line import OPERATOR_COUNTERS, batches_in, processes
 from lowwater.metrics.log import read_checkpoint
 from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark
@@ -78,14 +78,9 @@ def operator_totals(lines: Sequence[dict[str, Any]], current: dict[str, Any] | N
     """With several window operators (:attr:`~lowwater.metrics.line.MetricsLine.operators`), each
     one's totals over ``lines``, its watermark after ``current`` (the last batch that read data),
     its open windows and state rows after the last line, and its accounting; empty with one."""
-    names = list(dict.fromkeys(name for x in lines for name in (x.get("operators") or {})))
     out: dict[str, dict[str, Any]] = {}
-    for name in names:
-        # each operator's lines as a one-operator job's, so that its accounting is read as theirs
-        # (a batch whose line has no entry for it counts as missing: the account says INCOMPLETE)
-        own = [{"batch_id": x["batch_id"], "direct": False, **x["operators"][name],
-                **({"folded_from": x["folded_from"]} if x.get("folded_from") is not None else {})}
-               for x in lines if name in (x.get("operators") or {})]
+    for name in operator_names(lines):
+        own = operator_lines(lines, name)
         now = ((current or {}).get("operators") or {}).get(name) or {}
         out[name] = {**{key: sum(int(y.get(key) or 0) for y in own) for key in OPERATOR_COUNTERS},
                      "combined_watermark": now.get("combined_watermark"),

@@ -191,28 +191,39 @@ class SparkJob:
             return lines_from_records(self.store.batch_records(), self.path)
         return read_checkpoint(self.store.root.parent)
 
-    def accounting(self) -> Accounting:
+    def accounting(self, operator: str | None = None) -> Accounting:
         """Where every record read so far went (``rows in = windowed + late + dead-lettered``);
         ``.balanced`` is the invariant. On the native paths the totals are read from the last
         committed state (the same file, written in the same step, as the state itself), so a
         metrics line that failed to append cannot make it look balanced; on the general path
-        from the metrics log."""
-        from lowwater.metrics.accounting import Accounting, from_lines, operator_scope
+        from the metrics log. A job with several window operators (the general path) names the
+        one whose account it wants, ``operator``, as :meth:`JobResult.accounting
+        <lowwater.runtime.result.JobResult.accounting>` does (until session 46 it got the first
+        one's without a word)."""
+        from lowwater.metrics.accounting import Accounting, from_lines, operator_lines, operator_names, operator_scope
 
-        if self.path != "general":
-            version = self.store.latest_version()
-            if version is None:
-                return Accounting(0, 0, 0, 0)
-            t = self.store.load_json(version)["totals"]
-            if self.path == "keyed" and not t.get("direct", 1):  # a map/filter/flat_map before the window
-                return Accounting(int(t.get("op_rows_in", 0)), int(t.get("rows_windowed", 0)),
-                                  int(t.get("rows_late", 0)), int(t.get("op_dead", 0)),
-                                  int(t.get("rows_unassigned", 0)), scope=operator_scope(bool(t.get("process"))),
-                                  processed=bool(t.get("process")))
-            return Accounting(int(t.get("rows_in", 0)), int(t.get("rows_windowed", 0)), int(t.get("rows_late", 0)),
-                              int(t.get("rows_dead", 0)), int(t.get("rows_unassigned", 0)),
+        if self.path == "general":
+            lines = self.metrics()
+            names = operator_names(lines)
+            if operator is None and len(names) > 1:
+                raise ValueError(f"name one of the window operators: {names}")
+            if operator is not None and operator not in names:
+                raise ValueError(f"no window operator {operator!r} among several: {names or 'the job has one'}")
+            return from_lines(lines if operator is None else operator_lines(lines, operator))
+        if operator is not None:
+            raise ValueError(f"no window operator {operator!r} among several: the job has one")
+        version = self.store.latest_version()
+        if version is None:
+            return Accounting(0, 0, 0, 0)
+        t = self.store.load_json(version)["totals"]
+        if self.path == "keyed" and not t.get("direct", 1):  # a map/filter/flat_map before the window
+            return Accounting(int(t.get("op_rows_in", 0)), int(t.get("rows_windowed", 0)),
+                              int(t.get("rows_late", 0)), int(t.get("op_dead", 0)),
+                              int(t.get("rows_unassigned", 0)), scope=operator_scope(bool(t.get("process"))),
                               processed=bool(t.get("process")))
-        return from_lines(self.metrics())
+        return Accounting(int(t.get("rows_in", 0)), int(t.get("rows_windowed", 0)), int(t.get("rows_late", 0)),
+                          int(t.get("rows_dead", 0)), int(t.get("rows_unassigned", 0)),
+                          processed=bool(t.get("process")))
 
     def progress(self) -> list[dict[str, Any]]:
         """Spark's recent ``StreamingQueryProgress`` per batch, each with lowwater's metrics line
