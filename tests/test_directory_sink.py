@@ -235,3 +235,5 @@ def test_the_format_may_be_given_as_spark_spells_it(tmp_path: Path) -> None:
         DirectorySink(tmp_path / "o5", "parquet", format="json")
     assert DirectorySink(tmp_path / "o6", "jsonl", format="json").fmt == "jsonl", "one format, two names"
     assert DirectorySink(tmp_path / "o7").fmt == "parquet"
+    with pytest.raises(ConfigurationError, match="must be one of"):
+        DirectorySink(tmp_path / "o8", "")  # type: ignore[arg-type]  # not taken for "no format given"

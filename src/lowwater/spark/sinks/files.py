@@ -64,7 +64,7 @@ class DirectorySink(DataFrameSink):
         # could not be told from it, and DirectorySink(p, "parquet", format="json") wrote JSON
         if fmt is not None and format is not None and _SPARK_FORMAT.get(fmt, fmt) != _SPARK_FORMAT.get(format, format):
             raise ConfigurationError("format", f"the format is given twice: fmt={fmt!r} and format={format!r}")
-        fmt = fmt or format or "parquet"
+        fmt = fmt if fmt is not None else format if format is not None else "parquet"
         if fmt not in _SPARK_FORMAT:
             raise ConfigurationError("fmt", f"must be one of {sorted(_SPARK_FORMAT)}, got {fmt!r}")
         if not isinstance(path, (str, os.PathLike)) or not str(path):
