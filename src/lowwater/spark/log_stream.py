@@ -26,7 +26,9 @@ starts, reached in the same batches as with any other trigger.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator, Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -95,7 +97,46 @@ class LogDataSource(DataSource):
         return _schema_ddl(json.loads(self.options["fields"]))
 
     def streamReader(self, schema: Any) -> LogStreamReader:
+        quiet_when_the_jvm_hangs_up()
         return LogStreamReader(self.options)
+
+
+RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
+
+
+def quiet_when_the_jvm_hangs_up() -> None:
+    """In Spark's streaming-source runner (the Python process the driver JVM starts to call this
+    source's offsets), print no traceback when the JVM closed the connection.
+
+    A stop of the query interrupts its thread, and an interrupt inside a call to the runner closes
+    the runner's socket: the runner then fails reading the next call (``EOFError``), fails again
+    writing that error back (``BrokenPipeError``), and Python printed both tracebacks on the run's
+    stderr, under the user's Ctrl-C (CI, session 47). Nothing is lost: the JVM asked for nothing
+    more. Any other error, or one whose chain holds another error, prints as before. Elsewhere
+    (the driver, an executor's worker) this does nothing."""
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None) != RUNNER or \
+            getattr(sys.excepthook, "lowwater_quiet", False):
+        return
+    before = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        if not hung_up(error):
+            before(kind, error, tb)
+
+    hook.lowwater_quiet = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
+
+
+def hung_up(error: BaseException | None) -> bool:
+    """Whether ``error`` and every error it was raised in handling or from are the peer's closing
+    of a connection."""
+    seen = 0
+    while error is not None:
+        if not isinstance(error, (EOFError, BrokenPipeError, ConnectionResetError)):
+            return False
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return seen > 0
 
 
 class LogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
