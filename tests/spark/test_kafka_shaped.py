@@ -106,17 +106,47 @@ def test_a_record_the_topic_numbering_cannot_place_fails_the_query_naming_it(
         SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
 
 
-def test_two_topics_number_their_partitions_apart(spark: Any, tmp_path: Path) -> None:
-    stream = _kafka_stream(spark, tmp_path / "kafka", [_record("clicks", 1, 0, 1_000, "ann", 1),
-                                                       _record("views", 1, 0, 2_000, "bob", 2)])
+@pytest.mark.parametrize("path", ["native", "general"])
+def test_two_topics_number_their_partitions_apart_and_the_metrics_name_each_topic(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str) -> None:
+    """Numbered ``index * partitions_per_topic + partition`` inside, the partitions are named
+    ``topic-partition`` wherever a person or a program reads them: the metrics' watermarks, late
+    counts and dead-letter sample, ``lowwater status`` (until session 47 views' partition 1 was
+    "1001" there, and a dead letter's position named no topic)."""
+    from lowwater.cli import main
+
+    bad = {**_record("views", 1, 2, 4_000, "bob", 0), "value": b"not json"}
+    data = tmp_path / "kafka"
+    batches = [[_record("clicks", 1, 0, 1_000, "ann", 1), _record("views", 1, 0, 2_000, "bob", 2)],
+               [_record("clicks", 1, 1, 15_000, "ann", 4), _record("views", 1, 1, 15_000, "bob", 8)],
+               [_record("views", 1, 2, 3_000, "bob", 16), bad]]  # late: [0, 10 s) closed at 14999
+    for i, rows in enumerate(batches):
+        spark.createDataFrame(rows, KAFKA_SCHEMA).coalesce(1).write.parquet(str(data / f"b{i}"))
+    _stamp(data)
+    stream = (spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1)
+              .option("recursiveFileLookup", "true").option("pathGlobFilter", "*.parquet").parquet(str(data)))
     env = StreamExecutionEnvironment()
     results = (env.from_source(KafkaShapedSource(stream, [("user", "STRING"), ("amount", "BIGINT")],
                                                  topics=["clicks", "views"], partitions_per_topic=1000),
                                WatermarkStrategy.for_bounded_out_of_orderness(0))
                .key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("amount").collect())
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
-    assert sorted(job.watermarks()[0]["partition_watermarks"]) == ["1", "1001"]
-    assert sorted((r.key, r.value) for r in results.results) == [("ann", 1), ("bob", 2)]
+    ck = tmp_path / "ck"
+    job = SparkRuntime(str(ck), spark=spark, end_of_input=True, path=path).execute(env)  # type: ignore[arg-type]
+    assert job.path == path
+    assert sorted((r.key, r.window_start, r.value) for r in results.results) == \
+        [("ann", 0, 1), ("ann", 10_000, 4), ("bob", 0, 2), ("bob", 10_000, 8)]
+    assert job.watermarks()[0]["partition_watermarks"] == {"clicks-1": 999, "views-1": 1999}
+    last = job.batches()[2]["metrics"]
+    assert last["rows_late_by_partition"] == {"views-1": 1}
+    assert (last["dead_letter_sample"]["partition"], last["dead_letter_sample"]["offset"]) == ("views-1", 2)
+    assert str(job.accounting()) == "6 rows in = 4 windowed + 1 late + 1 dead-lettered"
+    capsys.readouterr()
+    assert main(["status", str(ck)]) == 0
+    shown = capsys.readouterr().out
+    assert "views-1" in shown and "clicks-1" in shown and "1001" not in shown, shown
+    assert "e.g. partition views-1 offset 2" in shown, shown
+    assert shown.index("  clicks-1 ") < shown.index("  views-1 "), shown  # by topic, then partition number
+    assert "a source back from idle" not in shown, shown  # one source: the multiplexer's rule, not the valve's
 
 
 def test_topic_numberings_that_cannot_be_partition_numbers_are_refused(spark: Any) -> None:

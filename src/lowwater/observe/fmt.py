@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
-__all__ = ["EPOCH_LIKE_MS", "fmt_bytes", "fmt_duration", "fmt_time", "fmt_watermark"]
+__all__ = ["EPOCH_LIKE_MS", "fmt_bytes", "fmt_duration", "fmt_time", "fmt_watermark", "partition_order"]
 
 #: Timestamps at or above this (1973) are shown as UTC date-times, smaller ones as plain milliseconds.
 EPOCH_LIKE_MS = 10**11
@@ -59,3 +60,17 @@ def fmt_bytes(n: int | None) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
+
+
+_TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
+
+
+def partition_order(name: str) -> tuple[str, int, str]:
+    """The order partitions are listed in: by what precedes their number (a source's label, a
+    Kafka topic), then by the number (``2`` before ``10``, ``clicks-1`` before ``views-0``).
+
+    >>> sorted(["10", "2", "views-0", "clicks-1", "clicks-0", "files:3"], key=partition_order)
+    ['2', '10', 'clicks-0', 'clicks-1', 'files:3', 'views-0']
+    """
+    m = _TRAILING_NUMBER.match(name)
+    return (m[1], int(m[2]), name) if m else (name, -1, name)

@@ -20,7 +20,7 @@ from typing import Any
 
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from lowwater.observe.fmt import EPOCH_LIKE_MS, fmt_time
+from lowwater.observe.fmt import EPOCH_LIKE_MS, fmt_time, partition_order
 
 COMBINED_LABEL = "combined watermark (min over active partitions, max when all are idle)"
 """The combined line's legend: Flink's multiplexer within a source (until session 39 it stated the valve's
@@ -66,7 +66,7 @@ def series(batches: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     def ev(ms: int | None) -> float | None:
         return None if ms is None or ms in (MIN_TIMESTAMP, MAX_TIMESTAMP) else (ms - origin) / 1000
 
-    parts = sorted({p for b in rows for p in b.get("partition_watermarks") or {}}, key=lambda s: (len(s), s))
+    parts = sorted({p for b in rows for p in b.get("partition_watermarks") or {}}, key=partition_order)
     return {
         "x": [px(b) for b in rows],
         "batch_ids": [b["batch_id"] for b in rows],

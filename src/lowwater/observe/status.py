@@ -11,7 +11,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.metrics.accounting import from_lines, operator_lines, operator_names
 from lowwater.metrics.line import OPERATOR_COUNTERS, batches_in, processes
 from lowwater.metrics.log import read_checkpoint
-from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark
+from lowwater.observe.fmt import fmt_bytes, fmt_duration, fmt_time, fmt_watermark, partition_order
 
 __all__ = ["batch_row", "lag_ms", "render_status", "status", "status_json", "summarize"]
 
@@ -156,7 +156,7 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
     idle = set(cur.get("idle_partitions") or [])
     parts = cur.get("partition_watermarks") or {}
     rows = [(p, fmt_watermark(w), "idle" if p in idle else "active", str(s["rows_late_by_partition"].get(p, 0)))
-            for p, w in sorted(parts.items(), key=lambda kv: (len(kv[0]), kv[0]))]
+            for p, w in sorted(parts.items(), key=lambda kv: partition_order(kv[0]))]
     # within a source, Flink's multiplexer: the minimum over its active partitions, a partition back
     # from idle behind it holding it at once; between sources (labelled ``source:partition``), Flink's
     # valve: a source back from idle behind the combined watermark counts once it has caught up; when

@@ -176,7 +176,8 @@ class KafkaShapedSource(DataFrameSource):
 
     ``topic, partition, offset, timestamp, key, value`` (``value`` binary or string JSON)
     map to the standard columns: each ``(topic, partition)`` is one lowwater partition
-    (numbered in ``topics`` order: ``index * partitions_per_topic + partition``), the
+    (numbered in ``topics`` order: ``index * partitions_per_topic + partition``; named
+    ``topic-partition`` in the metrics where there are several topics), the
     Kafka record timestamp is the source timestamp an assigner receives as
     ``previous_element_timestamp``, and ``value`` is read as one JSON object with
     ``value_fields`` (``[("user", "STRING"), ("amount", "BIGINT"), ...]``), by the rules of
@@ -267,6 +268,18 @@ class KafkaShapedSource(DataFrameSource):
         if not self.topics:
             return ""
         return f"topics {json.dumps(self.topics)}, each partition {self.partitions_per_topic} apart"
+
+    def partition_name(self, partition: int) -> str:
+        """``topic-partition``, as Kafka itself names a partition, where the source reads several
+        topics (``views-0`` for 1,048,576 with ``topics=["clicks", "views"]``), so that the metrics
+        and ``lowwater status`` name the topic; the Kafka partition number where it reads one. (A
+        ``:`` stays the mark of another source: ``kafka:views-0`` in a job of several.)"""
+        if not self.topics:
+            return str(partition)
+        index, kafka_partition = divmod(partition, self.partitions_per_topic)
+        if not 0 <= index < len(self.topics):
+            return str(partition)
+        return f"{self.topics[index]}-{kafka_partition}" if len(self.topics) > 1 else str(kafka_partition)
 
     @staticmethod
     def _numbered(topics: list[str], per_topic: int) -> Any:

@@ -63,7 +63,8 @@ class KafkaSource(KafkaShapedSource):
     """Topics read with Spark's Kafka source, one lowwater partition per (topic, partition).
 
     Partition ``p`` of ``topics[i]`` is lowwater partition ``i * 1000 + p`` (so with one
-    topic, the Kafka partition number itself). ``value`` is one JSON object with
+    topic, the Kafka partition number itself), which the metrics and ``lowwater status`` name
+    ``topic-p`` (Kafka's own form) where there are several topics. ``value`` is one JSON object with
     ``value_fields``, read as :class:`~lowwater.spark.sources.KafkaShapedSource` reads it (the
     partitioned log's rules); a value that is not one, a field of another kind, a null value
     and a tombstone are dead-lettered with the reason and counted.

@@ -46,6 +46,12 @@ class SparkSource(Source):
 
         The engine calls it before Spark starts; by default there is nothing to check."""
 
+    def partition_name(self, partition: int) -> str:
+        """How the metrics, ``lowwater run`` and ``lowwater status`` name ``partition`` (the number in
+        the ``_partition`` column): the number itself by default; ``topic-partition`` for a Kafka
+        source of several topics, whose numbers are ``index * partitions_per_topic + partition``."""
+        return str(partition)
+
     def identity(self) -> str:
         """What a checkpoint's state is bound to beyond the fields' names (part of the pipeline's
         fingerprint, :meth:`~lowwater.graph.pipeline.Pipeline.fingerprint`): for a Kafka source its

@@ -89,7 +89,8 @@ def test_two_topics_in_one_source_and_a_partition_added_while_running(spark: Any
     job = runtime.execute(env)
     marks = job.batches()[-1]["metrics"]
     assert marks["combined_watermark"] == 7_999  # min(clicks/0 20999, clicks/1 7999, views/0 29999)
-    assert set(marks["partition_watermarks"]) == {"0", "1", "1000"}
+    # numbered 0, 1 and 1000 inside, named by topic in the metrics (and lowwater status)
+    assert set(marks["partition_watermarks"]) == {f"{clicks}-0", f"{clicks}-1", f"{views}-0"}
 
     runtime.end_of_input = True
     runtime.execute(env)
