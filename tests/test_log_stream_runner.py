@@ -9,10 +9,12 @@ import itertools
 import json
 import os
 import pickle
+import shutil
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,8 @@ def _utf8(text: str) -> bytes:
 def _runner_after_the_jvm_hangs_up(tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """Start the runner on the log source, let it set its reader up, then close the connection as
     an interrupted query thread does, and return how the runner ended."""
-    path = str(tmp_path / "jvm.sock")
+    short = tempfile.mkdtemp(prefix="lw-")  # a Unix socket's path has at most 107 bytes: not under tmp_path
+    path = os.path.join(short, "jvm.sock")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(1)
@@ -56,6 +59,7 @@ def _runner_after_the_jvm_hangs_up(tmp_path: Path) -> subprocess.CompletedProces
         out, err = proc.communicate(timeout=60)
     finally:
         server.close()
+        shutil.rmtree(short, ignore_errors=True)
         if proc.poll() is None:
             proc.kill()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
@@ -82,6 +86,10 @@ def test_only_a_chain_of_closed_connections_is_a_hang_up(chain: list[BaseExcepti
         then.__context__ = first  # raised while handling the one before, as Python chains them
     assert hung_up(chain[-1]) is quiet
     assert hung_up(None) is False
+    looped = BrokenPipeError(32, "Broken pipe")
+    looped.__context__ = EOFError()
+    looped.__context__.__context__ = looped  # set by hand: Python's own chaining makes no loop
+    assert hung_up(looped) is True
 
 
 def test_the_hook_is_not_installed_outside_the_runner() -> None:

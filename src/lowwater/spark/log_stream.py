@@ -131,12 +131,13 @@ def quiet_when_the_jvm_hangs_up() -> None:
 def hung_up(error: BaseException | None) -> bool:
     """Whether ``error`` and every error it was raised in handling or from are the peer's closing
     of a connection."""
-    seen = 0
-    while error is not None:
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:  # (a chain set by hand may loop)
         if not isinstance(error, (EOFError, BrokenPipeError, ConnectionResetError)):
             return False
-        error, seen = error.__cause__ or error.__context__, seen + 1
-    return seen > 0
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return bool(seen)
 
 
 class LogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
