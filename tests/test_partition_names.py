@@ -56,8 +56,8 @@ def test_in_a_job_of_several_sources_each_keeps_its_label_and_names_its_own_part
     assert name("kafka:1001") == "kafka:views-1"
     assert name("files:1001") == "files:1001"  # numbered by its source: as it was
     assert name("elsewhere:3") == "elsewhere:3"
-    sample = {"reason": "r", "partition": 1, "offset": 2, "source": "kafka"}
-    assert named_partitions({"dead_letter_sample": sample}, name)["dead_letter_sample"]["partition"] == "kafka:clicks-1"
+    sample = {"reason": "r", "partition": 1001, "offset": 2}  # a sample names no source: its number stays
+    assert named_partitions({"dead_letter_sample": sample}, name)["dead_letter_sample"]["partition"] == "1001"
 
 
 def test_sources_that_number_their_partitions_change_nothing() -> None:

@@ -787,10 +787,9 @@ def named_partitions(metrics: Mapping[str, Any], name: Callable[[str], str]) -> 
             out[key] = {name(str(p)): v for p, v in out[key].items()}
     if out.get("idle_partitions"):
         out["idle_partitions"] = sorted(name(str(p)) for p in out["idle_partitions"])
-    sample = out.get("dead_letter_sample")
+    sample = out.get("dead_letter_sample")  # (it names no source: in a job of several it keeps its number)
     if sample and sample.get("partition") is not None:
-        where = f"{sample['source']}:{sample['partition']}" if sample.get("source") else str(sample["partition"])
-        out["dead_letter_sample"] = {**sample, "partition": name(where)}
+        out["dead_letter_sample"] = {**sample, "partition": name(str(sample["partition"]))}
     return out
 
 
