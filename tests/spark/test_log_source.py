@@ -206,6 +206,37 @@ def test_a_second_session_of_the_application_reads_the_log_too(spark: Any, tmp_p
     assert [m["rows_in"] for m in job.metrics() if m["rows_in"]] == [1] * 6 and job.accounting().balanced
 
 
+def test_a_second_log_source_in_a_session_registers_nothing_again_and_logs_no_warning(
+        spark: Any, tmp_path: Path) -> None:
+    """``lowwater demo`` printed "WARN DataSourceManager: The data source lowwater_partitioned_log
+    replaced a previously registered data source" under its second run: every log source
+    registered the data source again. Read from Spark's own log, through a log4j appender."""
+    from lowwater.io.log_batches import LogBatching
+    from lowwater.spark.log_stream import FORMAT_NAME, log_stream
+
+    session = spark.newSession()  # a session where the source is not registered yet
+    jvm = spark._jvm
+    logger = jvm.org.apache.logging.log4j.LogManager.getContext(False).getLogger(
+        "org.apache.spark.sql.execution.datasources.DataSourceManager")
+    written = jvm.java.io.StringWriter()
+    appender = jvm.org.apache.logging.log4j.core.appender.WriterAppender.createAppender(
+        jvm.org.apache.logging.log4j.core.layout.PatternLayout.createDefaultLayout(), None, written,
+        "lowwater-test", False, True)
+    appender.start()
+    level = logger.getLevel()
+    logger.addAppender(appender)
+    logger.setLevel(jvm.org.apache.logging.log4j.Level.WARN)
+    try:
+        for log in ("a", "b", "a"):
+            log_stream(session, str(tmp_path / log), FIELDS, LogBatching(records_per_batch=None, segments_per_batch=1))
+    finally:
+        logger.removeAppender(appender)
+        logger.setLevel(level)
+        appender.stop()
+    assert session._jsparkSession.sessionState().dataSourceManager().dataSourceExists(FORMAT_NAME)
+    assert "replaced a previously registered data source" not in written.toString(), written.toString()
+
+
 def test_a_timestamp_field_is_event_time_in_milliseconds(spark: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     PartitionedLogWriter(log).append(0, [

@@ -69,10 +69,16 @@ def _register(spark: SparkSession) -> None:
     Spark checks that the name is new by looking it up in the *active* session: in a second
     session of the application (``spark.newSession()``, or one made active elsewhere), after
     the first registered it, that lookup found the first session's and refused the name
-    (DATA_SOURCE_ALREADY_EXISTS), while the second session itself could not find the source."""
+    (DATA_SOURCE_ALREADY_EXISTS), while the second session itself could not find the source.
+
+    Once per session: registering the name again (a second source, a second run in the same
+    session, as ``lowwater demo`` makes) replaced the same class and logged a warning each time
+    ("The data source ... replaced a previously registered data source")."""
     jvm = getattr(spark, "_jvm", None)
     if jvm is None:  # Spark Connect: no sessions of the JVM's to juggle
         spark.dataSource.register(LogDataSource)
+        return
+    if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(FORMAT_NAME):
         return
     sessions = jvm.SparkSession
     active = sessions.getActiveSession()
