@@ -185,6 +185,16 @@ def test_every_batch_of_a_unions_dead_letters_to_a_dataframe_sink_has_the_source
                                                                 "source")}
     got = spark.read.parquet(str(dead_dir)).select("source", "partition", "offset", "record").collect()
     assert [tuple(r) for r in got] == [("source#0", 0, 2, '{"ts":2100,"value":1}')]
+    # the batch's sample, and so run's warning and status, say which source's partition 0 it was
+    sample = next(b["metrics"]["dead_letter_sample"] for b in job.batches() if b["metrics"].get("dead_letter_sample"))
+    assert (sample["source"], sample["partition"], sample["offset"]) == ("source#0", 0, 2), sample
+    from lowwater.observe.metrics import read_checkpoint
+    from lowwater.observe.status import render_status
+
+    shown = render_status(tmp_path / "ck", read_checkpoint(str(tmp_path / "ck")))
+    assert "  e.g. partition source#0:0 offset 2: missing key (key)" in shown, shown
+    table = shown.split("watermarks after")[1]  # named by the labels the dead letters carry (not ``0:0``)
+    assert "source#0:0 " in table and "source#1:0 " in table and " 0:0 " not in table, shown
 
 
 @pytest.mark.parametrize("path", ["keyed", "general"])
@@ -330,6 +340,6 @@ def test_a_unions_late_counts_and_window_dead_letters_name_each_source(
     for line in lines:
         for lane, n in (line.get("rows_late_by_partition") or {}).items():
             late[lane] = late.get(lane, 0) + n
-    assert late == {"0:0": 1, "1:0": 1}
+    assert late == {"clicks:0": 1, "orders:0": 1}  # by the sources' names (until session 48 ``0:0``, ``1:0``)
     assert set(late) <= set(lines[-1]["partition_watermarks"])
     assert [(d["source"], d["offset"], d["reason"]) for d in dead.results] == [("orders", 2, "missing value (amount)")]

@@ -30,6 +30,7 @@ __all__ = [
     "merge_reasons",
     "reason_kind",
     "record_json",
+    "sample_place",
     "spark_json",
     "summarize_dead",
 ]
@@ -40,7 +41,8 @@ SAMPLE_CHARS = 300
 
 def summarize_dead(rows: Iterable[Mapping[str, Any]], top: int = TOP_REASONS) -> dict[str, Any]:
     """``{"dead_letter_reasons": {reason: count} (the ``top`` most frequent), "dead_letter_sample": {...}}``,
-    or ``{}`` when there are no dead letters."""
+    or ``{}`` when there are no dead letters. The sample is the first letter's reason, partition,
+    offset and record, and its ``source`` where the letters name one (a job of several sources)."""
     counts: Counter[str] = Counter()
     sample: dict[str, Any] | None = None
     for row in rows:
@@ -50,7 +52,8 @@ def summarize_dead(rows: Iterable[Mapping[str, Any]], top: int = TOP_REASONS) ->
             record = row.get("record")
             text = record if isinstance(record, str) else json.dumps(record, default=str, sort_keys=True)
             sample = {"reason": reason, "partition": row.get("partition"), "offset": row.get("offset"),
-                      "record": text[:SAMPLE_CHARS]}
+                      "record": text[:SAMPLE_CHARS],
+                      **({"source": row["source"]} if row.get("source") is not None else {})}
     if not counts:
         return {}
     return {"dead_letter_reasons": dict(counts.most_common(top)), "dead_letter_sample": sample}
@@ -195,3 +198,12 @@ def exact_json(value: Any, other: Callable[[Any], Any] | None = None, allow_nan:
 
     text = json.dumps(value, separators=(",", ":"), default=default, allow_nan=allow_nan)
     return _MARKED.sub(lambda m: numbers[int(m.group(1))], text) if numbers else text
+
+
+def sample_place(sample: Mapping[str, Any]) -> str:
+    """Where a dead-letter sample was read: ``partition 3 offset 7``, or in a job of several sources
+    ``partition clicks:3 offset 7`` (the source's label, as the watermarks' table names partitions)."""
+    source = sample.get("source")
+    partition = sample.get("partition") if source is None else f"{source}:{sample.get('partition')}"
+    return f"partition {partition} offset {sample.get('offset')}"
+

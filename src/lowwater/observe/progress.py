@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from lowwater.metrics.dead_letters import describe_reasons, merge_reasons
+from lowwater.metrics.dead_letters import describe_reasons, merge_reasons, sample_place
 from lowwater.metrics.log import MetricsLog
 from lowwater.observe.fmt import fmt_duration, fmt_watermark
 from lowwater.observe.status import lag_ms
@@ -56,7 +56,7 @@ def print_progress(line: Mapping[str, Any], out: TextIO | None = None, err: Text
         return
     reasons = describe_reasons(line.get("dead_letter_reasons") or {})
     sample = line.get("dead_letter_sample") or {}
-    where = f"partition {sample.get('partition')} offset {sample.get('offset')}"
+    where = sample_place(sample)
     if dead == rows_in:
         record = sample.get("record")  # none for a line that does not parse: its reason says what it read
         example = f"{sample.get('reason')}" + (f", record {record}" if record and record != "null" else "")

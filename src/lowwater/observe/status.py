@@ -142,14 +142,13 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
         out.append(f"operators ({len(s['operators'])}; the lines above are the first one's):")
         out += _operator_table(s["operators"])
     if s["rows_dead_lettered"]:
-        from lowwater.metrics.dead_letters import describe_reasons, merge_reasons
+        from lowwater.metrics.dead_letters import describe_reasons, merge_reasons, sample_place
 
         out.append(f"dead letters: {describe_reasons(merge_reasons(lines))}")
         sample = next((x["dead_letter_sample"] for x in reversed(lines) if x.get("dead_letter_sample")), None)
         if sample:
             record = sample.get("record")  # none for a record that did not parse (it has no fields)
-            out.append(f"  e.g. partition {sample.get('partition')} offset {sample.get('offset')}: "
-                       f"{sample.get('reason')}" + (f": {record}" if record else ""))
+            out.append(f"  e.g. {sample_place(sample)}: {sample.get('reason')}" + (f": {record}" if record else ""))
     cur = s["current"]
     out.append("")
     out.append(f"watermarks after batch {cur['batch_id']} (processing time {fmt_time(cur['processing_time_ms'])}):")

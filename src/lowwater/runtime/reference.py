@@ -25,6 +25,7 @@ from lowwater.core.clock import Clock, ManualClock, SystemClock
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.field_check import check_field_names
 from lowwater.graph.sinks import Sink, bind_job
+from lowwater.metrics.names import PartitionNames
 from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.nodes import Node
 from lowwater.runtime.result import BatchMetrics, JobResult
@@ -101,4 +102,7 @@ class ReferenceRuntime:
             n.sink.close()
         if dead_sink is not None:
             dead_sink.close()
-        return JobResult(job_name, metrics, job.watermark_history(), dead_letters=dead, direct=job.direct)
+        labels = p.source_labels()
+        names = PartitionNames.of([(labels.get(t.id, t.name), t.source) for t in p.sources])
+        return JobResult(job_name, metrics, job.watermark_history(), dead_letters=dead, direct=job.direct,
+                         partition_names=names)

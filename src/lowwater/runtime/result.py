@@ -7,6 +7,7 @@ from typing import Any
 
 from lowwater.metrics.accounting import Accounting, operator_scope
 from lowwater.metrics.line import GENERAL_RUNNING_TOTALS, OPERATOR_COUNTERS, OPERATOR_GAUGES, MetricsLine
+from lowwater.metrics.names import PartitionNames, named_partitions
 
 __all__ = ["BatchMetrics", "JobResult"]
 
@@ -49,6 +50,9 @@ class JobResult:
     """Every record sent to the dead-letter output: ``{"reason", "partition", "offset", "record"}``."""
     direct: bool = False
     """One window operator fed straight from the sources (see :mod:`lowwater.metrics.accounting`)."""
+    partition_names: PartitionNames | None = None
+    """How :meth:`lines` name partitions (:mod:`lowwater.metrics.names`); ``None``: by their numbers.
+    :attr:`batches` keep the operators' own keys (``index:number`` in a job of several sources)."""
 
     def lines(self) -> list[MetricsLine]:
         """One metrics line per batch (:mod:`lowwater.metrics.line`): the operators' running
@@ -64,11 +68,14 @@ class JobResult:
             taken += b.rows_dead_lettered
             # the batch's reasons, as a Spark batch's line has them (`lowwater status` lists them)
             reasons = summarize_dead(dead) if dead else {}
-            out.append(MetricsLine.of_batch(b.batch_id, {**now, **reasons}, before, running=GENERAL_RUNNING_TOTALS,
+            named = {**now, **reasons}
+            if self.partition_names is not None:
+                named = named_partitions(named, self.partition_names)
+            out.append(MetricsLine.of_batch(b.batch_id, named, before, running=GENERAL_RUNNING_TOTALS,
                                             path="reference",
                                             processing_time_ms=b.processing_time_ms, end_of_input=b.end_of_input,
                                             spark_batch_id=None if b.end_of_input else b.batch_id))
-            before = now
+            before = now if self.partition_names is None else named_partitions(now, self.partition_names)
         return out
 
     def accounting(self, operator: str | None = None) -> Accounting:

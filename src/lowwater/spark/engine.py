@@ -27,7 +27,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,7 @@ from lowwater.graph.sinks import Sink, bind_job
 from lowwater.metrics.line import MetricsLine, running_totals
 from lowwater.metrics.log import FOLD_EVERY, KEEP_LINES, MetricsLog
 from lowwater.metrics.log import through as metrics_through
+from lowwater.metrics.names import PartitionNames, named_partitions
 from lowwater.spark import faults
 from lowwater.spark.fs import join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
@@ -58,7 +59,6 @@ from lowwater.spark.outputs import BatchOutput, Output, dead_letter_output
 from lowwater.spark.plan import native_plan
 from lowwater.spark.processor import BatchResult, JsonStateProcessor, Processor
 from lowwater.spark.sinks.base import DataFrameSink
-from lowwater.spark.source_base import SparkSource
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 from lowwater.spark.window_store import WindowStore
 
@@ -376,9 +376,10 @@ class SparkRuntime:
                                        sinks=[t.sink for t in p.sinks])
         job = SparkJob(None, store, path, reason)
         labels = p.source_labels()
+        names = PartitionNames.of([(labels.get(t.id, t.name), t.source) for t in p.sources])
         driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark,
                               self.on_metrics, several_sources=len(sources) > 1,
-                              partition_name=partition_namer({labels.get(t.id, t.name): t.source for t in p.sources}))
+                              partition_name=names)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
         latest = store.latest_version()
         if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
@@ -465,10 +466,10 @@ class _BatchDriver:
     def __init__(self, processor: Processor, store: StateStore, sinks: list[Sink], dead_letter_sink: Sink | None,
                  now: Callable[[int], int], job: SparkJob, spark: SparkSession,
                  on_metrics: Callable[[dict[str, Any]], None] | None = None, several_sources: bool = False,
-                 partition_name: Callable[[str], str] | None = None) -> None:
+                 partition_name: PartitionNames | None = None) -> None:
         self.processor = processor
         self.partition_name = partition_name
-        """The sources' own names for partitions in the metrics (:func:`partition_namer`), or ``None``."""
+        """How the metrics name partitions (:mod:`lowwater.metrics.names`), or ``None``: by their numbers."""
         self.several_sources = several_sources
         """Whether dead letters name their source: a ``source`` column in every batch's frame, empty or not."""
         self.on_metrics = on_metrics
@@ -657,7 +658,7 @@ class _BatchDriver:
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()
         name = self.partition_name
-        if name is not None:  # the processors number partitions; the sources may name them
+        if name is not None:  # the processors number partitions and sources; the metrics name them
             metrics, before = named_partitions(metrics, name), named_partitions(before, name)
         # the one place a processor's raw metrics become the typed line: counters per batch on every path
         line = MetricsLine.of_record({**record, "metrics": metrics}, before, running=running_totals(self.job.path),
@@ -752,47 +753,6 @@ def _observed_count(seen: Any, frame: DataFrame) -> int:
     return int(frame.count())
 
 
-def partition_namer(sources: Mapping[str, Any]) -> Callable[[str], str] | None:
-    """How a batch's metrics name a partition where a source names its own
-    (:meth:`~lowwater.spark.source_base.SparkSource.partition_name`: ``views-0`` for a Kafka source
-    of several topics), from the sources by their labels; ``None`` where every source's partitions
-    are their numbers. A processor's key is the partition's number, or ``label:number`` in a job of
-    several sources, which becomes ``label:name``."""
-    named = {label: s for label, s in sources.items()
-             if isinstance(s, SparkSource) and type(s).partition_name is not SparkSource.partition_name}
-    if not named:
-        return None
-    several = len(sources) > 1
-
-    def name(key: str) -> str:
-        label, _, number = key.rpartition(":") if several else ("", "", key)
-        source = named.get(label) if several else next(iter(named.values()))
-        try:
-            own = source.partition_name(int(number)) if source is not None else None
-        except ValueError:  # not a number: not a partition of a source's
-            own = None
-        if own is None:
-            return key
-        return f"{label}:{own}" if several else own
-
-    return name
-
-
-def named_partitions(metrics: Mapping[str, Any], name: Callable[[str], str]) -> dict[str, Any]:
-    """``metrics`` with its partitions named by ``name``: the keys of ``partition_watermarks`` and
-    ``rows_late_by_partition``, ``idle_partitions`` and the dead-letter sample's ``partition``."""
-    out = dict(metrics)
-    for key in ("partition_watermarks", "rows_late_by_partition"):
-        if out.get(key):
-            out[key] = {name(str(p)): v for p, v in out[key].items()}
-    if out.get("idle_partitions"):
-        out["idle_partitions"] = sorted(name(str(p)) for p in out["idle_partitions"])
-    sample = out.get("dead_letter_sample")  # (it names no source: in a job of several it keeps its number)
-    if sample and sample.get("partition") is not None:
-        out["dead_letter_sample"] = {**sample, "partition": name(str(sample["partition"]))}
-    return out
-
-
 def _dead_summary(out: BatchResult) -> dict[str, Any]:
     """The batch's dead-letter reasons and one sample (:mod:`lowwater.metrics.dead_letters`); on the
     native paths computed by Spark (a count per reason kind and one row), not from collected rows."""
@@ -812,7 +772,8 @@ def _dead_summary(out: BatchResult) -> dict[str, Any]:
         return {}
     row = first[0]
     sample = {"reason": row["reason"], "partition": row["partition"], "offset": row["offset"],
-              "record": (row["record"] or "")[:SAMPLE_CHARS]}
+              "record": (row["record"] or "")[:SAMPLE_CHARS],
+              **({"source": row["source"]} if "source" in frame.columns and row["source"] is not None else {})}
     return {"dead_letter_reasons": {r["kind"]: int(r["count"]) for r in kinds}, "dead_letter_sample": sample}
 
 
