@@ -79,9 +79,6 @@ def named_partitions(metrics: Mapping[str, Any], names: PartitionNames) -> dict[
             out[key] = {names(str(p)): v for p, v in out[key].items()}
     if out.get("idle_partitions"):
         out["idle_partitions"] = sorted(names(str(p)) for p in out["idle_partitions"])
-    if out.get("operators"):
-        out["operators"] = {name: named_partitions(op, names) if isinstance(op, Mapping) else op
-                            for name, op in out["operators"].items()}
     sample = out.get("dead_letter_sample")
     if sample and sample.get("partition") is not None:
         named = names.sample_partition(sample.get("source"), sample["partition"])
