@@ -206,4 +206,3 @@ def sample_place(sample: Mapping[str, Any]) -> str:
     source = sample.get("source")
     partition = sample.get("partition") if source is None else f"{source}:{sample.get('partition')}"
     return f"partition {partition} offset {sample.get('offset')}"
-

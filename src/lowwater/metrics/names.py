@@ -62,9 +62,9 @@ class PartitionNames:
     def sample_partition(self, label: str | None, partition: Any) -> str:
         """A dead-letter sample's partition, named by the source whose ``label`` the sample carries
         (a job of several sources) or by the only one."""
-        if label is None or len(self.sources) == 1:
-            return self(str(partition)) if len(self.sources) == 1 else str(partition)
-        if label not in self.labels:
+        if len(self.sources) == 1:
+            return self(str(partition))
+        if label not in self.labels:  # no label (or not this job's): as it is
             return str(partition)
         return self._own(self.labels.index(label), str(partition))
 

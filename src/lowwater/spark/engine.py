@@ -379,7 +379,7 @@ class SparkRuntime:
         names = PartitionNames.of([(labels.get(t.id, t.name), t.source) for t in p.sources])
         driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark,
                               self.on_metrics, several_sources=len(sources) > 1,
-                              partition_name=names)
+                              partition_names=names)
         log.info("lowwater %s: %s path (%s)", job_name, path, reason)
         latest = store.latest_version()
         if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
@@ -466,9 +466,9 @@ class _BatchDriver:
     def __init__(self, processor: Processor, store: StateStore, sinks: list[Sink], dead_letter_sink: Sink | None,
                  now: Callable[[int], int], job: SparkJob, spark: SparkSession,
                  on_metrics: Callable[[dict[str, Any]], None] | None = None, several_sources: bool = False,
-                 partition_name: PartitionNames | None = None) -> None:
+                 partition_names: PartitionNames | None = None) -> None:
         self.processor = processor
-        self.partition_name = partition_name
+        self.partition_names = partition_names
         """How the metrics name partitions (:mod:`lowwater.metrics.names`), or ``None``: by their numbers."""
         self.several_sources = several_sources
         """Whether dead letters name their source: a ``source`` column in every batch's frame, empty or not."""
@@ -657,9 +657,9 @@ class _BatchDriver:
         metrics.update(_dead_summary(out))  # why records were rejected, even with no dead-letter sink
         metrics["duration_ms"] = int((time.monotonic() - started) * 1000)
         metrics["state_bytes"] = self.store.size_bytes()
-        name = self.partition_name
-        if name is not None:  # the processors number partitions and sources; the metrics name them
-            metrics, before = named_partitions(metrics, name), named_partitions(before, name)
+        names = self.partition_names
+        if names is not None:  # the processors number partitions and sources; the metrics name them
+            metrics, before = named_partitions(metrics, names), named_partitions(before, names)
         # the one place a processor's raw metrics become the typed line: counters per batch on every path
         line = MetricsLine.of_record({**record, "metrics": metrics}, before, running=running_totals(self.job.path),
                                      path=self.job.path)

@@ -78,8 +78,11 @@ def _register(spark: SparkSession) -> None:
     if jvm is None:  # Spark Connect: no sessions of the JVM's to juggle
         spark.dataSource.register(LogDataSource)
         return
-    if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(FORMAT_NAME):
-        return
+    try:
+        if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(FORMAT_NAME):
+            return
+    except Exception:  # py4j errors: a Spark without the call registers, as before
+        pass
     sessions = jvm.SparkSession
     active = sessions.getActiveSession()
     sessions.setActiveSession(spark._jsparkSession)
