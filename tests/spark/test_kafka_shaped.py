@@ -114,6 +114,7 @@ def test_two_topics_number_their_partitions_apart_and_the_metrics_name_each_topi
     counts and dead-letter sample, ``lowwater status`` (until session 47 views' partition 1 was
     "1001" there, and a dead letter's position named no topic)."""
     from lowwater.cli import main
+    from lowwater.spark.sinks import ForeachDataFrameSink
 
     bad = {**_record("views", 1, 2, 4_000, "bob", 0), "value": b"not json"}
     data = tmp_path / "kafka"
@@ -131,10 +132,14 @@ def test_two_topics_number_their_partitions_apart_and_the_metrics_name_each_topi
                                WatermarkStrategy.for_bounded_out_of_orderness(0))
                .key_by("user").window(TumblingEventTimeWindows.of(10_000)).sum("amount").collect())
     ck = tmp_path / "ck"
-    job = SparkRuntime(str(ck), spark=spark, end_of_input=True, path=path).execute(env)  # type: ignore[arg-type]
+    letters: list[Any] = []
+    dead = ForeachDataFrameSink(lambda df, _: letters.extend(df.select("partition", "offset", "file").collect()))
+    job = SparkRuntime(str(ck), spark=spark, end_of_input=True, path=path,  # type: ignore[arg-type]
+                       dead_letter_sink=dead).execute(env)
     assert job.path == path
     assert sorted((r.key, r.window_start, r.value) for r in results.results) == \
         [("ann", 0, 1), ("ann", 10_000, 4), ("bob", 0, 2), ("bob", 10_000, 8)]
+    assert [tuple(r) for r in letters] == [(1001, 2, "views-1")]  # the letter's number, and where it is kept
     assert job.watermarks()[0]["partition_watermarks"] == {"clicks-1": 999, "views-1": 1999}
     last = job.batches()[2]["metrics"]
     assert last["rows_late_by_partition"] == {"views-1": 1}
@@ -361,5 +366,7 @@ def test_a_dead_lettered_kafka_record_is_counted_and_keeps_its_value(spark: Any,
     assert why[1] == "record does not parse: \"field 'at': 5000 is not a TIMESTAMP\"", why
     assert why[3].startswith("record does not parse: 'invalid JSON (more after the first value): ")
     assert why[5] == "record does not parse: 'value is null (a tombstone), not a JSON object'"
+    # where each is kept, as a log's letter names its segment file: the topic-partition (null until session 48)
+    assert {d["offset"]: d["file"] for d in letters} == {1: "clicks-0", 3: "clicks-0", 5: "clicks-0"}
     assert str(job.accounting()) == "7 rows in = 3 windowed + 1 late + 3 dead-lettered"
     assert job.accounting().balanced

@@ -230,6 +230,7 @@ class KafkaShapedSource(DataFrameSource):
         binary = type(df.schema["value"].dataType).__name__ == "BinaryType"
         text = F.col("value").cast("string")
         parsed = df.select(part.cast("int").alias("_p"), F.col("offset").cast("long").alias("_o"),
+                           F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias("_tp"),
                            F.col("timestamp").alias("_t"), F.col("value").alias("_raw"), text.alias("_s"),
                            F.from_json(text, schema, {"timeZone": "UTC"}).alias("_v"),
                            F.try_parse_json(F.concat(F.lit("["), text, F.lit("]"))).alias("_w"))  # see _value_corrupt
@@ -243,23 +244,28 @@ class KafkaShapedSource(DataFrameSource):
         reason = F.element_at(F.transform(F.array(F.col("_code")), lambda _: _corrupt_reason(declared)), 1)
         bad = F.col("_code").isNotNull()
         held = F.expr("make_valid_utf8(_s)")  # a dead letter's value as text, its record
-        checked = coded.select("_p", "_o", "_t", "_v", F.when(bad, reason).alias("_c"), F.when(bad, held).alias("_r"))
+        checked = coded.select("_p", "_o", "_t", "_v", F.when(bad, reason).alias("_c"), F.when(bad, held).alias("_r"),
+                               F.when(bad, F.col("_tp")).alias("_f"))
         names = [n for n, _ in declared]
         flat = checked.select(*[F.when(F.col("_c").isNull(), F.col("_v").getField(n)).alias(f"v_{i}")
                                 for i, n in enumerate(names)],
                               F.col("_p").alias("p_"), F.col("_o").alias("o_"), F.col("_t").alias("t_"),
-                              F.col("_c").alias("c_"), F.col("_r").alias("r_"))
+                              F.col("_c").alias("c_"), F.col("_r").alias("r_"), F.col("_f").alias("f_"))
         self._names = names
         super().__init__(flat.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(names)],
-                                     "p_", "o_", "t_", "c_", "r_"), partition="p_", offset="o_", timestamp="t_")
+                                     "p_", "o_", "t_", "c_", "r_", "f_"), partition="p_", offset="o_", timestamp="t_")
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
-        """The standard columns, the fields, ``_corrupt`` (why the record is a dead letter, or null)
-        and ``_raw``: a dead letter's value as text (invalid UTF-8 replaced), its ``record``, for
-        Kafka's retention may delete the original (null for a good record and for a tombstone)."""
+        """The standard columns, the fields, ``_corrupt`` (why the record is a dead letter, or null),
+        ``_raw``: a dead letter's value as text (invalid UTF-8 replaced), its ``record``, for Kafka's
+        retention may delete the original (null for a good record and for a tombstone), and
+        ``_file``: where that record is kept, its ``topic-partition`` (``views-1``), as a log's
+        letter names its segment file (the ``partition`` column is lowwater's number, ``1001``, where
+        the source reads several topics)."""
         from pyspark.sql import functions as F
 
-        return self.df.select(*self._standard_columns(), F.col("c_").alias("_corrupt"), F.col("r_").alias("_raw"))
+        return self.df.select(*self._standard_columns(), F.col("c_").alias("_corrupt"), F.col("r_").alias("_raw"),
+                              F.col("f_").alias("_file"))
 
     def identity(self) -> str:
         """The topics in order, which number the partitions (``index * partitions_per_topic +
