@@ -189,12 +189,27 @@ def files_stream(spark: Any, log: Path, partitions: int) -> Any:
                                                                                             "v.*")
 
 
+def kafka_shaped_stream(spark: Any, log: Path, partitions: int) -> Any:
+    """The log's Parquet segments as :func:`files_stream` reads them, in Spark's Kafka source
+    schema (one topic; each record's ``value`` its JSON text, as bytes): what a Kafka user's
+    ``KafkaSource`` reads, checked strictly by ``KafkaShapedSource``."""
+    from pyspark.sql import functions as F
+
+    raw = (spark.readStream.schema("partition INT, offset BIGINT, timestamp BIGINT, value STRING")
+           .option("maxFilesPerTrigger", partitions).option("recursiveFileLookup", "true").parquet(str(log)))
+    return raw.select(F.lit(None).cast("binary").alias("key"), F.col("value").cast("binary").alias("value"),
+                      F.lit("bench").alias("topic"), "partition", "offset",
+                      F.timestamp_millis("timestamp").alias("timestamp"), F.lit(0).alias("timestampType"))
+
+
 def bench_source() -> str:
     """``LOWWATER_BENCH_SOURCE``: ``log`` (default, the partitioned log's Python data source),
-    ``files`` (:func:`files_stream`) or ``parquet`` (:func:`files_stream` over a typed copy)."""
+    ``files`` (:func:`files_stream`), ``parquet`` (:func:`files_stream` over a typed copy) or
+    ``kafka``: Spark's query as with ``files`` (``from_json``), lowwater's a ``KafkaShapedSource``
+    over :func:`kafka_shaped_stream`, each as its Kafka user would write it."""
     source = os.environ.get("LOWWATER_BENCH_SOURCE", "log")
-    if source not in ("log", "files", "parquet"):
-        raise ValueError(f"LOWWATER_BENCH_SOURCE is log, files or parquet, not {source!r}")
+    if source not in ("log", "files", "parquet", "kafka"):
+        raise ValueError(f"LOWWATER_BENCH_SOURCE is log, files, parquet or kafka, not {source!r}")
     return source
 
 
@@ -256,6 +271,10 @@ def lowwater_env(log: Path, partitions: int, window_ms: int, bound_ms: int, aggr
         from lowwater.spark.dataframe_source import DataFrameSource
 
         src: Any = DataFrameSource(files_stream(spark, log, partitions), partition="partition", offset="offset")
+        if bench_source() == "kafka":
+            from lowwater.spark.dataframe_source import KafkaShapedSource
+
+            src = KafkaShapedSource(kafka_shaped_stream(spark, log, partitions), FIELDS)
     else:
         src = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions)
     windowed = env.from_source(src, strategy).key_by("key").window(TumblingEventTimeWindows.of(window_ms))
