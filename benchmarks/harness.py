@@ -183,10 +183,8 @@ def files_stream(spark: Any, log: Path, partitions: int) -> Any:
         return (spark.readStream.schema(schema).option("maxFilesPerTrigger", partitions)
                 .parquet(str(typed_copy(log))))
     struct = ", ".join(f"`{n}` {t}" for n, t in FIELDS)
-    raw = (spark.readStream.schema("partition INT, offset BIGINT, timestamp BIGINT, value STRING")
-           .option("maxFilesPerTrigger", partitions).option("recursiveFileLookup", "true").parquet(str(log)))
-    return raw.select("partition", "offset", F.from_json("value", struct).alias("v")).select("partition", "offset",
-                                                                                            "v.*")
+    parsed = _segments(spark, log, partitions).select("partition", "offset", F.from_json("value", struct).alias("v"))
+    return parsed.select("partition", "offset", "v.*")
 
 
 def kafka_shaped_stream(spark: Any, log: Path, partitions: int) -> Any:
@@ -195,11 +193,17 @@ def kafka_shaped_stream(spark: Any, log: Path, partitions: int) -> Any:
     ``KafkaSource`` reads, checked strictly by ``KafkaShapedSource``."""
     from pyspark.sql import functions as F
 
-    raw = (spark.readStream.schema("partition INT, offset BIGINT, timestamp BIGINT, value STRING")
-           .option("maxFilesPerTrigger", partitions).option("recursiveFileLookup", "true").parquet(str(log)))
-    return raw.select(F.lit(None).cast("binary").alias("key"), F.col("value").cast("binary").alias("value"),
-                      F.lit("bench").alias("topic"), "partition", "offset",
-                      F.timestamp_millis("timestamp").alias("timestamp"), F.lit(0).alias("timestampType"))
+    return _segments(spark, log, partitions).select(
+        F.lit(None).cast("binary").alias("key"), F.col("value").cast("binary").alias("value"),
+        F.lit("bench").alias("topic"), "partition", "offset",
+        F.timestamp_millis("timestamp").alias("timestamp"), F.lit(0).alias("timestampType"))
+
+
+def _segments(spark: Any, log: Path, partitions: int) -> Any:
+    """The log's Parquet segments as a stream read by Spark's file source, one segment per
+    partition per batch, oldest first: ``partition, offset, timestamp, value`` (the JSON text)."""
+    return (spark.readStream.schema("partition INT, offset BIGINT, timestamp BIGINT, value STRING")
+            .option("maxFilesPerTrigger", partitions).option("recursiveFileLookup", "true").parquet(str(log)))
 
 
 def bench_source() -> str:
@@ -268,13 +272,12 @@ def lowwater_env(log: Path, partitions: int, window_ms: int, bound_ms: int, aggr
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(bound_ms).with_timestamp_assigner(
         event_ts if python_assigner else "ts")
     if spark is not None and bench_source() != "log":
-        from lowwater.spark.dataframe_source import DataFrameSource
+        from lowwater.spark.dataframe_source import DataFrameSource, KafkaShapedSource
 
-        src: Any = DataFrameSource(files_stream(spark, log, partitions), partition="partition", offset="offset")
         if bench_source() == "kafka":
-            from lowwater.spark.dataframe_source import KafkaShapedSource
-
-            src = KafkaShapedSource(kafka_shaped_stream(spark, log, partitions), FIELDS)
+            src: Any = KafkaShapedSource(kafka_shaped_stream(spark, log, partitions), FIELDS)
+        else:
+            src = DataFrameSource(files_stream(spark, log, partitions), partition="partition", offset="offset")
     else:
         src = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions)
     windowed = env.from_source(src, strategy).key_by("key").window(TumblingEventTimeWindows.of(window_ms))
