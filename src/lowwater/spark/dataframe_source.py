@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError, article
 from lowwater.graph.sources import SourceBatch
+from lowwater.spark.kafka_value import jvm_reader
 from lowwater.spark.source_base import SparkSource
 
 if TYPE_CHECKING:
@@ -229,26 +230,39 @@ class KafkaShapedSource(DataFrameSource):
         schema = ", ".join(f"`{n.replace('`', '``')}` {t}" for n, t in declared)
         binary = type(df.schema["value"].dataType).__name__ == "BinaryType"
         text = F.col("value").cast("string")
-        parsed = df.select(part.cast("int").alias("_p"), F.col("offset").cast("long").alias("_o"),
-                           F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias("_tp"),
-                           F.col("timestamp").alias("_t"), F.col("value").alias("_raw"), text.alias("_s"),
-                           F.from_json(text, schema, {"timeZone": "UTC"}).alias("_v"),
-                           F.try_parse_json(F.concat(F.lit("["), text, F.lit("]"))).alias("_w"))  # see _value_corrupt
+        # the JVM reader (kafka_value), where its jar is on the class path: one parse a record, the
+        # fields read; the checks below then run on the records it finds bad only, to word the reason
+        reader = jvm_reader(df.sparkSession, declared)
+        jvm = reader is not None
+        carried = ["_j"] if jvm else []  # the reader's struct, (bad, v0, v1, ...)
+        if reader is not None:
+            df = df.select("*", reader(F.col("value").cast("binary")).alias("_j"))
+        gate = (lambda c: F.when(F.col("_j.bad").isNotNull(), c)) if jvm else (lambda c: c)
+        read = df.select(part.cast("int").alias("_p"), F.col("offset").cast("long").alias("_o"),
+                         F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias("_tp"),
+                         F.col("timestamp").alias("_t"), gate(F.col("value")).alias("_raw"), gate(text).alias("_s"),
+                         *carried)
+        # the value parsed twice: its fields as from_json reads them, and as a VARIANT (see _corrupt_code)
+        parsed = read.select("*", F.from_json(F.col("_s"), schema, {"timeZone": "UTC"}).alias("_v"),
+                             F.try_parse_json(F.concat(F.lit("["), F.col("_s"), F.lit("]"))).alias("_w"))
         # each field's JSON value and its kind, once a record (the checks and reasons refer to them)
         found = parsed.select("*", *[_field_value(n).alias(f"_f{i}") for i, (n, _) in enumerate(declared)])
         kinds = found.select("*", *[F.schema_of_variant(F.col(f"_f{i}")).alias(f"_k{i}") for i in range(len(declared))])
-        coded = kinds.select("*", _corrupt_code(declared, binary).alias("_code"))
+        code = _corrupt_code(declared, binary)
+        if jvm:  # a record the reader finds bad and the checks do not: the reader's reason
+            code = F.when(F.col("_j.bad").isNotNull(), F.coalesce(code, F.lit(_JVM)))
+        coded = kinds.select("*", code.alias("_code"))
         # the reason of a bad record, inside a lambda: Spark evaluates it without generating code, so
         # the code generated for every record stays small enough for the JVM to compile (it does not
         # compile a method past 8,000 bytes of bytecode; inline, this source ran 1.5x slower)
-        reason = F.element_at(F.transform(F.array(F.col("_code")), lambda _: _corrupt_reason(declared)), 1)
+        reason = F.element_at(F.transform(F.array(F.col("_code")), lambda _: _corrupt_reason(declared, jvm)), 1)
         bad = F.col("_code").isNotNull()
         held = F.expr("make_valid_utf8(_s)")  # a dead letter's value as text, its record
-        checked = coded.select("_p", "_o", "_t", "_v", F.when(bad, reason).alias("_c"), F.when(bad, held).alias("_r"),
-                               F.when(bad, F.col("_tp")).alias("_f"))
+        checked = coded.select("_p", "_o", "_t", "_v", *carried, F.when(bad, reason).alias("_c"),
+                               F.when(bad, held).alias("_r"), F.when(bad, F.col("_tp")).alias("_f"))
         names = [n for n, _ in declared]
-        flat = checked.select(*[F.when(F.col("_c").isNull(), F.col("_v").getField(n)).alias(f"v_{i}")
-                                for i, n in enumerate(names)],
+        values = [F.col("_j").getField(f"v{i}") if jvm else F.col("_v").getField(n) for i, n in enumerate(names)]
+        flat = checked.select(*[F.when(F.col("_c").isNull(), v).alias(f"v_{i}") for i, v in enumerate(values)],
                               F.col("_p").alias("p_"), F.col("_o").alias("o_"), F.col("_t").alias("t_"),
                               F.col("_c").alias("c_"), F.col("_r").alias("r_"), F.col("_f").alias("f_"))
         self._names = names
@@ -406,7 +420,7 @@ _START = r"trim(LEADING ' \t\n\r' FROM _s)"
 
 
 # _corrupt_code's codes below the first field's
-_TOMBSTONE, _NOT_UTF8, _NOT_ONE_VALUE, _NOT_AN_OBJECT, _FIELD = 1, 2, 3, 4, 5
+_TOMBSTONE, _NOT_UTF8, _NOT_ONE_VALUE, _NOT_AN_OBJECT, _JVM, _FIELD = 1, 2, 3, 4, 5, 6
 
 
 def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool) -> Any:
@@ -437,9 +451,10 @@ def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool) -> Any:
     return code
 
 
-def _corrupt_reason(fields: Sequence[tuple[str, str]]) -> Any:
+def _corrupt_reason(fields: Sequence[tuple[str, str]], jvm: bool = False) -> Any:
     """The reason for ``_code`` (:func:`_corrupt_code`), worded as the partitioned log words it
-    (``field 'x': 5 is not a STRING``); null for a good record."""
+    (``field 'x': 5 is not a STRING``); null for a good record. ``jvm``: the JVM reader's struct
+    is ``_j``, and its reason words a record only it found bad."""
     from pyspark.sql import functions as F
 
     code, text = F.col("_code"), F.col("_s")
@@ -456,6 +471,9 @@ def _corrupt_reason(fields: Sequence[tuple[str, str]]) -> Any:
                   _quoted(text, _SNIPPET_CHARS)))
               .when(code == _NOT_AN_OBJECT, F.when(F.expr(_START) == "", F.lit("empty value")).otherwise(F.concat(
                   F.lit("value is a JSON "), kind, F.lit(", not an object: "), _quoted(text, _SNIPPET_CHARS)))))
+    if jvm:
+        reason = reason.when(code == _JVM, F.concat(F.lit("invalid value ("), F.col("_j.bad"), F.lit("): "),
+                                                    _quoted(text, _SNIPPET_CHARS)))
     if not fields:
         return reason
     # field i: one expression over the i-th of each, not one per field
