@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import random
 from typing import Any
 
@@ -93,6 +94,20 @@ def test_the_reader_is_on_sparks_class_path_and_reads_the_values(spark: Any) -> 
                                  "timestampType": 0, "timestamp": dt.datetime(2024, 1, 1)}], KAFKA_SCHEMA)
     plan = KafkaShapedSource(df, [("s", "STRING")]).spark_stream(spark)._jdf.queryExecution().analyzed().toString()
     assert "lowwater_kafka_value_" in plan
+
+
+def test_without_the_class_the_source_says_so_and_checks_every_value_in_sql(
+        spark: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A session started without the jar (a spark-submit not given it) reads the same, slower, and
+    the log says why: registering a class Spark cannot load fails as the missing jar does."""
+    monkeypatch.setattr(kafka_value, "JVM_CLASS", "dev.lowwater.NoSuchReader")
+    monkeypatch.setattr(kafka_value, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="lowwater.spark"):
+        rows = _rows(spark, [b'{"s": "a"}', b'{"s": 1}'], [("s", "STRING")], "BINARY")
+        _rows(spark, [b"{}"], [("s", "STRING")], "BINARY")
+    said = [r.getMessage() for r in caplog.records if "not on Spark's class path" in r.getMessage()]
+    assert len(said) == 1 and "jars/spark/lowwater-jvm.jar" in said[0], said  # once a session
+    assert [(r["s"], r["_corrupt"]) for r in rows] == [("a", None), (None, "field 's': 1 is not a STRING")]
 
 
 @pytest.mark.parametrize("value_type", ["BINARY", "STRING"])
