@@ -5,8 +5,8 @@
 own jars) and handed to Spark with the other jars of ``spark.jars``, parses a value once with
 Jackson: it decides whether the record is an element, as the source's Spark SQL checks decide
 it, and reads its declared fields. Those checks parse every value twice (``from_json`` and a
-VARIANT parse) and cost about three times Spark's own ``from_json``; the reader, about as much
-as ``from_json`` alone (docs/performance.md). A bad record's reason is still worded by the SQL
+VARIANT parse) and cost about three times Spark's own ``from_json``; the reader costs less than
+``from_json`` alone (docs/performance.md, session 50). A bad record's reason is still worded by the SQL
 checks, which then run on that record only.
 
 Where the class is not on Spark's class path (a session started without the jar), the source

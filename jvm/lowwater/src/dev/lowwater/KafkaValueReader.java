@@ -45,8 +45,11 @@ import java.util.regex.Pattern;
 public final class KafkaValueReader implements UDF2<byte[], String, Row> {
     private static final long serialVersionUID = 1L;
 
+    /** Strict as Jackson is by default, with keys given twice refused; keys are not interned (a topic
+     *  whose records carry ever new keys would fill the JVM's string pool). */
     private static final JsonFactory JSON = JsonFactory.builder()
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
             .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(1000).build())
             .build();
 
