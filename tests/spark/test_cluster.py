@@ -27,10 +27,10 @@ pytestmark = pytest.mark.spark
 JOB = Path(__file__).with_name("cluster_job.py")
 
 try:
-    from tests.spark.cluster_job import run
+    from tests.spark.cluster_job import run, write_kafka_frames
     from tests.spark.crash_series import JVM_OPTIONS
 except ImportError:  # tests/spark on sys.path
-    from cluster_job import run  # type: ignore[no-redef]
+    from cluster_job import run, write_kafka_frames  # type: ignore[no-redef]
     from crash_series import JVM_OPTIONS  # type: ignore[no-redef]
 
 
@@ -128,20 +128,29 @@ def _rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
 def test_a_keyed_path_pipeline_on_a_standalone_cluster_equals_the_local_run(
         cluster: str, spark: Any, tmp_path: Path) -> None:
     """cluster_job.py's ``sessions`` pipeline: session windows on a Python key selector, per key on
-    the executors (the keyed path). Its ``native`` pipeline runs on the cluster in the test below,
+    the executors (the keyed path), and its ``kafka`` one: Kafka-shaped records read by
+    ``KafkaShapedSource`` with lowwater's own jar given to ``spark-submit``, so that its reader runs
+    on the cluster's executor. Its ``native`` pipeline runs on the cluster in the test below,
     through ``lowwater run``: submitting it here too took about 30 s of CI's time."""
+    from lowwater.spark.jvm import jars_dir
+    from lowwater.spark.kafka_value import JAR_NAME
+
     log = tmp_path / "log"
     stream = SyntheticStream(partitions=3, keys=20, events_per_second=500, disorder_ms=800, lagging_partition=2,
                              lag_ms=3000, late_fraction=0.02, late_by_ms=4000, seed=7)
     stream.write_to(PartitionedLogWriter(log, "jsonl"), batches=4, rows_per_batch=300)
+    bad = write_kafka_frames(str(log), f"{log}-kafka")
+    assert bad >= 10
 
-    kinds = "sessions"
-    on_cluster = _submit(cluster, JOB, log, tmp_path / "ck-cluster", tmp_path / "out-cluster", kinds)
+    kinds = "sessions,kafka"
+    on_cluster = _submit(cluster, "--jars", jars_dir() / "spark" / JAR_NAME, JOB, log, tmp_path / "ck-cluster",
+                         tmp_path / "out-cluster", kinds)
     assert f"MASTER {cluster}" in on_cluster
+    assert "kafka READER on" in on_cluster
     local = {kind: run(spark, str(log), str(tmp_path / "ck-local" / kind), str(tmp_path / "out-local" / kind), kind)
              for kind in kinds.split(",")}  # the local run in-process, on the test session's local master
 
-    for kind, path in (("sessions", "keyed"),):
+    for kind, path in (("sessions", "keyed"), ("kafka", "native")):
         assert f"{kind} PATH {path}" in on_cluster
         results = _rows(spark, tmp_path / "out-cluster" / kind / "results")
         assert results and results == _rows(spark, tmp_path / "out-local" / kind / "results"), kind
@@ -151,6 +160,7 @@ def test_a_keyed_path_pipeline_on_a_standalone_cluster_equals_the_local_run(
         accounting = [line for line in on_cluster.splitlines() if line.startswith(f"{kind} ACCOUNTING")]
         assert accounting == [f"{kind} ACCOUNTING {local[kind][1]}"]
         assert "UNACCOUNTED" not in accounting[0]
+    assert f"+ {bad} dead-lettered" in local["kafka"][1]
 
 
 PIPELINE = """\
