@@ -100,6 +100,9 @@ and the rest of Spark's configuration come from spark-submit:
 
     spark-submit --master spark://HOST:7077 {cli} \\
         run PIPELINE.py --checkpoint hdfs://NAMENODE:8020/checkpoints/JOB
+
+with --jars for the jars a pipeline's sources and sinks need (./dev's jars/spark: Kafka's
+connector, Delta, and lowwater-jvm.jar, the Kafka source's reader).
 """
 
 
