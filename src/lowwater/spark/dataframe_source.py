@@ -194,7 +194,9 @@ class KafkaShapedSource(DataFrameSource):
     given twice), more than one JSON value (``{...} {...}``, trailing text), a JSON value
     that is not an object, or a field whose value is not its declared type (``field 'at':
     5000 is not a TIMESTAMP``: an epoch number is not read as seconds, nor a number or an
-    object as text). The check runs in Spark SQL, on the JVM. It is a
+    object as text). The check runs on the JVM: in one parse by lowwater's reader
+    (:mod:`lowwater.spark.kafka_value`, ``jars/spark/lowwater-jvm.jar``), or, in a session
+    without that jar, in Spark SQL, with the same results at about a third of the speed. It is a
     :class:`DataFrameSource` over the parsed value's fields.
 
     With ``topics``, a record of a topic not listed, or whose partition is

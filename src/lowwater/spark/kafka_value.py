@@ -35,7 +35,7 @@ _warned: set[int] = set()
 
 
 def _column_type(declared: str) -> str:
-    """The Spark SQL type the reader gives field of type ``declared`` (canonical)."""
+    """The Spark SQL type the reader gives a field of type ``declared`` (canonical)."""
     return "BIGINT" if declared in ("TIMESTAMP", "DATE") else declared
 
 
