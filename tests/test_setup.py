@@ -5,6 +5,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -21,3 +26,31 @@ def test_the_modules_every_spark_python_process_imports_are_compiled_to_bytecode
     assert source is not None and source.endswith(".py")
     cached = importlib.util.cache_from_source(source)
     assert os.path.exists(cached), f"{module}: no {cached}; run ./dev setup (it compiles the venv and src/)"
+
+
+def test_lowwater_s_jar_is_built_again_when_pyspark_changes(tmp_path: Path) -> None:
+    """``scripts/build_jar.sh`` builds ``jars/spark/lowwater-jvm.jar`` against the installed pyspark's
+    jars, once: again when a Java source is newer, and again when pyspark is not the version it was
+    built against (an upgrade kept a jar compiled against the old Spark's classes)."""
+    root = Path(__file__).resolve().parent.parent
+    shutil.copytree(root / "jvm", tmp_path / "jvm")
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(root / "scripts" / "build_jar.sh", tmp_path / "scripts")
+    jar, stamp = tmp_path / "jars" / "spark" / "lowwater-jvm.jar", tmp_path / "jars" / "lowwater-jvm.pyspark"
+
+    def build() -> str:
+        run = subprocess.run(["bash", str(tmp_path / "scripts" / "build_jar.sh")], capture_output=True, text=True,
+                             env={**os.environ, "LOWWATER_PYTHON": sys.executable}, timeout=300)
+        assert run.returncode == 0, run.stderr
+        return run.stderr
+
+    import pyspark
+
+    assert "built jars/spark/lowwater-jvm.jar" in build()
+    assert stamp.read_text().strip() == pyspark.__version__
+    with zipfile.ZipFile(jar) as z:
+        assert "dev/lowwater/KafkaValueReader.class" in z.namelist()
+    assert build() == ""  # built, against this pyspark: nothing to do
+    stamp.write_text("3.5.1\n")  # built against another pyspark
+    assert f"against pyspark {pyspark.__version__}" in build()
+    assert stamp.read_text().strip() == pyspark.__version__
