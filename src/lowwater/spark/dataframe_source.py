@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError, article
@@ -232,38 +232,41 @@ class KafkaShapedSource(DataFrameSource):
         schema = ", ".join(f"`{n.replace('`', '``')}` {t}" for n, t in declared)
         binary = type(df.schema["value"].dataType).__name__ == "BinaryType"
         text = F.col("value").cast("string")
-        # the JVM reader (kafka_value), where its jar is on the class path: one parse a record, the
-        # fields read; the checks below then run on the records it finds bad only, to word the reason
         reader = jvm_reader(df.sparkSession, declared)
-        jvm = reader is not None
-        carried = ["_j"] if jvm else []  # the reader's struct, (bad, v0, v1, ...)
-        if reader is not None:
-            df = df.select("*", reader(F.col("value").cast("binary")).alias("_j"))
-        gate = (lambda c: F.when(F.col("_j.bad").isNotNull(), c)) if jvm else (lambda c: c)
-        read = df.select(part.cast("int").alias("_p"), F.col("offset").cast("long").alias("_o"),
-                         F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias("_tp"),
-                         F.col("timestamp").alias("_t"), gate(F.col("value")).alias("_raw"), gate(text).alias("_s"),
-                         *carried)
-        # the value parsed twice: its fields as from_json reads them, and as a VARIANT (see _corrupt_code)
-        parsed = read.select("*", F.from_json(F.col("_s"), schema, {"timeZone": "UTC"}).alias("_v"),
-                             F.try_parse_json(F.concat(F.lit("["), F.col("_s"), F.lit("]"))).alias("_w"))
-        # each field's JSON value and its kind, once a record (the checks and reasons refer to them)
-        found = parsed.select("*", *[_field_value(n).alias(f"_f{i}") for i, (n, _) in enumerate(declared)])
-        kinds = found.select("*", *[F.schema_of_variant(F.col(f"_f{i}")).alias(f"_k{i}") for i in range(len(declared))])
-        code = _corrupt_code(declared, binary)
-        if jvm:  # a record the reader finds bad and the checks do not: the reader's reason
-            code = F.when(F.col("_j.bad").isNotNull(), F.coalesce(code, F.lit(_JVM)))
-        coded = kinds.select("*", code.alias("_code"))
-        # the reason of a bad record, inside a lambda: Spark evaluates it without generating code, so
-        # the code generated for every record stays small enough for the JVM to compile (it does not
-        # compile a method past 8,000 bytes of bytecode; inline, this source ran 1.5x slower)
-        reason = F.element_at(F.transform(F.array(F.col("_code")), lambda _: _corrupt_reason(declared, jvm)), 1)
-        bad = F.col("_code").isNotNull()
-        held = F.expr("make_valid_utf8(_s)")  # a dead letter's value as text, its record
-        checked = coded.select("_p", "_o", "_t", "_v", *carried, F.when(bad, reason).alias("_c"),
-                               F.when(bad, held).alias("_r"), F.when(bad, F.col("_tp")).alias("_f"))
+        where = F.concat_ws("-", F.col("topic"), F.col("partition").cast("string"))  # a dead letter's _file
+        columns = (part.cast("int").alias("_p"), F.col("offset").cast("long").alias("_o"),
+                   F.col("timestamp").alias("_t"))
         names = [n for n, _ in declared]
-        values = [F.col("_j").getField(f"v{i}") if jvm else F.col("_v").getField(n) for i, n in enumerate(names)]
+        if reader is not None:
+            # the JVM reader (kafka_value), where its jar is on the class path: one parse a record,
+            # the fields read, (bad, v0, v1, ...); the Spark SQL checks word the reason of the
+            # records it finds bad, and run for those alone
+            read = df.select("*", reader(F.col("value").cast("binary")).alias("_j"))
+            found_bad = F.col("_j.bad").isNotNull()
+            record = F.struct(F.col("value").alias("_raw"), text.alias("_s"), F.col("_j").alias("_j"))
+            checked = read.select(*columns, "_j", F.when(found_bad, _reason_of_bad(record, declared, binary, schema))
+                                  .alias("_c"), F.when(found_bad, F.make_valid_utf8(text)).alias("_r"),
+                                  F.when(found_bad, where).alias("_f"))
+            values = [F.col("_j").getField(f"v{i}") for i in range(len(names))]
+        else:
+            read = df.select(*columns, where.alias("_tp"), F.col("value").alias("_raw"), text.alias("_s"))
+            # the value parsed twice: its fields as from_json reads them, and as a VARIANT (see _corrupt_code)
+            parsed = read.select("*", F.from_json(F.col("_s"), schema, {"timeZone": "UTC"}).alias("_v"),
+                                 F.try_parse_json(F.concat(F.lit("["), F.col("_s"), F.lit("]"))).alias("_w"))
+            # each field's JSON value and its kind, once a record (the checks and reasons refer to them)
+            found = parsed.select("*", *[_field_value(n).alias(f"_f{i}") for i, (n, _) in enumerate(declared)])
+            kinds = found.select("*", *[F.schema_of_variant(F.col(f"_f{i}")).alias(f"_k{i}")
+                                        for i in range(len(declared))])
+            coded = kinds.select("*", _corrupt_code(declared, binary).alias("_code"))
+            # the reason of a bad record, inside a lambda: Spark evaluates it without generating code, so
+            # the code generated for every record stays small enough for the JVM to compile (it does not
+            # compile a method past 8,000 bytes of bytecode; inline, this source ran 1.5x slower)
+            reason = F.element_at(F.transform(F.array(F.col("_code")), lambda _: _corrupt_reason(declared)), 1)
+            bad = F.col("_code").isNotNull()
+            held = F.make_valid_utf8(F.col("_s"))  # a dead letter's value as text, its record
+            checked = coded.select("_p", "_o", "_t", "_v", F.when(bad, reason).alias("_c"),
+                                   F.when(bad, held).alias("_r"), F.when(bad, F.col("_tp")).alias("_f"))
+            values = [F.col("_v").getField(n) for n in names]
         flat = checked.select(*[F.when(F.col("_c").isNull(), v).alias(f"v_{i}") for i, v in enumerate(values)],
                               F.col("_p").alias("p_"), F.col("_o").alias("o_"), F.col("_t").alias("t_"),
                               F.col("_c").alias("c_"), F.col("_r").alias("r_"), F.col("_f").alias("f_"))
@@ -338,6 +341,64 @@ _INT_FIELD_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT")
 _SNIPPET_CHARS = 120
 """As much of a bad value as a reason quotes (the partitioned log's reader quotes as much)."""
 
+Columns = Callable[[str], Any]
+"""How the checks below find the columns they read (``_s``, ``_w``, ``_f0``...): the DataFrame's
+columns by name (:func:`_by_name`), or the fields of a lambda's struct (:func:`_reason_of_bad`)."""
+
+
+def _by_name(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col(name)
+
+
+def _let(value: Any, body: Callable[[Any], Any]) -> Any:
+    """``body(value)``, ``value`` computed once: a lambda over a one-element array. Spark evaluates
+    a lambda without generating code, and inside a ``CASE WHEN`` branch only for the rows that
+    take it."""
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.transform(F.array(value), body), 1)
+
+
+def _extended(record: Any, names: Sequence[str], new: dict[str, Any]) -> Any:
+    """The struct ``record`` (of fields ``names``) with the fields ``new`` added."""
+    from pyspark.sql import functions as F
+
+    return F.struct(*[record[n].alias(n) for n in names], *[c.alias(n) for n, c in new.items()])
+
+
+def _reason_of_bad(record: Any, fields: Sequence[tuple[str, str]], binary: bool, schema: str) -> Any:
+    """Why a record the JVM reader found bad is a dead letter, worded by the Spark SQL checks
+    (:func:`_corrupt_code`, :func:`_corrupt_reason`; ``invalid value (...)``, the reader's own
+    reason, where they find nothing). ``record`` is ``struct(_raw, _s, _j)``: the value, as text,
+    and the reader's struct. The checks' columns are computed here, each once, inside lambdas
+    (:func:`_let`), and not in the source's projection: there, null for every good record, they
+    still cost a quarter of the map stage's CPU in the 1k-key Kafka benchmark (docs/performance.md,
+    session 51)."""
+    from pyspark.sql import functions as F
+
+    names = ["_raw", "_s", "_j"]
+    parsed = {"_v": F.from_json(record["_s"], schema, {"timeZone": "UTC"}),
+              "_w": F.try_parse_json(F.concat(F.lit("["), record["_s"], F.lit("]")))}
+    values = [f"_f{i}" for i in range(len(fields))]
+    kinds = [f"_k{i}" for i in range(len(fields))]
+
+    def with_values(r: Any) -> Any:
+        found = {f"_f{i}": _field_value(n, r.getField) for i, (n, _) in enumerate(fields)}
+        return _let(_extended(r, [*names, *parsed], found), with_kinds)
+
+    def with_kinds(r: Any) -> Any:
+        kinded = {k: F.schema_of_variant(r[v]) for v, k in zip(values, kinds, strict=True)}
+        return _let(_extended(r, [*names, *parsed, *values], kinded), with_code)
+
+    def with_code(r: Any) -> Any:
+        code = {"_code": F.coalesce(_corrupt_code(fields, binary, r.getField), F.lit(_JVM))}
+        return _let(_extended(r, [*names, *parsed, *values, *kinds], code),
+                    lambda coded: _corrupt_reason(fields, True, coded.getField))
+
+    return _let(_extended(record, names, parsed), with_values)
+
 
 def kafka_value_fields(value_fields: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """``value_fields`` with canonical type names (:func:`lowwater.io.fields.parse_fields`):
@@ -363,19 +424,19 @@ def _quoted(text: Any, chars: int) -> Any:
     return F.concat(F.lit("'"), F.substring(text, 1, chars), more, F.lit("'"))
 
 
-def _field_value(name: str) -> Any:
+def _field_value(name: str, col: Columns = _by_name) -> Any:
     """Field ``name`` of the value parsed in ``_w`` (at ``$[0]``), as a VARIANT; null when absent."""
     from pyspark.sql import functions as F
 
     if '"' not in name:
-        return F.try_variant_get(F.col("_w"), f'$[0]["{name}"]', "variant")
+        return F.try_variant_get(col("_w"), f'$[0]["{name}"]', "variant")
     if "'" not in name:
-        return F.try_variant_get(F.col("_w"), f"$[0]['{name}']", "variant")
+        return F.try_variant_get(col("_w"), f"$[0]['{name}']", "variant")
     # a name with both quote characters: through a map of the object's fields
-    return F.try_variant_get(F.col("_w"), "$[0]", "map<string,variant>").getItem(name)
+    return F.try_variant_get(col("_w"), "$[0]", "map<string,variant>").getItem(name)
 
 
-def _field_ok(i: int, name: str, declared: str) -> Any:
+def _field_ok(i: int, name: str, declared: str, col: Columns = _by_name) -> Any:
     """Whether field ``name`` (``_f<i>``, of kind ``_k<i>``: ``schema_of_variant``; ``_v`` the
     from_json struct) is absent, ``null`` or a ``declared`` value, as
     :func:`lowwater.io.fields.read_value` decides."""
@@ -383,7 +444,7 @@ def _field_ok(i: int, name: str, declared: str) -> Any:
 
     from lowwater.io.fields import DATE_TEXT, TIMESTAMP_TEXT, decimal_type
 
-    value, kind = F.col(f"_f{i}"), F.col(f"_k{i}")
+    value, kind = col(f"_f{i}"), col(f"_k{i}")
     if declared == "BIGINT":
         ok = kind == "BIGINT"
     elif declared in _INT_FIELD_TYPES:
@@ -407,25 +468,28 @@ def _field_ok(i: int, name: str, declared: str) -> Any:
         assert places is not None
         held = F.try_variant_get(value, "$", declared.lower())
         scale = F.regexp_extract(kind, r"^DECIMAL\(\d+,(\d+)\)$", 1)
-        ok = held.isNotNull() & F.col("_v").getField(name).isNotNull() & (  # from_json read it too
+        ok = held.isNotNull() & col("_v").getField(name).isNotNull() & (  # from_json read it too
             (kind == "BIGINT") | (kind.startswith("DECIMAL") & (scale.cast("int") <= F.lit(places[1])))
             | ((kind == "DOUBLE") & (held.cast("double") == F.try_variant_get(value, "$", "double"))))
     else:  # TIMESTAMP, DATE: a string of the form the log reads that from_json reads (a number is not seconds)
         text = TIMESTAMP_TEXT if declared == "TIMESTAMP" else DATE_TEXT  # from_json alone read "5000" as a year
         ok = ((kind == "STRING") & F.try_variant_get(value, "$", "string").rlike(f"^(?:{text})$")
-              & F.col("_v").getField(name).isNotNull())
+              & col("_v").getField(name).isNotNull())
     return kind.isNull() | (kind == "VOID") | F.coalesce(ok, F.lit(False))
 
 
-_START = r"trim(LEADING ' \t\n\r' FROM _s)"
-"""The value without JSON's leading whitespace."""
+def _start(col: Columns) -> Any:
+    """The value (``_s``) without JSON's leading whitespace."""
+    from pyspark.sql import functions as F
+
+    return F.ltrim(col("_s"), F.lit(" \t\n\r"))
 
 
 # _corrupt_code's codes below the first field's
 _TOMBSTONE, _NOT_UTF8, _NOT_ONE_VALUE, _NOT_AN_OBJECT, _JVM, _FIELD = 1, 2, 3, 4, 5, 6
 
 
-def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool) -> Any:
+def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool, col: Columns = _by_name) -> Any:
     """Which check a Kafka record fails first (null: none; ``_FIELD + i``: field ``i``), over
     ``_raw`` (the value), ``_s`` (as a string), ``_w`` (``[<value>]`` parsed) and each field's
     ``_f<i>`` and ``_k<i>``: the partitioned log's reading of a record's ``value`` object, in
@@ -439,7 +503,7 @@ def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool) -> Any:
     which a valid value does not: that second parse is only made for values with a ``]``."""
     from pyspark.sql import functions as F
 
-    raw, text, parsed = F.col("_raw"), F.col("_s"), F.col("_w")
+    raw, text, parsed = col("_raw"), col("_s"), col("_w")
     one = (parsed.isNotNull() & F.try_variant_get(parsed, "$[1]", "variant").isNull()
            & F.when(F.instr(text, "]") == 0, F.lit(True)).otherwise(
                F.try_parse_json(F.concat(F.lit('{"a":'), text, F.lit("}"))).isNotNull()))
@@ -447,41 +511,41 @@ def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool) -> Any:
     if binary:
         code = code.when(~F.is_valid_utf8(raw), F.lit(_NOT_UTF8))
     code = code.when(~one, F.lit(_NOT_ONE_VALUE))
-    code = code.when(~F.startswith(F.expr(_START), F.lit("{")), F.lit(_NOT_AN_OBJECT))
+    code = code.when(~F.startswith(_start(col), F.lit("{")), F.lit(_NOT_AN_OBJECT))
     for i, (name, declared) in enumerate(fields):
-        code = code.when(~_field_ok(i, name, declared), F.lit(_FIELD + i))
+        code = code.when(~_field_ok(i, name, declared, col), F.lit(_FIELD + i))
     return code
 
 
-def _corrupt_reason(fields: Sequence[tuple[str, str]], jvm: bool = False) -> Any:
+def _corrupt_reason(fields: Sequence[tuple[str, str]], jvm: bool = False, col: Columns = _by_name) -> Any:
     """The reason for ``_code`` (:func:`_corrupt_code`), worded as the partitioned log words it
     (``field 'x': 5 is not a STRING``); null for a good record. ``jvm``: the JVM reader's struct
     is ``_j``, and its reason words a record only it found bad."""
     from pyspark.sql import functions as F
 
-    code, text = F.col("_code"), F.col("_s")
-    first = F.substring(F.expr(_START), 1, 1)
+    code, text = col("_code"), col("_s")
+    first = F.substring(_start(col), 1, 1)
     kind = (F.when(first == "[", "array").when(first == '"', "string").when(first.isin("t", "f"), "boolean")
             .when(first == "n", "null").otherwise("number"))
     reason = (F.when(code.isNull(), F.lit(None).cast("string"))
               .when(code == _TOMBSTONE, F.lit("value is null (a tombstone), not a JSON object"))
               .when(code == _NOT_UTF8, F.concat(F.lit("value is not UTF-8: "), _quoted(
-                  F.make_valid_utf8(F.col("_raw")).cast("string"), _SNIPPET_CHARS)))
+                  F.make_valid_utf8(col("_raw")).cast("string"), _SNIPPET_CHARS)))
               .when(code == _NOT_ONE_VALUE, F.concat(
                   F.when(F.try_parse_json(text).isNotNull(), F.lit("invalid JSON (more after the first value): "))
                   .otherwise(F.lit("invalid JSON (a syntax error, or a key given twice): ")),
                   _quoted(text, _SNIPPET_CHARS)))
-              .when(code == _NOT_AN_OBJECT, F.when(F.expr(_START) == "", F.lit("empty value")).otherwise(F.concat(
+              .when(code == _NOT_AN_OBJECT, F.when(_start(col) == "", F.lit("empty value")).otherwise(F.concat(
                   F.lit("value is a JSON "), kind, F.lit(", not an object: "), _quoted(text, _SNIPPET_CHARS)))))
     if jvm:
-        reason = reason.when(code == _JVM, F.concat(F.lit("invalid value ("), F.col("_j.bad"), F.lit("): "),
+        reason = reason.when(code == _JVM, F.concat(F.lit("invalid value ("), col("_j").getField("bad"), F.lit("): "),
                                                     _quoted(text, _SNIPPET_CHARS)))
     if not fields:
         return reason
     # field i: one expression over the i-th of each, not one per field
     i = code - F.lit(_FIELD - 1)  # element_at counts from 1
-    value = F.element_at(F.array(*[F.col(f"_f{j}") for j in range(len(fields))]), i)
-    kinds = F.element_at(F.array(*[F.col(f"_k{j}") for j in range(len(fields))]), i)
+    value = F.element_at(F.array(*[col(f"_f{j}") for j in range(len(fields))]), i)
+    kinds = F.element_at(F.array(*[col(f"_k{j}") for j in range(len(fields))]), i)
     name = F.element_at(F.array(*[F.lit(repr(n)) for n, _ in fields]), i)
     declared = F.element_at(F.array(*[F.lit(f"{article(t)} {t}") for _, t in fields]), i)  # "an INT"
     integral = F.element_at(F.array(*[F.lit(t in _INT_FIELD_TYPES) for _, t in fields]), i)
