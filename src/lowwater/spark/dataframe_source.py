@@ -341,7 +341,7 @@ _INT_FIELD_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT")
 _SNIPPET_CHARS = 120
 """As much of a bad value as a reason quotes (the partitioned log's reader quotes as much)."""
 
-Columns = Callable[[str], Any]
+_Columns = Callable[[str], Any]
 """How the checks below find the columns they read (``_s``, ``_w``, ``_f0``...): the DataFrame's
 columns by name (:func:`_by_name`), or the fields of a lambda's struct (:func:`_reason_of_bad`)."""
 
@@ -374,8 +374,8 @@ def _reason_of_bad(record: Any, fields: Sequence[tuple[str, str]], binary: bool,
     reason, where they find nothing). ``record`` is ``struct(_raw, _s, _j)``: the value, as text,
     and the reader's struct. The checks' columns are computed here, each once, inside lambdas
     (:func:`_let`), and not in the source's projection: there, null for every good record, they
-    still cost a quarter of the map stage's CPU in the 1k-key Kafka benchmark (docs/performance.md,
-    session 51)."""
+    were still evaluated for each, about 6.5% of a batch's CPU in the 1k-key Kafka benchmark
+    (docs/performance.md, session 51)."""
     from pyspark.sql import functions as F
 
     names = ["_raw", "_s", "_j"]
@@ -424,7 +424,7 @@ def _quoted(text: Any, chars: int) -> Any:
     return F.concat(F.lit("'"), F.substring(text, 1, chars), more, F.lit("'"))
 
 
-def _field_value(name: str, col: Columns = _by_name) -> Any:
+def _field_value(name: str, col: _Columns = _by_name) -> Any:
     """Field ``name`` of the value parsed in ``_w`` (at ``$[0]``), as a VARIANT; null when absent."""
     from pyspark.sql import functions as F
 
@@ -436,7 +436,7 @@ def _field_value(name: str, col: Columns = _by_name) -> Any:
     return F.try_variant_get(col("_w"), "$[0]", "map<string,variant>").getItem(name)
 
 
-def _field_ok(i: int, name: str, declared: str, col: Columns = _by_name) -> Any:
+def _field_ok(i: int, name: str, declared: str, col: _Columns = _by_name) -> Any:
     """Whether field ``name`` (``_f<i>``, of kind ``_k<i>``: ``schema_of_variant``; ``_v`` the
     from_json struct) is absent, ``null`` or a ``declared`` value, as
     :func:`lowwater.io.fields.read_value` decides."""
@@ -478,7 +478,7 @@ def _field_ok(i: int, name: str, declared: str, col: Columns = _by_name) -> Any:
     return kind.isNull() | (kind == "VOID") | F.coalesce(ok, F.lit(False))
 
 
-def _start(col: Columns) -> Any:
+def _start(col: _Columns) -> Any:
     """The value (``_s``) without JSON's leading whitespace."""
     from pyspark.sql import functions as F
 
@@ -489,7 +489,7 @@ def _start(col: Columns) -> Any:
 _TOMBSTONE, _NOT_UTF8, _NOT_ONE_VALUE, _NOT_AN_OBJECT, _JVM, _FIELD = 1, 2, 3, 4, 5, 6
 
 
-def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool, col: Columns = _by_name) -> Any:
+def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool, col: _Columns = _by_name) -> Any:
     """Which check a Kafka record fails first (null: none; ``_FIELD + i``: field ``i``), over
     ``_raw`` (the value), ``_s`` (as a string), ``_w`` (``[<value>]`` parsed) and each field's
     ``_f<i>`` and ``_k<i>``: the partitioned log's reading of a record's ``value`` object, in
@@ -517,7 +517,7 @@ def _corrupt_code(fields: Sequence[tuple[str, str]], binary: bool, col: Columns 
     return code
 
 
-def _corrupt_reason(fields: Sequence[tuple[str, str]], jvm: bool = False, col: Columns = _by_name) -> Any:
+def _corrupt_reason(fields: Sequence[tuple[str, str]], jvm: bool = False, col: _Columns = _by_name) -> Any:
     """The reason for ``_code`` (:func:`_corrupt_code`), worded as the partitioned log words it
     (``field 'x': 5 is not a STRING``); null for a good record. ``jvm``: the JVM reader's struct
     is ``_j``, and its reason words a record only it found bad."""
