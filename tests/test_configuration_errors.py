@@ -177,6 +177,26 @@ def test_a_kafka_source_refuses_its_starting_offsets_and_brokers_when_made(
         assert KafkaSource("broker:9092", ["t"], [("a", "STRING")], starting_offsets=fine).starting_offsets == fine
 
 
+@pytest.mark.parametrize("options", [{"failOnDataLoss": "false"}, {"failondataloss": "False"},
+                                     {"FAILONDATALOSS": " false "}])
+def test_a_kafka_source_told_to_skip_deleted_records_warns_that_they_go_uncounted(options: dict[str, str]) -> None:
+    """Spark skips the records Kafka deleted before they were read, with a line in its log: lowwater
+    never reads them, so its accounting cannot show them, and the user is told so when the source
+    is made (Spark reads its options without regard to case)."""
+    import warnings
+
+    from lowwater.spark.kafka import DATA_LOSS_WARNING, KafkaSource
+
+    with pytest.warns(RuntimeWarning) as said:
+        KafkaSource("broker:9092", ["t"], [("a", "STRING")], options=options)
+    assert [str(w.message) for w in said] == [DATA_LOSS_WARNING]
+    assert "failOnDataLoss=false" in DATA_LOSS_WARNING and "cannot count" in DATA_LOSS_WARNING
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # none for the default, an explicit true or another option
+        for fine in ({}, {"failOnDataLoss": "true"}, {"maxOffsetsPerTrigger": "false"}):
+            KafkaSource("broker:9092", ["t"], [("a", "STRING")], options=fine)
+
+
 def test_a_lowwater_jars_folder_without_sparks_jars_is_an_error(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """It was taken as "no jars", and a Kafka source then failed with Spark's "Failed to find data
     source: kafka", which says nothing of the folder."""

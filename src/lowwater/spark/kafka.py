@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,13 @@ __all__ = ["KafkaBroker", "KafkaSource", "create_topic", "local_broker", "new_cl
 
 #: the numbering of (topic, partition) as lowwater partitions: topic_index * this + partition
 PARTITIONS_PER_TOPIC = 1000
+
+DATA_LOSS_WARNING = (
+    "KafkaSource with failOnDataLoss=false: Spark skips, with a line in its log and nothing else, the "
+    "records Kafka deleted before this job read them (retention, compaction, a topic deleted and made "
+    "again). lowwater accounts for every record it reads, and cannot count records it never read: its "
+    "totals will not show them. Leave failOnDataLoss at true to have the query stop instead.")
+"""Said when a :class:`KafkaSource` is given ``failOnDataLoss=false`` (Spark's options are case-insensitive)."""
 
 
 def _check_starting_offsets(value: object) -> None:
@@ -84,6 +92,10 @@ class KafkaSource(KafkaShapedSource):
         always resumes from its checkpoint.
     options:
         More ``kafka.*`` or source options for Spark's reader (e.g. ``maxOffsetsPerTrigger``).
+        ``failOnDataLoss`` is ``true`` here: a query whose next records Kafka has deleted
+        (retention, a topic deleted and made again) stops with Spark's error. ``false`` lets
+        Spark skip them, which lowwater cannot count, since it never reads them: the source
+        warns when it is made (:data:`DATA_LOSS_WARNING`).
     """
 
     def __init__(self, bootstrap_servers: str, topics: Sequence[str], value_fields: Sequence[tuple[str, str]],
@@ -96,6 +108,8 @@ class KafkaSource(KafkaShapedSource):
             raise ConfigurationError("topics", f"expected a non-empty list of topic names, got {topics!r}")
         self.bootstrap_servers = bootstrap_servers
         self.options = dict(options or {})
+        if any(k.lower() == "failondataloss" and str(v).strip().lower() == "false" for k, v in self.options.items()):
+            warnings.warn(DATA_LOSS_WARNING, RuntimeWarning, stacklevel=2)
         self.starting_offsets = starting_offsets
         kafka_value_fields(value_fields)  # refused now, not when the query starts
         self.value_fields = list(value_fields)
