@@ -36,6 +36,51 @@ def test_each_class_path_has_its_own_archive_and_only_a_built_one_is_used(
     assert class_archive.archive_for(str(jar)) != extra
 
 
+def test_a_build_keeps_the_archives_used_last_and_removes_the_rest(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each changed jar made a new 190 MB archive and none was ever removed: a developer's
+    jars/cds held 1.1 GB after a day of jar builds."""
+    monkeypatch.setenv(class_archive.ENV_DIR, str(tmp_path))
+    archives = [tmp_path / f"spark-driver-{i:020d}.jsa" for i in range(7)]
+    for i, a in enumerate(archives):  # made in order, 0 oldest
+        a.write_bytes(b"")
+        os.utime(a, (1_000 + i, 1_000 + i))
+    lock = tmp_path / f"{archives[0].name}.lock"
+    lock.write_bytes(b"")
+    os.utime(lock, (5_000, 5_000))  # the oldest archive, used by a driver last of all
+    gone = tmp_path / f"{archives[1].name}.999999999.partial"  # a build whose process is gone
+    mine = tmp_path / f"{archives[1].name}.{os.getpid()}.partial"  # a build still running
+    gone.write_bytes(b"")
+    mine.write_bytes(b"")
+    failed, building = (tmp_path / f"spark-driver-{n}.jsa.lock" for n in ("failed", "building"))
+    failed.write_bytes(b"")
+    os.utime(failed, (1_000, 1_000))  # a lock without its archive, from a build that failed long ago
+    building.write_bytes(b"")  # one a build holds now
+    built = archives[2]
+    removed = class_archive._prune(tmp_path, built, keep=4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [archives[0].name, lock.name, built.name, archives[6].name, archives[5].name, mine.name, building.name])
+    assert {failed, gone, archives[1], archives[3], archives[4]} <= set(removed)
+
+
+def test_a_driver_that_maps_an_archive_marks_it_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(class_archive.ENV_DIR, str(tmp_path))
+    archive = class_archive.archive_for("")
+    assert archive is not None
+    archive.write_bytes(b"")
+    os.utime(archive, (1_000, 1_000))
+    assert class_archive.driver_options("")
+    lock = tmp_path / f"{archive.name}.lock"
+    assert lock.is_file() and lock.stat().st_mtime > 1_000_000_000  # now, not the archive's 1970
+    other = tmp_path / "spark-driver-00000000000000000000.jsa"  # built after it, never used
+    other.write_bytes(b"")
+    os.utime(other, (2_000, 2_000))
+    newest = tmp_path / "spark-driver-99999999999999999999.jsa"
+    newest.write_bytes(b"")
+    class_archive._prune(tmp_path, newest, keep=2)
+    assert archive.is_file() and newest.is_file() and not other.exists()
+
+
 @pytest.mark.spark
 def test_a_driver_maps_the_archive_built_for_its_class_path(tmp_path: Path) -> None:
     folder = os.environ.get(class_archive.ENV_DIR) or str(tmp_path)  # the suite's (tests/conftest.py)

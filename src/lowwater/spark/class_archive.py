@@ -21,11 +21,17 @@ when an archive for exactly its class path exists (the file name is a digest of 
 binary, Spark's jars and the class path). Nothing changes otherwise: a missing, stale or
 unreadable archive means the JVM loads its classes as usual (``-Xshare:auto``), silently.
 A driver started by ``spark-submit`` is already running and is left alone.
+
+Each archive is about 190 MB, and a class path's archive is another when a jar in it changes
+(``./dev`` fetching a new version, ``scripts/build_jar.sh`` building lowwater's own again).
+A driver that maps an archive marks it used (its ``.lock`` file's time), and a build keeps the
+:data:`KEEP` archives used last: the folder stays under a gigabyte however often the jars change.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -42,6 +48,9 @@ ENV_DIR = "LOWWATER_JVM_ARCHIVE_DIR"
 #: Set by :func:`build` for the child whose JVM writes the archive when it exits.
 _ENV_DUMP = "LOWWATER_JVM_ARCHIVE_DUMP"
 _QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+KEEP = 4
+"""Archives a build leaves in the folder, the one it built and those drivers used last: the test
+suite's two class paths (with and without PostgreSQL's driver) and the two before a jar changed."""
 
 
 def _java() -> str:
@@ -81,7 +90,54 @@ def driver_options(extra_class_path: str) -> list[str]:
     path = archive_for(extra_class_path)
     if path is None or not path.is_file():
         return []
+    # used now: the archives a build keeps are those used last (_prune); in a folder this user
+    # cannot write, the archive is still used
+    with contextlib.suppress(OSError):
+        _lock(path).touch()
     return [f"-XX:SharedArchiveFile={path}", *_QUIET]
+
+
+def _lock(archive: Path) -> Path:
+    """The file a build holds locked while it writes ``archive``, whose time says when it was last used."""
+    return archive.with_name(f"{archive.name}.lock")
+
+
+def _prune(folder: Path, built: Path, keep: int = KEEP) -> list[Path]:
+    """Remove the archives in ``folder`` beyond the ``keep`` used last (``built`` always kept), with
+    their lock files, the partial archives of builds whose process is gone and the lock files of
+    builds that failed; return those removed.
+    A JVM that has an archive mapped keeps its pages when the file is removed."""
+    def used(archive: Path) -> float:
+        times = [archive.stat().st_mtime]
+        if _lock(archive).exists():
+            times.append(_lock(archive).stat().st_mtime)
+        return max(times)
+
+    removed: list[Path] = []
+    try:
+        archives = sorted((a for a in folder.glob("spark-driver-*.jsa") if a != built), key=used, reverse=True)
+    except OSError:  # one removed by another build while listed: the next build prunes
+        return removed
+    for old in archives[max(0, keep - 1):]:
+        for f in (old, _lock(old)):
+            try:
+                f.unlink()
+                removed.append(f)
+            except FileNotFoundError:
+                pass
+    for lock in folder.glob("spark-driver-*.jsa.lock"):  # of a build that failed, an hour ago or more
+        try:
+            if not lock.with_suffix("").exists() and lock.stat().st_mtime < time.time() - 3600:
+                lock.unlink()
+                removed.append(lock)
+        except FileNotFoundError:
+            pass
+    for partial in folder.glob("spark-driver-*.jsa.*.partial"):  # <archive>.<pid>.partial
+        pid = partial.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            partial.unlink(missing_ok=True)
+            removed.append(partial)
+    return removed
 
 
 def dump_option() -> list[str]:
@@ -105,10 +161,11 @@ def build(jars: list[str], timeout_s: float = 600) -> Path:
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.with_name(f"{target.name}.lock"), "a") as lock:
+    with open(_lock(target), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process building the same archive: wait for it
         if not target.is_file():
             _dump(jars, target, timeout_s)
+            _prune(target.parent, target)
     return target
 
 
