@@ -44,7 +44,7 @@ PARTITIONS_PER_TOPIC = 1000
 
 DATA_LOSS_WARNING = (
     "KafkaSource with failOnDataLoss=false: Spark skips, with a line in its log and nothing else, the "
-    "records Kafka deleted before this job read them (retention, compaction, a topic deleted and made "
+    "records Kafka deleted before this job read them (by retention, or with a topic deleted and made "
     "again). lowwater accounts for every record it reads, and cannot count records it never read: its "
     "totals will not show them. Leave failOnDataLoss at true to have the query stop instead.")
 """Said when a :class:`KafkaSource` is given ``failOnDataLoss=false`` (Spark's options are case-insensitive)."""
