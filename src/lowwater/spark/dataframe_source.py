@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +15,8 @@ from lowwater.spark.source_base import SparkSource
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["ColumnLike", "DataFrameSource", "KafkaShapedSource", "check_topic_numbering", "kafka_value_fields",
-           "topic_partition_number"]
+__all__ = ["SHAPED_DATA_LOSS_WARNING", "ColumnLike", "DataFrameSource", "KafkaShapedSource", "check_topic_numbering",
+           "data_loss_warning", "kafka_value_fields", "skips_deleted_records", "topic_partition_number"]
 
 
 ColumnLike = Any  # a column name (str) or a pyspark Column
@@ -23,6 +24,17 @@ ColumnLike = Any  # a column name (str) or a pyspark Column
 
 _TIME_TYPES = ("TimestampType", "TimestampNTZType", "DateType")
 _INTEGRAL_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
+def data_loss_warning(what: str) -> str:
+    """What ``what``, told to read Kafka with ``failOnDataLoss=false``, warns of."""
+    return (f"{what} with failOnDataLoss=false: Spark skips, with a line in its log and nothing else, the "
+            "records Kafka deleted before this job read them (by retention, or with a topic deleted and made "
+            "again). lowwater accounts for every record it reads, and cannot count records it never read: its "
+            "totals will not show them. Leave failOnDataLoss at true to have the query stop instead.")
+
+
+SHAPED_DATA_LOSS_WARNING = data_loss_warning("KafkaShapedSource over a Kafka reader")
+"""Said when a :class:`KafkaShapedSource` is made over Spark's Kafka reader given ``failOnDataLoss=false``."""
+
 PARTITION_MAX = 2**31 - 1
 """The largest partition number (Spark's INT): lowwater's partitions are 0 to this."""
 
@@ -207,7 +219,15 @@ class KafkaShapedSource(DataFrameSource):
     with Spark's Kafka source that subscribes to several topics (``subscribe`` with a list,
     ``subscribePattern``, or ``assign`` over several) is refused without ``topics``, naming
     what it reads.
+
+    A DataFrame read with Spark's Kafka source given ``failOnDataLoss=false`` makes the source
+    warn (:data:`SHAPED_DATA_LOSS_WARNING`): Spark then skips the records Kafka deleted before
+    they were read, and lowwater, which never reads them, cannot count them.
     """
+
+    #: whether making one warns of a Kafka reader's ``failOnDataLoss=false`` (KafkaSource warns of
+    #: its own options when it is made, before there is a reader)
+    _warns_of_data_loss = True
 
     def __init__(self, df: DataFrame, value_fields: Sequence[tuple[str, str]], topics: Sequence[str] | None = None,
                  partitions_per_topic: int = 1 << 20) -> None:
@@ -216,6 +236,8 @@ class KafkaShapedSource(DataFrameSource):
         missing = {"topic", "partition", "offset", "timestamp", "value"} - set(df.columns)
         if missing:
             raise ConfigurationError("df", f"is not Kafka-shaped: missing column(s) {sorted(missing)}")
+        if self._warns_of_data_loss and any(skips_deleted_records(o) for o in _kafka_reader_options(df)):
+            warnings.warn(SHAPED_DATA_LOSS_WARNING, RuntimeWarning, stacklevel=2)
         if not topics:
             several = _several_kafka_topics(df)
             if several is not None:
@@ -558,24 +580,39 @@ def _corrupt_reason(fields: Sequence[tuple[str, str]], jvm: bool = False, col: _
     shown = F.when(F.length(shown) > 60, F.concat(F.substring(shown, 1, 60), F.lit("..."))).otherwise(shown)
     return reason.otherwise(F.concat(F.lit("field "), name, F.lit(": "), shown, F.lit(" is not "), declared))
 
+def _kafka_reader_options(df: DataFrame) -> list[Any]:
+    """The options (Spark's case-insensitive map) of each Kafka source in ``df``'s plan; none for a
+    plan that cannot be looked at (Spark Connect)."""
+    try:
+        leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+    except Exception:  # Spark Connect (no _jdf), or another Spark's plan API
+        return []
+    found = []
+    it = leaves.iterator()
+    while it.hasNext():
+        leaf = it.next()
+        if leaf.getClass().getSimpleName() == "StreamingRelationV2" and str(leaf.sourceName()).lower() == "kafka":
+            found.append(leaf.extraOptions())
+    return found
+
+
+def skips_deleted_records(options: Any) -> bool:
+    """Whether Kafka reader ``options`` (a mapping, or Spark's case-insensitive map) say
+    ``failOnDataLoss=false``, whatever the case of the key and the value."""
+    if isinstance(options, dict):
+        said = [v for k, v in options.items() if str(k).lower() == "failondataloss"]
+    else:
+        said = [options.get("failOnDataLoss")]
+    return any(v is not None and str(v).strip().lower() == "false" for v in said)
+
+
 def _several_kafka_topics(df: DataFrame) -> str | None:
     """What ``df`` reads, said as the option that says it (``subscribe=a,b``), when its plan's
     Kafka sources may read more than one topic; else None (one topic, no Kafka source, or a plan
     that cannot be looked at: Spark Connect)."""
-    import json
-
-    try:
-        leaves = df._jdf.queryExecution().analyzed().collectLeaves()
-    except Exception:  # Spark Connect (no _jdf), or another Spark's plan API
-        return None
     topics: set[str] = set()
     said: list[str] = []
-    it = leaves.iterator()
-    while it.hasNext():
-        leaf = it.next()
-        if leaf.getClass().getSimpleName() != "StreamingRelationV2" or str(leaf.sourceName()).lower() != "kafka":
-            continue
-        opts = leaf.extraOptions()
+    for opts in _kafka_reader_options(df):
         pattern, subscribe, assign = opts.get("subscribePattern"), opts.get("subscribe"), opts.get("assign")
         if pattern is not None:
             return f"the topics matching subscribePattern={pattern}"

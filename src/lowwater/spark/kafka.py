@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError
-from lowwater.spark.dataframe_source import check_topic_numbering, kafka_value_fields, topic_partition_number
+from lowwater.spark.dataframe_source import (
+    check_topic_numbering,
+    data_loss_warning,
+    kafka_value_fields,
+    skips_deleted_records,
+    topic_partition_number,
+)
 from lowwater.spark.jvm import jvm_classpath
 from lowwater.spark.sources import KafkaShapedSource
 
@@ -42,11 +48,7 @@ __all__ = ["KafkaBroker", "KafkaSource", "create_topic", "local_broker", "new_cl
 #: the numbering of (topic, partition) as lowwater partitions: topic_index * this + partition
 PARTITIONS_PER_TOPIC = 1000
 
-DATA_LOSS_WARNING = (
-    "KafkaSource with failOnDataLoss=false: Spark skips, with a line in its log and nothing else, the "
-    "records Kafka deleted before this job read them (by retention, or with a topic deleted and made "
-    "again). lowwater accounts for every record it reads, and cannot count records it never read: its "
-    "totals will not show them. Leave failOnDataLoss at true to have the query stop instead.")
+DATA_LOSS_WARNING = data_loss_warning("KafkaSource")
 """Said when a :class:`KafkaSource` is given ``failOnDataLoss=false`` (Spark's options are case-insensitive)."""
 
 
@@ -98,6 +100,8 @@ class KafkaSource(KafkaShapedSource):
         warns when it is made (:data:`DATA_LOSS_WARNING`).
     """
 
+    _warns_of_data_loss = False  # it warns of its options when it is made, not again at the query's start
+
     def __init__(self, bootstrap_servers: str, topics: Sequence[str], value_fields: Sequence[tuple[str, str]],
                  starting_offsets: str = "earliest", options: Mapping[str, str] | None = None) -> None:
         if not isinstance(bootstrap_servers, str) or not bootstrap_servers:
@@ -108,7 +112,7 @@ class KafkaSource(KafkaShapedSource):
             raise ConfigurationError("topics", f"expected a non-empty list of topic names, got {topics!r}")
         self.bootstrap_servers = bootstrap_servers
         self.options = dict(options or {})
-        if any(k.lower() == "failondataloss" and str(v).strip().lower() == "false" for k, v in self.options.items()):
+        if skips_deleted_records(self.options):
             warnings.warn(DATA_LOSS_WARNING, RuntimeWarning, stacklevel=2)
         self.starting_offsets = starting_offsets
         kafka_value_fields(value_fields)  # refused now, not when the query starts

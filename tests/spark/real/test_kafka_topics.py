@@ -178,3 +178,39 @@ def test_a_kafka_dataframe_of_several_topics_is_refused_without_topics(spark: An
         assert "Pass topics=[...]" in str(e.value)
     assert KafkaShapedSource(kafka(subscribe="a"), FIELDS).topics is None  # one topic: by partition
     assert KafkaShapedSource(kafka(subscribe="a,b"), FIELDS, topics=["a", "b"]).topics == ["a", "b"]
+
+
+def test_a_kafka_dataframe_told_to_skip_deleted_records_warns_that_they_go_uncounted(spark: Any) -> None:
+    """A KafkaShapedSource over the user's own Kafka reader took its ``failOnDataLoss=false`` as
+    given: Spark then skips records Kafka deleted before they were read, with a line in its log,
+    and lowwater's totals never show them. The reader's options are read from its plan, in any
+    case (Spark's options are case-insensitive); no broker is asked."""
+    import warnings
+
+    from lowwater.spark.dataframe_source import SHAPED_DATA_LOSS_WARNING
+    from lowwater.spark.sources import KafkaShapedSource
+
+    def kafka(**options: str) -> Any:
+        reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
+        for name, value in options.items():
+            reader = reader.option(name, value)
+        return reader.load()
+
+    for skipping in (kafka(subscribe="a", failOnDataLoss="false"), kafka(subscribe="a", FAILONDATALOSS="False"),
+                     kafka(subscribe="a").unionByName(kafka(subscribe="b", failondataloss="false"))):
+        with pytest.warns(RuntimeWarning) as said:
+            KafkaShapedSource(skipping, FIELDS, topics=["a", "b"])
+        assert [str(w.message) for w in said] == [SHAPED_DATA_LOSS_WARNING], [str(w.message) for w in said]
+    assert "failOnDataLoss=false" in SHAPED_DATA_LOSS_WARNING and "cannot count" in SHAPED_DATA_LOSS_WARNING
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # none for Spark's default, an explicit true, or another option
+        for fine in (kafka(subscribe="a"), kafka(subscribe="a", failOnDataLoss="true"),
+                     kafka(subscribe="a", maxOffsetsPerTrigger="10")):
+            KafkaShapedSource(fine, FIELDS)
+    from lowwater.spark.kafka import KafkaSource
+
+    with pytest.warns(RuntimeWarning):  # KafkaSource warns of its own options when it is made ...
+        source = KafkaSource("127.0.0.1:9", ["a"], FIELDS, options={"failOnDataLoss": "false"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ... and not again over the reader it makes at the start
+        source.spark_stream(spark)
