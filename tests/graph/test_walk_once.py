@@ -66,10 +66,22 @@ def test_a_pipeline_the_operators_cannot_run_is_refused_before_spark_starts(tmp_
         GeneralProcessor(p, find_sources(p))
 
 
-def test_a_count_window_is_refused_by_the_keyed_path_as_a_global_window(tmp_path: Path) -> None:
-    """It said "processing-time windows": a count window has no time at all."""
-    env = StreamExecutionEnvironment()
-    source = BatchFilesSource(tmp_path / "in", [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")], [0])
-    (env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-     .key_by("key").count_window(2).sum("value").collect())
-    assert keyed_plan(env) == (None, "global windows (count_window)")  # type: ignore[arg-type]
+def test_count_and_processing_time_windows_take_the_keyed_path(tmp_path: Path) -> None:
+    """They stepped on the driver (the general path) until session 53; their state is per key, as
+    an event-time window's is. A processing-time characteristic still takes the general path."""
+    from lowwater.core.time_characteristic import TimeCharacteristic
+    from lowwater.core.windows import SlidingProcessingTimeWindows
+
+    def keyed(build: Any, characteristic: TimeCharacteristic | None = None) -> tuple[bool, str]:
+        env = StreamExecutionEnvironment()
+        if characteristic is not None:
+            env.set_stream_time_characteristic(characteristic)
+        source = BatchFilesSource(tmp_path / "in", [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")], [0])
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+        build(env.from_source(source, strategy).key_by("key")).sum("value").collect()
+        plan, why = keyed_plan(env)  # type: ignore[arg-type]
+        return plan is not None, why
+
+    assert keyed(lambda k: k.count_window(2)) == (True, "keyed")
+    assert keyed(lambda k: k.window(SlidingProcessingTimeWindows.of(2000, 1000))) == (True, "keyed")
+    assert keyed(lambda k: k.time_window(1000), TimeCharacteristic.PROCESSING_TIME) == (False, "not event time")

@@ -26,7 +26,9 @@ from lowwater.core.windows import (
     CountTrigger,
     EventTimeSessionWindows,
     SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
     TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
 )
 from lowwater.core.windows.functions import AggregateFunction
 from lowwater.io import PartitionedLogWriter, SyntheticStream
@@ -800,6 +802,72 @@ def test_a_processing_time_timer_pending_at_the_end_of_input_does_not_fire(
                        end_of_input=True).execute(env)  # type: ignore[arg-type]
     assert job.path == path
     assert out.results == reference.results
+
+
+def _count_window(env: StreamExecutionEnvironment, source: Any) -> list[CollectSink]:
+    return [env.from_source(source, _strategy()).key_by("key").count_window(3).sum("value").collect()]
+
+
+def _processing_time_tumbling(env: StreamExecutionEnvironment, source: Any) -> list[CollectSink]:
+    late = OutputTag("late")  # never late: lateness is an event-time window's
+    out = (env.from_source(source, _strategy()).key_by("key").window(TumblingProcessingTimeWindows.of(1500))
+           .side_output_late_data(late).sum("value"))
+    return [out.collect(), out.get_side_output(late).collect()]
+
+
+def _processing_time_sliding(env: StreamExecutionEnvironment, source: Any) -> list[CollectSink]:
+    return [env.from_source(source, _strategy()).key_by("key").window(SlidingProcessingTimeWindows.of(2000, 1000))
+            .process(_count_in_window).collect()]
+
+
+UNTIMED = {"count_window": _count_window, "processing_time_tumbling": _processing_time_tumbling,
+           "processing_time_sliding": _processing_time_sliding}
+"""Windows that are not event time's: they stepped on the driver (the general path) until session 53."""
+
+
+@pytest.mark.parametrize("name", sorted(UNTIMED))
+def test_count_and_processing_time_windows_run_per_key_and_equal_the_reference_runtime(
+        spark: Any, log: Path, name: str, tmp_path: Path) -> None:
+    """Each batch's processing time is the clock's (1000 ms times the batch's number from 1) on both
+    runtimes, so a processing-time window holds the same elements on each."""
+    env = StreamExecutionEnvironment()
+    expected = UNTIMED[name](env, PartitionedLogSource(log, FIELDS, segments_per_batch=1))
+    ReferenceRuntime(clock=_BatchClock()).execute(env)
+    env = StreamExecutionEnvironment()
+    actual = UNTIMED[name](env, PartitionedLogSource(log, FIELDS, segments_per_batch=1))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, clock=lambda b: 1000 * (b + 1),
+                       end_of_input=True).execute(env)
+    assert job.path == "keyed", job.reason
+    assert expected[0].results, f"{name}: the reference run should produce output"
+    for want, got in zip(expected, actual, strict=True):
+        assert _rows(got) == _rows(want)
+
+
+def test_a_count_window_checkpoint_written_on_the_general_path_resumes_there(spark: Any, tmp_path: Path) -> None:
+    """A count window's checkpoint from before it took the keyed path holds the general path's
+    state: a run on the default path resumes it there (it was refused as another pipeline's), and
+    the two runs together equal one on the reference runtime."""
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    for i in range(4):  # two runs of two batches: 8 elements of a, 4 of b
+        writer.append(0, [{"key": "a", "ts": 10 * i, "value": i}, {"key": "b", "ts": 10 * i + 1, "value": 100 * i}])
+        writer.append(0, [{"key": "a", "ts": 10 * i + 2, "value": i + 10}])
+        if i == 1:
+            env = StreamExecutionEnvironment()
+            first = _count_window(env, PartitionedLogSource(log, FIELDS, segments_per_batch=1))[0]
+            job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="general").execute(env)
+            assert job.path == "general"
+    env = StreamExecutionEnvironment()
+    second = _count_window(env, PartitionedLogSource(log, FIELDS, segments_per_batch=1))[0]
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
+    assert job.path == "general" and "its checkpoint was written on the general path" in job.reason, job.reason
+    env = StreamExecutionEnvironment()
+    reference = _count_window(env, PartitionedLogSource(log, FIELDS, segments_per_batch=1))[0]
+    ReferenceRuntime().execute(env)
+    # a: 0, 10, 1 | 11, 2, 12 | 3, 13 (open); b: 0, 100, 200 | 300 (open)
+    assert [(r.key, r.value) for r in reference.results] == [("a", 11), ("b", 300), ("a", 25)]
+    assert [(r.key, r.value) for r in first.results] == [("a", 11)]
+    assert [(r.key, r.value) for r in second.results] == [("b", 300), ("a", 25)]
 
 
 class _BatchClock:

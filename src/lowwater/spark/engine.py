@@ -342,6 +342,8 @@ class SparkRuntime:
             raise PipelineError(f"this pipeline cannot take the native path: {reason}")
         if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
             plan, reason = dataclasses.replace(plan, executor_watermarks=True), "native, watermarks on the executors"
+        checkpoint = resolve(self.checkpoint, spark)  # where Spark puts its own checkpoint and the window store
+        store = StateStore(checkpoint, snapshot_every=self.snapshot_every, spark=spark)
         processor: Processor
         keyed: KeyedPlan | None = None
         if plan is not None and self.path not in ("general", "keyed"):
@@ -352,6 +354,10 @@ class SparkRuntime:
                 keyed, why = keyed_plan(p)
                 if keyed is None and self.path == "keyed":
                     raise PipelineError(f"this pipeline cannot take the keyed path: {why}")
+            if keyed is not None and self.path == "auto" and store.recorded_path() == "general":
+                # written before the keyed path took such a pipeline (count and processing-time
+                # windows until session 53): the general path resumes its own state
+                keyed, why = None, "its checkpoint was written on the general path"
             if plan is not None:
                 reason = f"{self.path} path requested"
             elif keyed is not None:
@@ -359,9 +365,8 @@ class SparkRuntime:
             else:
                 reason = f"not native ({reason}), not keyed ({why})"
             processor, path = GeneralProcessor(p, sources, spark), "keyed" if keyed is not None else "general"
-        checkpoint = resolve(self.checkpoint, spark)  # where Spark puts its own checkpoint and the window store
-        store = StateStore(checkpoint, snapshot_every=self.snapshot_every if path != "general" else 1,
-                           spark=spark)
+        if path == "general":
+            store.snapshot_every = 1
         store.claim({"path": path, **p.fingerprint()})
         sinks = [*(t.sink for t in p.sinks), self.dead_letter_sink]
         bind_job(sinks, store.job_id())

@@ -245,11 +245,6 @@ def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
         branches[order[t.id]] = Branch(t.source, chain, strategies[0], input_index, labels.get(t.id, t.name))
     if any(b is None for b in branches):
         return None, "a source that does not reach the keyed operator"
-    if isinstance(w, WindowTransformation) and not w.assigner.is_event_time():
-        from lowwater.core.windows.global_windows import GlobalWindows
-
-        return None, ("global windows (count_window)" if isinstance(w.assigner, GlobalWindows)
-                      else "processing-time windows")
     return KeyedPlan(tuple(b for b in branches if b is not None), w, tuple(outputs)), "keyed"
 
 
@@ -1211,7 +1206,7 @@ def window_result_seed(t: Any, schema: StructType, timestamps: bool = True) -> S
     results' types were the values' own: an INT key or maximum a BIGINT, a FLOAT minimum a DOUBLE,
     a ``DECIMAL(10,2)`` maximum a ``DECIMAL(38,2)``, a BINARY key base64 text, so a table the native
     path had made refused the same window's results once a count trigger, a session window (the
-    keyed path) or a processing-time or count window (the general path) moved it. ``timestamps``:
+    keyed path) or a processing-time or count window (the general path until session 53) moved it. ``timestamps``:
     as :func:`~lowwater.spark.json_rows.element_seed`'s."""
     from pyspark.sql.types import DataType, IntegerType, LongType, StructField, StructType
 

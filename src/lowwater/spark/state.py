@@ -114,6 +114,15 @@ class StateStore:
                 return
         self.fs.write_atomic(path, json.dumps(fingerprint, sort_keys=True, indent=1).encode())
 
+    def recorded_path(self) -> str | None:
+        """The engine path (``native``, ``keyed``, ``general``...) of the pipeline this checkpoint
+        is bound to (:meth:`claim`), or None for one that committed no batch yet."""
+        recorded = self._json(join(self.location, "pipeline.json"))
+        if recorded is None or self.latest_version() is None:
+            return None
+        path: str | None = recorded.get("path")
+        return path
+
     def job_id(self) -> str | None:
         """The id of the job this checkpoint holds, made with it (``job.json``): a sink that keys its
         exactly-once writes by the job (a ``DeltaSink``'s ``txnAppId``) writes a new checkpoint's
