@@ -15,7 +15,10 @@ tumbling 1-minute event-time windows, bounded out-of-orderness 2 s:
 * ``count``: lowwater, the same windows with ``.trigger(CountTrigger.of(--count))`` and
   ``sum("value")``, on the keyed path (the window operator per key in the executors' Python);
 * ``process``: lowwater, the same windows with a :class:`ProcessWindowFunction` that emits
-  ``(key, window start, window end, count, sum)`` per firing, on the keyed path.
+  ``(key, window start, window end, count, sum)`` per firing, on the keyed path;
+* ``count_window`` and ``count_window_general``: lowwater, ``count_window(--count).sum("value")``
+  per key (a global window, no time), on the keyed path and on the general path (the driver
+  steps every element: where count windows ran until session 53).
 
 Reported as in ``sessions.py``: median batch time and CPU time per batch after the first (the
 driver, the JVM and the executors' Python workers, :class:`cpu.CpuSampler`, also per part), the
@@ -52,7 +55,8 @@ SPAN_MS = 10_000
 BOUND_MS = 2_000
 PARTITIONS = 4
 COUNT = 100
-PATHS = {"native": "native", "count": "keyed", "process": "keyed"}
+PATHS = {"native": "native", "count": "keyed", "process": "keyed", "count_window": "keyed",
+         "count_window_general": "general"}
 
 
 def _count_and_sum(key: Any, context: Any, elements: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
@@ -86,8 +90,11 @@ def _lowwater(spark: Any, log: Path, ckpt: Path, engine: str, count: int) -> tup
     env = StreamExecutionEnvironment()
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(BOUND_MS).with_timestamp_assigner("ts")
     src = PartitionedLogSource(log, H.FIELDS, max_files_per_trigger=PARTITIONS)
-    windowed = env.from_source(src, strategy).key_by("key").window(TumblingEventTimeWindows.of(WINDOW_MS))
-    if engine == "native":
+    keyed = env.from_source(src, strategy).key_by("key")
+    windowed = keyed.window(TumblingEventTimeWindows.of(WINDOW_MS))
+    if engine in ("count_window", "count_window_general"):
+        result = keyed.count_window(count).sum("value")
+    elif engine == "native":
         result = windowed.sum("value")
     elif engine == "count":
         result = windowed.trigger(CountTrigger.of(count)).sum("value")

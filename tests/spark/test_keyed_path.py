@@ -432,9 +432,12 @@ def test_sessions_in_columns_reach_dataframe_sinks_as_the_reference_results(spar
     assert _rows(late_rows) == _rows(expected[1]) and expected[1].results
 
 
-def test_a_checkpoint_of_the_general_path_says_how_to_resume_it(spark: Any, tmp_path: Path) -> None:
+def test_a_checkpoint_of_the_general_path_resumes_there_and_refuses_the_keyed_path(
+        spark: Any, tmp_path: Path) -> None:
     """Sessions took the general path before the keyed path existed: such a checkpoint is not
-    silently read by another path, and the error says how to resume it where it was written."""
+    read by another path. On the default path it resumes where it was written (it was refused
+    until session 53, so an upgrade stopped the job); asked for the keyed path, the error says how
+    to resume it."""
     from lowwater.core.errors import ConfigurationError
     from lowwater.io import PartitionedLogWriter
 
@@ -449,8 +452,11 @@ def test_a_checkpoint_of_the_general_path_says_how_to_resume_it(spark: Any, tmp_
 
     assert run(path="general").path == "general"
     with pytest.raises(ConfigurationError, match=r"was 'general', now 'keyed'.*pass path='general' to SparkRuntime"):
-        run()
-    assert run(path="general").accounting().balanced
+        run(path="keyed")
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1500, "value": 2}])
+    job = run()
+    assert job.path == "general" and "its checkpoint was written on the general path" in job.reason, job.reason
+    assert job.accounting().balanced
 
 
 def test_dataframe_sinks_get_frames_the_executors_built_with_the_window_struct(
