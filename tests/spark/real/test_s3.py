@@ -48,7 +48,7 @@ def _build(path: str, log: Path, out: str) -> StreamExecutionEnvironment:
         windowed = stream.key_by("user").window(TumblingEventTimeWindows.of(10_000))
     elif path == "keyed":  # a Python key selector: per key on the executors, state under the checkpoint
         windowed = stream.key_by(lambda e: e["user"]).window(EventTimeSessionWindows.with_gap(3_000))
-    else:  # a count window steps on the driver, its state sealed snapshots under the checkpoint
+    else:  # a count window on the general path (path="general"): the driver steps it, its state sealed snapshots
         windowed = stream.key_by("user").count_window(5)
     if path != "general":
         windowed = windowed.side_output_late_data(late)
