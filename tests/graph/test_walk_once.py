@@ -68,7 +68,8 @@ def test_a_pipeline_the_operators_cannot_run_is_refused_before_spark_starts(tmp_
 
 def test_count_and_processing_time_windows_take_the_keyed_path(tmp_path: Path) -> None:
     """They stepped on the driver (the general path) until session 53; their state is per key, as
-    an event-time window's is. A processing-time characteristic still takes the general path."""
+    an event-time window's is, and so is an ingestion-time pipeline's. A processing-time characteristic
+    (no watermarks) still takes the general path."""
     from lowwater.core.time_characteristic import TimeCharacteristic
     from lowwater.core.windows import SlidingProcessingTimeWindows
 
@@ -84,4 +85,6 @@ def test_count_and_processing_time_windows_take_the_keyed_path(tmp_path: Path) -
 
     assert keyed(lambda k: k.count_window(2)) == (True, "keyed")
     assert keyed(lambda k: k.window(SlidingProcessingTimeWindows.of(2000, 1000))) == (True, "keyed")
-    assert keyed(lambda k: k.time_window(1000), TimeCharacteristic.PROCESSING_TIME) == (False, "not event time")
+    assert keyed(lambda k: k.time_window(1000), TimeCharacteristic.INGESTION_TIME) == (True, "keyed")
+    assert keyed(lambda k: k.time_window(1000), TimeCharacteristic.PROCESSING_TIME) == (
+        False, "the processing-time characteristic")

@@ -826,9 +826,19 @@ def _processing_time_sliding(env: StreamExecutionEnvironment, source: Any) -> li
             .process(_count_in_window).collect()]
 
 
+def _ingestion_time(env: StreamExecutionEnvironment, source: Any) -> list[CollectSink]:
+    from lowwater.core.time_characteristic import TimeCharacteristic
+
+    env.set_stream_time_characteristic(TimeCharacteristic.INGESTION_TIME)  # timestamps: the batch's clock
+    late = OutputTag("late")
+    out = env.from_source(source).key_by("key").time_window(1500).side_output_late_data(late).sum("value")
+    return [out.collect(), out.get_side_output(late).collect()]
+
+
 UNTIMED = {"count_window": _count_window, "processing_time_tumbling": _processing_time_tumbling,
-           "processing_time_sliding": _processing_time_sliding}
-"""Windows that are not event time's: they stepped on the driver (the general path) until session 53."""
+           "processing_time_sliding": _processing_time_sliding, "ingestion_time": _ingestion_time}
+"""Windows that are not event time's, and an ingestion-time pipeline: they stepped on the driver (the
+general path) until session 53."""
 
 
 @pytest.mark.parametrize("name", sorted(UNTIMED))

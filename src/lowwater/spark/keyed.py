@@ -184,8 +184,10 @@ class KeyedPlan:
 def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
     """The keyed plan, or ``None`` and the reason the pipeline needs the general path."""
     env = as_pipeline(pipeline)
-    if env.time_characteristic is not TimeCharacteristic.EVENT_TIME:
-        return None, "not event time"
+    if env.time_characteristic is TimeCharacteristic.PROCESSING_TIME:
+        return None, "the processing-time characteristic"
+    # ingestion time: a source without a strategy gets the clock's timestamps (as the reference runtime's)
+    ingestion = env.time_characteristic is TimeCharacteristic.INGESTION_TIME
     walked = env.walk()
     if any(isinstance(t, CoTransformation) for t in walked):
         return None, "connect without key_by (a CoMapFunction)"
@@ -224,6 +226,8 @@ def keyed_plan(pipeline: PipelineLike) -> tuple[KeyedPlan | None, str]:
             up = up.input
         if up.strategy is not None:
             chain.append(("assign", up.strategy, up.name))
+        elif ingestion:
+            chain.append(("assign", WatermarkStrategy.for_ingestion_time(), up.name))
         found.append((up, tuple(reversed(chain)), input_index))
         return None
 
