@@ -125,6 +125,12 @@ def test_two_outputs_written_where_each_batch_replaces_the_last_are_refused(tmp_
         (DirectorySink(tmp_path / "all", "jsonl"), None),
         (DirectorySink(tmp_path / "same"), DirectorySink(str(tmp_path / "same") + "/", "jsonl")),
         (DeltaSink(str(tmp_path / "t")), DeltaSink(str(tmp_path / "t"))),
+        # one table spelled two ways: the app ids are the job's and the name's after bind_job, so
+        # Delta skipped every batch of the late output (session 53's probe: counted, written nowhere)
+        (DeltaSink(str(tmp_path / "t")), DeltaSink(str(tmp_path / "t") + "/")),
+        (DeltaSink(str(tmp_path / "t")), DeltaSink((tmp_path / "t").as_uri())),
+        (DeltaSink(str(tmp_path / "t"), app_id="a"), DeltaSink(f"file:{tmp_path}/./t", app_id="a")),
+        (DirectorySink(tmp_path / "same"), DirectorySink((tmp_path / "same").as_uri(), "jsonl")),
         (PostgresSink("jdbc:postgresql://h/db", "totals"), PostgresSink("jdbc:postgresql://h/db", "totals")),
         (CollectSink(), None),
     ]
@@ -155,6 +161,13 @@ def test_two_outputs_written_where_each_batch_replaces_the_last_are_refused(tmp_
     assert [(r["window_start"], r["value"]) for r in read_directory(tmp_path / "results")] == [(0, 1), (5000, 2)]
     assert [r["ts"] for r in read_directory(tmp_path / "late")] == [10]
     assert len(seen) == 3
+    # one Delta table with two names or two app ids, two tables, are two targets
+    from lowwater.graph.sinks import check_distinct_targets
+
+    for first, second in [(DeltaSink(str(tmp_path / "t")), DeltaSink(str(tmp_path / "t") + "/", name="late")),
+                          (DeltaSink(str(tmp_path / "t"), app_id="a"), DeltaSink(str(tmp_path / "t"), app_id="b")),
+                          (DeltaSink(str(tmp_path / "t")), DeltaSink(str(tmp_path / "u")))]:
+        check_distinct_targets([("results", first), ("late", second)])
 
 
 @pytest.mark.parametrize(("kwargs", "parameter", "said"), [

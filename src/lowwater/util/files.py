@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "is_uri"]
+__all__ = ["atomic_write", "is_uri", "same_place"]
 
 Content = bytes | str | Callable[[str], None]
 """The new file's bytes, text (written as UTF-8), or a function that writes the temporary at
@@ -25,6 +25,21 @@ def is_uri(location: str) -> bool:
     (a Windows drive letter, ``C:``, is a path)."""
     head, sep, _ = location.partition(":")
     return bool(sep) and len(head) > 1 and head.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def same_place(location: str) -> str:
+    """``location`` spelled one way for comparing where two sinks write: a local path (or a
+    ``file:`` URI of one) absolute and normalised, another URI without its trailing slashes.
+    ``/t``, ``/t/``, ``file:/t``, ``file:///t`` and ``t`` run from ``/`` are one place."""
+    if location.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        parsed = urlparse(location)
+        if parsed.netloc in ("", "localhost"):
+            location = unquote(parsed.path) or "/"
+    if is_uri(location):
+        return location.rstrip("/") or location
+    return os.path.normpath(os.path.abspath(location))
 
 
 def atomic_write(

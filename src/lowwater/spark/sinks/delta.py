@@ -103,9 +103,15 @@ class DeltaSink(DataFrameSink):
             self.app_id = "lowwater-" + hashlib.sha1(f"{job_id}\0{self.name}".encode()).hexdigest()[:16]
 
     def batch_target(self) -> str:
-        """The table and app id: Delta skips a batch id the app id has committed, so a second
-        output's write of that id would be skipped."""
-        return f"the Delta table {self.path} with app id {self.app_id}"
+        """The table (one spelling of it: :func:`~lowwater.util.files.same_place`) and app id: Delta
+        skips a batch id the app id has committed, so a second output's write of that id would be
+        skipped. The default app id is the job's and the name's (:meth:`bind_job`), whatever the
+        path's spelling: two sinks of one name on ``/t`` and ``/t/`` were taken for two targets,
+        then shared the app id, and Delta skipped the second output's every batch, without a word."""
+        from lowwater.util.files import same_place
+
+        app = repr(self.given_app_id) if self.given_app_id is not None else f"of the job and the name {self.name!r}"
+        return f"the Delta table {same_place(self.path)} with app id {app}"
 
     def open(self) -> None:
         """Refuse a path that holds files but no Delta table (no ``_delta_log``): a Parquet directory,

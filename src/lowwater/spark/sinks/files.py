@@ -78,10 +78,11 @@ class DirectorySink(DataFrameSink):
         return f"DirectorySink({self.location!r}, {self.fmt!r})"
 
     def batch_target(self) -> str:
-        """The directory (a plain path made absolute), whatever the format: ``batch=<id>/`` is one."""
-        from lowwater.util.files import is_uri
+        """The directory (one spelling of it: :func:`~lowwater.util.files.same_place`), whatever the
+        format: ``batch=<id>/`` is one."""
+        from lowwater.util.files import same_place
 
-        return f"the directory {self.location if is_uri(self.location) else os.path.abspath(self.location)}"
+        return f"the directory {same_place(self.location)}"
 
     def bind_job(self, job_id: str | None, resumes: bool = True) -> None:
         """Refuse a directory that holds another job's batches. A new checkpoint's batch ids start
