@@ -138,6 +138,26 @@ def test_root_cause_finds_an_exception_python_prints_without_a_message() -> None
     assert root_cause(text) == "KeyboardInterrupt"
 
 
+@pytest.mark.parametrize("raised", ["psycopg2.errors.UniqueViolation", "requests.exceptions.Timeout", "SinkFailed"])
+def test_root_cause_names_an_exception_whatever_its_class_is_called(raised: str) -> None:
+    """A sink function's ``UniqueViolation`` (psycopg2's) or ``Timeout`` (requests'): only names
+    ending in Error, Exception, Exit or Interrupt were found, and the cause given was the wrapper's
+    first line, which ends at the traceback's header (a user probe, session 53)."""
+    from lowwater.core.failures import root_cause
+
+    text = ("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: [FOREACH_BATCH_USER_FUNCTION_ERROR] "
+            "An error occurred in the user provided function in foreach batch sink. Reason: An exception was raised "
+            "by the Python Proxy. Return Message: Traceback (most recent call last):\n"
+            '  File "/venv/lib/python3.11/site-packages/pyspark/sql/utils.py", line 163, in call\n'
+            "    self.func(DataFrame(jdf, wrapped_session_jdf), batch_id)\n"
+            '  File "/jobs/sink.py", line 12, in write\n    cur.execute(sql)\n'
+            f'{raised}: duplicate key value violates unique constraint "orders_pkey"\n\n'
+            "\tat py4j.Protocol.getReturnValue(Protocol.java:476)\n")
+    name = raised.rsplit(".", 1)[-1]
+    assert root_cause(text) == f'{name}: duplicate key value violates unique constraint "orders_pkey"'
+    assert root_cause(text.replace(': duplicate key value violates unique constraint "orders_pkey"', "")) == name
+
+
 def test_a_failure_says_the_line_of_the_function_that_raised() -> None:
     """The function's own frame, below lowwater's: where it raised, or called what raised (here
     ``int``). A traceback's innermost frame would be in the library, not in the user's code."""

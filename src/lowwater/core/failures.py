@@ -28,6 +28,8 @@ its own: a Java exception inside its text is its cause, not the failure (the CLI
 bare ``PSQLException`` and lost which sink and table had failed)."""
 # ``Name: message``, or the name alone (Python prints ``KeyboardInterrupt`` so)
 _PYTHON = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))(?:: ?(.*))?$", re.MULTILINE)
+#: the line a Python traceback ends with, for an exception of any name (``psycopg2.errors.UniqueViolation: ...``)
+_RAISED = re.compile(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?:: ?(.*))?$")
 _SPARK_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]{3,}(?:\.[A-Z0-9_]+)?)\]\s*([^\n]*)")
 _JAVA = re.compile(r"((?:java|javax|org|scala)\.[\w.$]+(?:Exception|Error)): ([^\n]+)")
 
@@ -38,6 +40,19 @@ _WRAPPERS = frozenset({
 })
 _PY4J_WRAPPERS = ("py4j.", "Py4JJavaError", "Py4JError", "StreamingQueryException", "PythonException",
                   "CapturedException")
+
+
+def _raised(traceback: str) -> list[tuple[str, str]]:
+    """The exception a traceback's text (from its header on) ends with: its first line after the
+    frames (which are indented), whatever the exception's name. Named ``...Error`` and the like
+    it is found by :data:`_PYTHON` first; a ``UniqueViolation`` or a ``Timeout`` is not, and the
+    cause was the wrapper's first line, ending at the traceback's header."""
+    for line in traceback.splitlines()[1:]:
+        if not line.strip() or line[0].isspace():
+            continue
+        found = _RAISED.match(line.strip())
+        return [(found.group(1), found.group(2) or "")] if found else []
+    return []
 
 
 def root_cause(failure: str | BaseException, limit: int = 400) -> str:
@@ -51,7 +66,7 @@ def root_cause(failure: str | BaseException, limit: int = 400) -> str:
         return f"{name}: {message.strip()}"[:limit]
     if "Traceback (most recent call last)" in text:
         tail = text[text.rindex("Traceback (most recent call last)"):]
-        for name, message in _PYTHON.findall(tail):
+        for name, message in [*_PYTHON.findall(tail), *_raised(tail)]:
             if not any(w in name for w in _PY4J_WRAPPERS):
                 name = name.rsplit(".", 1)[-1]
                 return (f"{name}: {message.strip()}" if message.strip() else name)[:limit]
