@@ -210,6 +210,28 @@ def test_a_kafka_source_told_to_skip_deleted_records_warns_that_they_go_uncounte
             KafkaSource("broker:9092", ["t"], [("a", "STRING")], options=fine)
 
 
+@pytest.mark.parametrize(("options", "said"), [
+    ({"maxOffsetPerTrigger": "10"}, "'maxOffsetPerTrigger' is not an option of Spark's Kafka source; did you mean "
+                                    "'maxOffsetsPerTrigger'?"),
+    ({"startingOffset": "earliest"}, "'startingOffset' is not an option of Spark's Kafka source"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1"}, "'kafka.bootstrap.servers' is KafkaSource's bootstrap_servers="),
+    ({"Subscribe": "other"}, "'Subscribe' is KafkaSource's topics="),
+    ({"startingOffsets": "earlist"}, "'startingOffsets' is KafkaSource's starting_offsets="),
+])
+def test_a_kafka_option_spark_would_ignore_or_that_skips_a_check_is_refused(options: Any, said: str) -> None:
+    """A misspelt option was ignored by Spark without a word (the batches, which decide what is
+    late, were not what was asked), and one that a parameter sets won over the parameter lowwater
+    had checked: a broker address there waited 248 s, then failed without naming it (a user
+    probe, session 53)."""
+    from lowwater.spark.kafka import KafkaSource
+
+    with pytest.raises(ConfigurationError) as e:
+        KafkaSource("broker:9092", ["t"], [("a", "STRING")], options=options)
+    assert e.value.parameter == "options" and said in str(e.value), str(e.value)
+    KafkaSource("broker:9092", ["t"], [("a", "STRING")],  # Spark's options in any case, and the consumer's
+                options={"MAXOFFSETSPERTRIGGER": "5", "minPartitions": "4", "kafka.security.protocol": "SSL"})
+
+
 def test_a_lowwater_jars_folder_without_sparks_jars_is_an_error(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """It was taken as "no jars", and a Kafka source then failed with Spark's "Failed to find data
     source: kafka", which says nothing of the folder."""

@@ -52,6 +52,44 @@ DATA_LOSS_WARNING = data_loss_warning("KafkaSource")
 """Said when a :class:`KafkaSource` is given ``failOnDataLoss=false`` (Spark's options are case-insensitive)."""
 
 
+#: the options of Spark's Kafka source (``KafkaSourceProvider``, Spark 4.2), lower case as Spark
+#: compares them, besides ``kafka.*`` (the consumer's own settings) and the ones KafkaSource sets
+SPARK_KAFKA_OPTIONS = (
+    "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions",
+    "maxRecordsPerPartition", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "kafkaConsumer.pollTimeoutMs",
+    "groupIdPrefix", "includeHeaders", "startingOffsetsByTimestamp", "startingTimestamp",
+    "startingOffsetsByTimestampStrategy", "endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
+
+#: options that KafkaSource's own parameters set, and lowwater checks: given in ``options`` they
+#: would win in Spark's reader, unchecked
+_PARAMETERS = {"kafka.bootstrap.servers": "bootstrap_servers", "subscribe": "topics", "subscribepattern": "topics",
+               "assign": "topics", "startingoffsets": "starting_offsets"}
+
+
+def _check_options(options: Mapping[str, str]) -> None:
+    """Refuse an option Spark's Kafka source does not have (a misspelt ``maxOffsetPerTrigger`` was
+    ignored without a word, and the batches, which decide what is late, were not what was asked),
+    and one that a parameter of KafkaSource sets (Spark took it over the parameter, which lowwater
+    had checked: a broker address in ``options`` waited minutes for a broker that was not there)."""
+    import difflib
+
+    known = {o.lower(): o for o in SPARK_KAFKA_OPTIONS}
+    for key in options:
+        if not isinstance(key, str):
+            raise ConfigurationError("options", f"expected option names as strings, got {key!r}")
+        low = key.lower()
+        if low in _PARAMETERS:
+            raise ConfigurationError("options", f"{key!r} is KafkaSource's {_PARAMETERS[low]}=: give it there, "
+                                                "where it is checked before the query starts")
+        if low.startswith("kafka.") or low in known:
+            continue
+        close = difflib.get_close_matches(low, list(known), n=1, cutoff=0.75)
+        hint = f"; did you mean {known[close[0]]!r}?" if close else ""
+        raise ConfigurationError("options", f"{key!r} is not an option of Spark's Kafka source{hint} (Spark "
+                                            "ignores an option it does not know; its options: kafka.* for the "
+                                            f"consumer, and {', '.join(SPARK_KAFKA_OPTIONS)})")
+
+
 def _check_starting_offsets(value: object) -> None:
     """``earliest``, ``latest`` or Spark's JSON of offsets per topic and partition; a misspelt word
     was taken, and Spark refused it when the query started with ``IllegalArgumentException: Expected
@@ -93,7 +131,10 @@ class KafkaSource(KafkaShapedSource):
         ``earliest`` (default) or ``latest``, for a job without a checkpoint; a restarted job
         always resumes from its checkpoint.
     options:
-        More ``kafka.*`` or source options for Spark's reader (e.g. ``maxOffsetsPerTrigger``).
+        More ``kafka.*`` or source options for Spark's reader (e.g. ``maxOffsetsPerTrigger``):
+        one Spark's Kafka source does not have (:data:`SPARK_KAFKA_OPTIONS`), or one that a
+        parameter above sets (``kafka.bootstrap.servers``, ``subscribe``, ``startingOffsets``...),
+        is a :class:`ConfigurationError`.
         ``failOnDataLoss`` is ``true`` here: a query whose next records Kafka has deleted
         (retention, a topic deleted and made again) stops with Spark's error. ``false`` lets
         Spark skip them, which lowwater cannot count, since it never reads them: the source
@@ -112,6 +153,7 @@ class KafkaSource(KafkaShapedSource):
             raise ConfigurationError("topics", f"expected a non-empty list of topic names, got {topics!r}")
         self.bootstrap_servers = bootstrap_servers
         self.options = dict(options or {})
+        _check_options(self.options)
         if skips_deleted_records(self.options):
             warnings.warn(DATA_LOSS_WARNING, RuntimeWarning, stacklevel=2)
         self.starting_offsets = starting_offsets
