@@ -170,6 +170,27 @@ def test_two_outputs_written_where_each_batch_replaces_the_last_are_refused(tmp_
         check_distinct_targets([("results", first), ("late", second)])
 
 
+def test_a_postgres_upsert_on_an_output_without_window_results_is_refused_before_anything_runs(tmp_path: Any) -> None:
+    """A PostgresSink upserts on the window's key and bounds. On the late output it failed inside
+    batch 0, after that batch's state and results were committed, or on the keyed path at the first
+    late row, hours in; and the checkpoint was then bound to it, so the fixed pipeline needed a new
+    one (a user probe, session 53)."""
+    from lowwater.core.clock import ManualClock
+    from lowwater.spark.sinks import DirectorySink, PostgresSink
+
+    env, results, lates = _windowed_with_late(tmp_path)
+    results.add_sink(DirectorySink(tmp_path / "results"))
+    lates.add_sink(PostgresSink("jdbc:postgresql://h/db", "late"))
+    with pytest.raises(ConfigurationError) as e:
+        env.execute(clock=ManualClock(0))
+    assert e.value.parameter == "sinks" and "there are none in the side output 'late' of 'window aggregate'" \
+        in str(e.value), str(e.value)
+    env, results, lates = _windowed_with_late(tmp_path)
+    results.add_sink(PostgresSink("jdbc:postgresql://h/db", "totals"))  # the results: fine
+    with pytest.raises(ConfigurationError, match="there are none in the dead letters"):
+        ReferenceRuntime(dead_letter_sink=PostgresSink("jdbc:postgresql://h/db", "dead")).execute(env)
+
+
 @pytest.mark.parametrize(("kwargs", "parameter", "said"), [
     ({"starting_offsets": "earlist"}, "starting_offsets", "got 'earlist'"),
     ({"starting_offsets": "{not json"}, "starting_offsets", "expected 'earliest', 'latest' or Spark's JSON"),

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.time_characteristic import TimeCharacteristic
-from lowwater.graph.sinks import Sink, check_distinct_targets
+from lowwater.graph.sinks import Sink, check_distinct_targets, check_takes_output
 from lowwater.graph.transformations import (
     AssignTransformation,
     SideOutputTransformation,
@@ -47,12 +47,17 @@ class Pipeline:
         auto_watermark_interval_ms: int = 200,
     ) -> Pipeline:
         check_distinct_targets([(describe_output(t), t.sink) for t in sinks])
+        for t in sinks:  # a window's late output has the late elements, never a window result
+            late = isinstance(t.input, SideOutputTransformation) and isinstance(t.input.input, WindowTransformation) \
+                and t.input.tag == t.input.input.late_tag
+            check_takes_output(describe_output(t), t.sink, window_results=not late)
         return cls(tuple(sinks), time_characteristic, auto_watermark_interval_ms, _walk(sinks))
 
     def check_dead_letter_sink(self, sink: Sink | None) -> None:
         """Refuse a dead-letter sink that keeps its batches where one of the pipeline's sinks does
         (:func:`~lowwater.graph.sinks.check_distinct_targets`)."""
         if sink is not None:
+            check_takes_output("the dead letters", sink, window_results=False)
             check_distinct_targets([*((describe_output(t), t.sink) for t in self.sinks), ("the dead letters", sink)])
 
     def walk(self) -> tuple[Transformation, ...]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["CollectSink", "ForeachBatchSink", "FunctionSink", "PrintSink", "Sink", "bind_job", "check_distinct_targets"]
+__all__ = ["CollectSink", "ForeachBatchSink", "FunctionSink", "PrintSink", "Sink", "bind_job", "check_distinct_targets",
+           "check_takes_output"]
 
 
 class Sink:
@@ -40,6 +41,25 @@ class Sink:
         that (:func:`check_distinct_targets`). ``None``: the sink appends, or calls a function,
         and may take several outputs."""
         return None
+
+    #: whether this sink takes window results only (a PostgreSQL upsert on the window's key and
+    #: bounds): put on a window's late output or on the dead letters, which have none, it is
+    #: refused when the pipeline is built (:func:`check_takes_output`)
+    window_results_only = False
+
+
+def check_takes_output(what: str, sink: Sink, window_results: bool) -> None:
+    """Refuse a sink that takes window results only (:attr:`Sink.window_results_only`) on an
+    output without them (``window_results`` False: a window's late output, the dead letters). It
+    failed at the batch that first had such a row, after earlier batches were committed; and the
+    checkpoint was then bound to the pipeline, so the fixed one needed a new checkpoint."""
+    from lowwater.core.errors import ConfigurationError
+
+    if getattr(sink, "window_results_only", False) and not window_results:
+        raise ConfigurationError(
+            "sinks", f"{sink!r} upserts window results on (key, window_start, window_end, fire_index), and "
+                     f"there are none in {what}: give it a sink that appends its rows (DirectorySink, "
+                     "DeltaSink, ForeachDataFrameSink)")
 
 
 class CollectSink(Sink):

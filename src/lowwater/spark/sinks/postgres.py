@@ -515,6 +515,7 @@ class PostgresSink(DataFrameSink):
     """
 
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
+    window_results_only = True  # refused on a late output or the dead letters (check_takes_output)
 
     def __init__(self, jdbc_url: str, table: str, user: str | None = None, password: str | None = None) -> None:
         self.upsert = PostgresUpsertSink(jdbc_url, table, user=user, password=password)
