@@ -2,11 +2,12 @@
 
 A source on Spark declares its element's fields (``value_fields``). A pipeline names some
 of them directly on the source's elements: the timestamp field of a strategy
-(``with_timestamp_assigner("ts")``), the key of ``key_by("user")`` and the field of a
-built-in aggregate (``sum("amount")``), when only ``assign_timestamps_and_watermarks``
-stands between them and the source. A name the source does not declare would make every
-record a dead letter, or fail the query after Spark has started; :func:`check_field_names`
-says so at once, in the words of the pipeline.
+(``with_timestamp_assigner("ts")``), the key of ``key_by("user")`` (of a window, a keyed
+process function or either input of a ``connect``) and the field of a built-in aggregate
+(``sum("amount")``), when only ``assign_timestamps_and_watermarks`` and ``union`` stand
+between them and the source (until session 53, only a window fed straight from one source).
+A name the source does not declare would make every record a dead letter, or fail the query
+after Spark has started; :func:`check_field_names` says so at once, in the words of the pipeline.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from lowwater.core.windows import AggregatingContents, BuiltinAggregate
 from lowwater.graph.pipeline import PipelineLike, as_pipeline
 from lowwater.graph.transformations import (
     AssignTransformation,
+    KeyedCoProcessTransformation,
+    KeyedProcessTransformation,
     SourceTransformation,
     Transformation,
+    UnionTransformation,
     WindowTransformation,
 )
 
@@ -32,11 +36,21 @@ def _walk(pipeline: PipelineLike) -> list[Transformation]:
     return sorted(as_pipeline(pipeline).walk(), key=lambda t: t.id)
 
 
-def _source_of(t: Transformation) -> SourceTransformation | None:
-    """The source whose elements ``t`` receives unchanged, if any."""
+def _sources_of(t: Transformation) -> list[SourceTransformation]:
+    """The sources whose elements ``t`` receives unchanged: through watermark strategies and
+    unions (a union's member with a ``map`` on its way brings changed elements, and is left out)."""
     while isinstance(t, AssignTransformation):
         t = t.input
-    return t if isinstance(t, SourceTransformation) else None
+    if isinstance(t, SourceTransformation):
+        return [t]
+    if isinstance(t, UnionTransformation):
+        return [s for member in t.members for s in _sources_of(member)]
+    return []
+
+
+def _key_uses(sources: list[SourceTransformation], selector: Any) -> list[tuple[SourceTransformation, str, str]]:
+    key = getattr(selector, "field_name", None)
+    return [] if key is None else [(source, f'key_by("{key}")', key) for source in sources]
 
 
 def _timestamp_field(strategy: WatermarkStrategy[Any] | None) -> str | None:
@@ -53,19 +67,19 @@ def field_uses(pipeline: PipelineLike) -> list[tuple[SourceTransformation, str, 
             if field is not None:
                 uses.append((t, f'with_timestamp_assigner("{field}")', field))
         elif isinstance(t, AssignTransformation):
-            source, field = _source_of(t.input), _timestamp_field(t.strategy)
-            if source is not None and field is not None:
-                uses.append((source, f'with_timestamp_assigner("{field}")', field))
+            field = _timestamp_field(t.strategy)
+            if field is not None:
+                uses += [(source, f'with_timestamp_assigner("{field}")', field) for source in _sources_of(t.input)]
         elif isinstance(t, WindowTransformation):
-            source = _source_of(t.input)
-            if source is None:
-                continue
-            key = getattr(t.key_selector, "field_name", None)
-            if key is not None:
-                uses.append((source, f'key_by("{key}")', key))
+            sources = _sources_of(t.input)
+            uses += _key_uses(sources, t.key_selector)
             agg = t.contents.function if isinstance(t.contents, AggregatingContents) else None
             if isinstance(agg, BuiltinAggregate) and agg.field is not None:
-                uses.append((source, f'{agg.name}("{agg.field}")', agg.field))
+                uses += [(source, f'{agg.name}("{agg.field}")', agg.field) for source in sources]
+        elif isinstance(t, KeyedProcessTransformation):
+            uses += _key_uses(_sources_of(t.input), t.key_selector)
+        elif isinstance(t, KeyedCoProcessTransformation):
+            uses += _key_uses(_sources_of(t.first), t.key_selector1) + _key_uses(_sources_of(t.second), t.key_selector2)
     return uses
 
 
