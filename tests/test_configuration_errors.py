@@ -268,3 +268,19 @@ def test_a_lowwater_jars_folder_without_sparks_jars_is_an_error(tmp_path: Any, m
     assert spark_jars() == [str(tmp_path / "jars" / "spark" / "kafka.jar")]
     monkeypatch.delenv("LOWWATER_JARS")
     spark_jars()  # the repository's jars/, fetched or not: no error
+
+
+@pytest.mark.parametrize(("broker", "said"), [("127.0.0.1:1", "Connection refused"),
+                                              ("no-such-host.invalid:9092", "Failed to resolve")])
+def test_a_broker_that_does_not_answer_is_one_line_that_says_why(
+        broker: str, said: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """The Kafka client printed a line or more a connection attempt, 270 to 546 over the 30 s wait,
+    before the one-line error; and only those lines said "Failed to resolve" (a user probe, session 53)."""
+    import lowwater.spark.kafka as kafka
+
+    monkeypatch.setattr(kafka, "METADATA_TIMEOUT_S", 2)
+    with pytest.raises(ConfigurationError) as e:
+        kafka.KafkaSource(broker, ["t"], [("a", "STRING")]).check_before_run()
+    assert f"no Kafka broker at {broker} answered in 2 s" in str(e.value) and said in str(e.value), str(e.value)
+    out, err = capfd.readouterr()
+    assert "rdkafka" not in out + err, (out + err)[-2000:]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -88,6 +89,26 @@ def _check_options(options: Mapping[str, str]) -> None:
         raise ConfigurationError("options", f"{key!r} is not an option of Spark's Kafka source{hint} (Spark "
                                             "ignores an option it does not know; its options: kafka.* for the "
                                             f"consumer, and {', '.join(SPARK_KAFKA_OPTIONS)})")
+
+
+METADATA_TIMEOUT_S = 30
+"""How long :meth:`KafkaSource.check_before_run` waits for a broker to answer."""
+
+
+class _ClientLog(logging.Handler):
+    """A Kafka client's log lines, kept (the last one: :attr:`last`) instead of printed: a broker
+    that does not answer made the client print a line or more a connection attempt, hundreds
+    over the 30 s wait, before the one-line error; and only those lines said "Failed to resolve"."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.last = ""
+        self.logger = logging.Logger("lowwater.kafka.client")  # of no hierarchy: nothing reaches the root
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # "FAIL [rdkafka#producer-1] [thrd:h:9092/bootstrap]: h:9092/bootstrap: Failed to resolve ..."
+        self.last = record.getMessage().rsplit("]: ", 1)[-1]
 
 
 def _check_starting_offsets(value: object) -> None:
@@ -171,12 +192,17 @@ class KafkaSource(KafkaShapedSource):
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
+        said = _ClientLog()  # the client's own lines, kept: printed, they were hundreds before the one error
+        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "logger": said.logger}
+        admin = AdminClient(config)
         try:
-            md = AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=30)
+            md = admin.list_topics(timeout=METADATA_TIMEOUT_S)
         except KafkaException as e:  # no broker answered: Spark's reader would say "Timed out ... listNodes"
+            admin.poll(0)  # hands the client's queued lines to the logger
+            last = f"; the client's last word: {said.last}" if said.last else ""
             raise ConfigurationError(
-                "bootstrap_servers", f"no Kafka broker at {self.bootstrap_servers} answered in 30 s "
-                f"({e.args[0].str() if e.args and hasattr(e.args[0], 'str') else e})") from None
+                "bootstrap_servers", f"no Kafka broker at {self.bootstrap_servers} answered in {METADATA_TIMEOUT_S} s "
+                f"({e.args[0].str() if e.args and hasattr(e.args[0], 'str') else e}){last}") from None
         out = []
         for i, t in enumerate(self.topics or ()):
             meta = md.topics.get(t)
