@@ -24,6 +24,8 @@ ColumnLike = Any  # a column name (str) or a pyspark Column
 
 _TIME_TYPES = ("TimestampType", "TimestampNTZType", "DateType")
 _INTEGRAL_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
+
+
 def data_loss_warning(what: str) -> str:
     """What ``what``, told to read Kafka with ``failOnDataLoss=false``, warns of."""
     return (f"{what} with failOnDataLoss=false: Spark skips, with a line in its log and nothing else, the "

@@ -53,8 +53,9 @@ DATA_LOSS_WARNING = data_loss_warning("KafkaSource")
 """Said when a :class:`KafkaSource` is given ``failOnDataLoss=false`` (Spark's options are case-insensitive)."""
 
 
-#: the options of Spark's Kafka source (``KafkaSourceProvider``, Spark 4.2), lower case as Spark
-#: compares them, besides ``kafka.*`` (the consumer's own settings) and the ones KafkaSource sets
+#: the options of Spark's Kafka source (``KafkaSourceProvider``, Spark 4.2; Spark compares them
+#: without regard to case), besides ``kafka.*`` (the consumer's own settings) and the ones
+#: KafkaSource's parameters set
 SPARK_KAFKA_OPTIONS = (
     "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions",
     "maxRecordsPerPartition", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "kafkaConsumer.pollTimeoutMs",
