@@ -109,11 +109,15 @@ def _lowwater(spark: Any, log: Path, ckpt: Path, engine: str, count: int) -> tup
     job = SparkRuntime(str(ckpt), spark=spark, path=want).execute(env, f"keyed-triggers-{engine}")  # type: ignore[arg-type]
     wall = time.monotonic() - started
     assert job.path == want, (engine, job.path, job.reason)
+    from lowwater.metrics.line import running_totals
+
     batches = job.batches()
-    fired = sum(int(b["metrics"].get("windows_fired") or 0) for b in batches)
+    raw = [int(b["metrics"].get("windows_fired") or 0) for b in batches]
+    if "windows_fired" in running_totals(job.path):  # the general path's raw counter is a running total
+        raw = [now - before for before, now in zip([0, *raw], raw, strict=False)]
     return list(job.query.recentProgress), wall, {
-        "path": job.path, "sink_rows": sink.rows, "windows_fired": fired,
-        "windows_fired_per_batch": [b["metrics"].get("windows_fired") for b in batches],
+        "path": job.path, "sink_rows": sink.rows, "windows_fired": sum(raw),
+        "windows_fired_per_batch": raw,
         "watermark_per_batch": [b["metrics"].get("combined_watermark") for b in batches],
         "phases_per_batch": [b["metrics"].get("phases") for b in batches]}
 
