@@ -180,6 +180,10 @@ def test_a_path_that_is_a_file_is_refused_before_the_run(tmp_path: Path) -> None
     sink = DirectorySink(tmp_path / "out")
     with pytest.raises(ConfigurationError, match="is a file, not a directory"):
         sink.bind_job("a-job-id", resumes=True)  # as on Spark, where a job resumes
+    # a path under a file: a bare NotADirectoryError at the job marker's write (a user probe, session 53)
+    for resumes in (True, False):
+        with pytest.raises(ConfigurationError, match=r"out/sub/dir is under .*out, a file, not a directory"):
+            DirectorySink(tmp_path / "out" / "sub" / "dir").bind_job("a-job-id", resumes=resumes)
 
 
 def test_the_reference_runtime_writes_partitions_decimals_and_infinities_as_spark_does(tmp_path: Path) -> None:

@@ -92,8 +92,10 @@ class DirectorySink(DataFrameSink):
         starts over every time, and a checkpoint without an id are not checked."""
         from lowwater.util.files import is_uri
 
-        if not is_uri(self.location) and self.path.is_file():  # checked on both runtimes, before a batch
-            raise self._a_file()
+        if not is_uri(self.location):  # checked on both runtimes, before a batch
+            blocking = next((p for p in (self.path, *self.path.parents) if p.is_file()), None)
+            if blocking is not None:  # a file above it: NotADirectoryError at the job marker's write
+                raise self._a_file(None if blocking == self.path else blocking)
         if job_id is None or not resumes:
             return
         from pyspark.sql import SparkSession
@@ -117,8 +119,9 @@ class DirectorySink(DataFrameSink):
         fs.mkdirs(location)
         fs.write_atomic(marker, job_id.encode())
 
-    def _a_file(self) -> ConfigurationError:
-        return ConfigurationError("path", f"{self.location} is a file, not a directory: a DirectorySink writes "
+    def _a_file(self, above: Path | None = None) -> ConfigurationError:
+        what = f"is under {above}, a file," if above is not None else "is a file,"
+        return ConfigurationError("path", f"{self.location} {what} not a directory: a DirectorySink writes "
                                   "a directory per batch under its path. Hint: give it a directory")
 
     def write(self, df: DataFrame, batch_id: int) -> None:
