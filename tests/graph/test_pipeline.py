@@ -97,6 +97,29 @@ def test_a_checkpoint_is_bound_to_its_kafka_topics_in_order_and_its_logs_directo
     assert 'topics ["a", "b"]' in str(refused.value) and 'topics ["b", "a"]' in str(refused.value)
 
 
+def test_a_checkpoint_is_bound_to_its_sources_field_types(tmp_path: Any) -> None:
+    """A field's declared type changed between restarts (``DECIMAL(10,2)`` to ``DOUBLE``) was taken:
+    the fingerprint had the names alone, and the next batch failed in the window store's Parquet
+    (``PARQUET_COLUMN_DATA_TYPE_MISMATCH``, naming a file under the checkpoint; a user probe, session
+    53). A checkpoint recorded before the types were resumes, and is bound to them from then on."""
+    from lowwater.spark.sources import PartitionedLogSource
+    from lowwater.spark.state import StateStore
+
+    def by(amount: str, spelt: str = "BIGINT") -> dict[str, Any]:
+        return _read_by(PartitionedLogSource(tmp_path / "log", [("key", "STRING"), ("ts", spelt), ("value", amount)]))
+
+    decimal, double = by("DECIMAL(10,2)"), by("DOUBLE")
+    assert decimal["field_types"] == {"000": {"key": "STRING", "ts": "BIGINT", "value": "DECIMAL(10,2)"}}
+    assert by("decimal(10, 2)") == decimal and by("DECIMAL(10,2)", " bigint ") == decimal  # one type, spelt two ways
+    store = StateStore(tmp_path / "ck")
+    store.claim({k: v for k, v in decimal.items() if k != "field_types"})  # a checkpoint of session 52's code
+    store.commit_json(0, {})
+    store.claim(decimal)  # resumed, and now bound to the types
+    with pytest.raises(ConfigurationError, match="belongs to a different pipeline") as refused:
+        store.claim(double)
+    assert "field 'value' was DECIMAL(10,2), now DOUBLE" in str(refused.value), str(refused.value)
+
+
 def test_a_checkpoint_refused_for_a_sink_removed_says_that_sink_was_removed(tmp_path: Any) -> None:
     """The refusal compared the transformations by position: a sink removed read as every
     transformation after it changed into the next one (``was 'SinkTransformation |

@@ -87,6 +87,7 @@ class Pipeline:
         """
         parts: dict[str, Any] = {"time_characteristic": self.time_characteristic.value}
         identities: dict[str, str] = {}
+        types: dict[str, dict[str, str]] = {}
         for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id)):
             desc: list[str] = [type(t).__name__]
             if isinstance(t, SourceTransformation):
@@ -97,6 +98,9 @@ class Pipeline:
                 identity = getattr(t.source, "identity", None)
                 if callable(identity) and identity():
                     identities[f"{i:03d}"] = identity()
+                declared = getattr(t.source, "value_fields", None)
+                if isinstance(declared, list | tuple) and declared:
+                    types[f"{i:03d}"] = {str(n): "".join(str(ty).upper().split()) for n, ty in declared}
             elif isinstance(t, AssignTransformation):
                 desc.append(repr(t.strategy))
             elif isinstance(t, WindowTransformation):
@@ -108,12 +112,23 @@ class Pipeline:
             parts[f"{i:03d}"] = " | ".join(desc)
         if identities:  # a key of its own: a checkpoint from before it is resumed (CheckpointStore.claim)
             parts[SOURCES_KEY] = identities
+        if types:  # the same
+            parts[FIELD_TYPES_KEY] = types
         return parts
 
 
 SOURCES_KEY = "sources"
 """The fingerprint's entry for its sources' identities (``SparkSource.identity``, by position), added
 in session 36: a checkpoint recorded before it has none, and is compared without it."""
+
+FIELD_TYPES_KEY = "field_types"
+"""The fingerprint's entry for the types its sources declare (``value_fields``, by position), added in
+session 53: a field's type changed between restarts was taken, and the window store's Parquet then
+failed the batch (``PARQUET_COLUMN_DATA_TYPE_MISMATCH``, naming a file under the checkpoint). A
+checkpoint recorded before it has none, and is compared without it."""
+
+UNRECORDED_BEFORE = (SOURCES_KEY, FIELD_TYPES_KEY)
+"""The fingerprint's entries a checkpoint recorded by older code may lack: compared only where recorded."""
 
 
 @runtime_checkable

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError
-from lowwater.graph.pipeline import SOURCES_KEY
+from lowwater.graph.pipeline import FIELD_TYPES_KEY, UNRECORDED_BEFORE
 from lowwater.spark.fs import CheckpointFS, LocalFS, checkpoint_fs, is_uri, join
 from lowwater.spark.sealed import StateKey, seal, state_key, unseal
 
@@ -93,9 +93,9 @@ class StateStore:
         path = join(self.location, "pipeline.json")
         recorded = self._json(path)
         if recorded is not None:
-            # a checkpoint from before the sources' identities were recorded: compared without them
-            compared = fingerprint if SOURCES_KEY in recorded else \
-                {k: v for k, v in fingerprint.items() if k != SOURCES_KEY}
+            # a checkpoint from before the sources' identities (or their fields' types) were
+            # recorded: compared without them
+            compared = {k: v for k, v in fingerprint.items() if k not in UNRECORDED_BEFORE or k in recorded}
             if recorded != compared and self.latest_version() is not None:
                 changed = sorted(k for k in set(recorded) | set(compared) if recorded.get(k) != compared.get(k))
                 what = _changes(recorded, compared)
@@ -330,5 +330,10 @@ def _changes(recorded: dict[str, Any], now: dict[str, Any]) -> str:
         out += [f"{x!r} removed" for x in a[i1 + len(pairs):i2]]
         out += [f"{y!r} added" for y in b[j1 + len(pairs):j2]]
     for k in sorted(k for k in set(recorded) | set(now) if not k.isdigit() and recorded.get(k) != now.get(k)):
+        if k == FIELD_TYPES_KEY:  # the fields whose type changed (a field added or removed is said above)
+            was, new = recorded.get(k) or {}, now.get(k) or {}
+            out += [f"field {name!r} was {was[i][name]}, now {new[i][name]}" for i in sorted(set(was) & set(new))
+                    for name in was[i] if name in new[i] and was[i][name] != new[i][name]]
+            continue
         out.append(f"{k} was {recorded.get(k, 'nothing')!r}, now {now.get(k, 'nothing')!r}")
     return "; ".join(out)
