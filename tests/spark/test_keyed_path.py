@@ -865,7 +865,7 @@ def test_a_count_window_checkpoint_written_on_the_general_path_resumes_there(spa
     the two runs together equal one on the reference runtime."""
     log = tmp_path / "log"
     writer = PartitionedLogWriter(log, "jsonl")
-    for i in range(4):  # two runs of two batches: 8 elements of a, 4 of b
+    for i in range(4):  # two runs, each over two more rounds of appends: 8 elements of a, 4 of b
         writer.append(0, [{"key": "a", "ts": 10 * i, "value": i}, {"key": "b", "ts": 10 * i + 1, "value": 100 * i}])
         writer.append(0, [{"key": "a", "ts": 10 * i + 2, "value": i + 10}])
         if i == 1:
