@@ -70,6 +70,20 @@ def _read_by(source: Any) -> dict[str, Any]:
     return env.pipeline().fingerprint()
 
 
+def _resumed_then_refused(tmp_path: Any, now: dict[str, Any], unrecorded: str, other: dict[str, Any]) -> str:
+    """A checkpoint recorded without the fingerprint's entry ``unrecorded`` (by older code) resumes
+    under ``now``, and is bound to it from then on: ``other`` is refused, with this message."""
+    from lowwater.spark.state import StateStore
+
+    store = StateStore(tmp_path / "ck")
+    store.claim({k: v for k, v in now.items() if k != unrecorded})
+    store.commit_json(0, {})
+    store.claim(now)  # resumed, and now bound to the entry
+    with pytest.raises(ConfigurationError, match="belongs to a different pipeline") as refused:
+        store.claim(other)
+    return str(refused.value)
+
+
 def test_a_checkpoint_is_bound_to_its_kafka_topics_in_order_and_its_logs_directory(tmp_path: Any) -> None:
     """The topics number a Kafka source's partitions, each with its watermark, and a log's offsets are
     its own: a checkpoint resumed with ``[B, A]`` fed B's records to A's watermarks, and one resumed on
@@ -78,7 +92,6 @@ def test_a_checkpoint_is_bound_to_its_kafka_topics_in_order_and_its_logs_directo
     and is bound to them from then on."""
     from lowwater.spark.kafka import KafkaSource
     from lowwater.spark.sources import PartitionedLogSource
-    from lowwater.spark.state import StateStore
 
     fields = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
     ab, ba = (_read_by(KafkaSource("broker:9092", topics, fields)) for topics in (["a", "b"], ["b", "a"]))
@@ -88,13 +101,8 @@ def test_a_checkpoint_is_bound_to_its_kafka_topics_in_order_and_its_logs_directo
     assert x["sources"] == {"000": f"log {tmp_path / 'x'}"} != y["sources"]
     assert "sources" not in _read_by(_source("a"))  # an in-memory source: nothing to bind
 
-    store = StateStore(tmp_path / "ck")
-    store.claim({k: v for k, v in ab.items() if k != "sources"})  # a checkpoint of session 35's code
-    store.commit_json(0, {})
-    store.claim(ab)  # resumed, and now bound to the topics
-    with pytest.raises(ConfigurationError, match="belongs to a different pipeline") as refused:
-        store.claim(ba)
-    assert 'topics ["a", "b"]' in str(refused.value) and 'topics ["b", "a"]' in str(refused.value)
+    refused = _resumed_then_refused(tmp_path, ab, "sources", ba)  # a checkpoint of session 35's code
+    assert 'topics ["a", "b"]' in refused and 'topics ["b", "a"]' in refused
 
 
 def test_a_checkpoint_is_bound_to_its_sources_field_types(tmp_path: Any) -> None:
@@ -103,7 +111,6 @@ def test_a_checkpoint_is_bound_to_its_sources_field_types(tmp_path: Any) -> None
     (``PARQUET_COLUMN_DATA_TYPE_MISMATCH``, naming a file under the checkpoint; a user probe, session
     53). A checkpoint recorded before the types were resumes, and is bound to them from then on."""
     from lowwater.spark.sources import PartitionedLogSource
-    from lowwater.spark.state import StateStore
 
     def by(amount: str, spelt: str = "BIGINT") -> dict[str, Any]:
         return _read_by(PartitionedLogSource(tmp_path / "log", [("key", "STRING"), ("ts", spelt), ("value", amount)]))
@@ -111,13 +118,8 @@ def test_a_checkpoint_is_bound_to_its_sources_field_types(tmp_path: Any) -> None
     decimal, double = by("DECIMAL(10,2)"), by("DOUBLE")
     assert decimal["field_types"] == {"000": {"key": "STRING", "ts": "BIGINT", "value": "DECIMAL(10,2)"}}
     assert by("decimal(10, 2)") == decimal and by("DECIMAL(10,2)", " bigint ") == decimal  # one type, spelt two ways
-    store = StateStore(tmp_path / "ck")
-    store.claim({k: v for k, v in decimal.items() if k != "field_types"})  # a checkpoint of session 52's code
-    store.commit_json(0, {})
-    store.claim(decimal)  # resumed, and now bound to the types
-    with pytest.raises(ConfigurationError, match="belongs to a different pipeline") as refused:
-        store.claim(double)
-    assert "field 'value' was DECIMAL(10,2), now DOUBLE" in str(refused.value), str(refused.value)
+    refused = _resumed_then_refused(tmp_path, decimal, "field_types", double)  # a checkpoint of session 52's code
+    assert "field 'value' was DECIMAL(10,2), now DOUBLE" in refused, refused
 
 
 def test_a_checkpoint_refused_for_a_sink_removed_says_that_sink_was_removed(tmp_path: Any) -> None:
