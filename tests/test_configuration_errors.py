@@ -170,6 +170,33 @@ def test_two_outputs_written_where_each_batch_replaces_the_last_are_refused(tmp_
         check_distinct_targets([("results", first), ("late", second)])
 
 
+def test_a_new_job_refuses_a_delta_table_another_job_appended_to_and_not_its_own_first_attempt() -> None:
+    """:func:`~lowwater.spark.sinks.delta.refuse_on_new_job` on a table's transactions (app id: last
+    batch id); tests/spark/real/test_delta_sink.py runs it on Delta's."""
+    from lowwater.spark.sinks.delta import DeltaSink, refuse_on_new_job
+
+    results, late = DeltaSink("/t"), DeltaSink("/t", name="late")
+    for sink in (results, late):
+        sink.bind_job("job-2")
+    other = DeltaSink("/t")
+    other.bind_job("job-1")
+    ours = {results.app_id: 0, late.app_id: 0}  # this job's first attempt, cut before its first commit
+    assert refuse_on_new_job([results, late], {}) is None
+    assert refuse_on_new_job([results, late], ours) is None
+    assert refuse_on_new_job([results, late], {"spark-query-7": 12}) is None  # not lowwater's: not told apart
+    refused = refuse_on_new_job([results, late], {**ours, other.app_id: 9})
+    assert refused is not None and refused.parameter == "path" and other.app_id in str(refused)
+    assert refuse_on_new_job([DeltaSink("/t", shared=True), DeltaSink("/t", name="late", shared=True)],
+                             {other.app_id: 9}) is None
+    assert refuse_on_new_job([DeltaSink("/t", shared=True), late], {other.app_id: 9}) is not None
+    given = DeltaSink("/t", app_id="nightly", shared=True)
+    assert refuse_on_new_job([given], {"nightly": 0}) is None  # possibly this job's own batch 0
+    refused = refuse_on_new_job([given], {"nightly": 4})
+    assert refused is not None and refused.parameter == "app_id" and "skip batches 0 to 4" in str(refused)
+    with pytest.raises(ConfigurationError, match="shared"):
+        DeltaSink("/t", shared="yes")  # type: ignore[arg-type]
+
+
 def test_a_postgres_upsert_on_an_output_without_window_results_is_refused_before_anything_runs(tmp_path: Any) -> None:
     """A PostgresSink upserts on the window's key and bounds. On the late output it failed inside
     batch 0, after that batch's state and results were committed, or on the keyed path at the first

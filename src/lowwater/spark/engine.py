@@ -59,6 +59,7 @@ from lowwater.spark.outputs import BatchOutput, Output, dead_letter_output
 from lowwater.spark.plan import native_plan
 from lowwater.spark.processor import BatchResult, JsonStateProcessor, Processor
 from lowwater.spark.sinks.base import DataFrameSink
+from lowwater.spark.sinks.delta import check_new_job
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 from lowwater.spark.window_store import WindowStore
 
@@ -370,6 +371,8 @@ class SparkRuntime:
         store.claim({"path": path, **p.fingerprint()})
         sinks = [*(t.sink for t in p.sinks), self.dead_letter_sink]
         bind_job(sinks, store.job_id())
+        if store.latest_version() is None:  # a new job: a Delta table another job appends to is refused
+            check_new_job(sinks)
         for sink in sinks:  # what would fail its first write (a JDBC driver missing), before the query starts
             check = getattr(sink, "check_before_run", None)
             if callable(check):

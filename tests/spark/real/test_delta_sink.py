@@ -117,11 +117,11 @@ def test_a_new_checkpoint_writes_as_a_new_job_and_a_restart_may_name_the_table_a
     fields = BatchFilesSource.infer_fields(batches)
     table = tmp_path / "totals"
 
-    def run(checkpoint: Path, size: int, path: str, end_of_input: bool = True) -> Any:
+    def run(checkpoint: Path, size: int, path: str, end_of_input: bool = True, **sink: Any) -> Any:
         env = StreamExecutionEnvironment()
         (env.from_source(BatchFilesSource(tmp_path / "in", fields, [0]),
                          WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-         .key_by("key").window(TumblingEventTimeWindows.of(size)).sum("value").add_sink(DeltaSink(path)))
+         .key_by("key").window(TumblingEventTimeWindows.of(size)).sum("value").add_sink(DeltaSink(path, **sink)))
         return SparkRuntime(str(checkpoint), spark=spark, end_of_input=end_of_input).execute(env)
 
     def rows(size: int) -> list[tuple[Any, ...]]:
@@ -138,9 +138,61 @@ def test_a_new_checkpoint_writes_as_a_new_job_and_a_restart_may_name_the_table_a
     run(tmp_path / "ck1", 10_000, str(table) + "/")
     assert rows(10_000) == [("a", 0, 1), ("a", 10_000, 2), ("b", 20_000, 4)]  # the replay added nothing
 
-    # another window size is another pipeline: refused on ck1, so a new checkpoint, the same table
-    run(tmp_path / "ck2", 20_000, str(table))
+    # another window size is another pipeline: refused on ck1, so a new checkpoint; the same table,
+    # which the new job refuses (test_a_new_checkpoint_on_a_table_another_job_appended_to_is_refused)
+    # unless it is shared
+    run(tmp_path / "ck2", 20_000, str(table), shared=True)
     assert rows(20_000) == [("a", 0, 3), ("b", 20_000, 4)]
+
+
+def _one_window_job(spark: Any, tmp_path: Path, table: Path, checkpoint: Path, **sink: Any) -> Any:
+    from lowwater.api import StreamExecutionEnvironment
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.spark.engine import SparkRuntime
+    from lowwater.spark.sources import BatchFilesSource
+
+    batches = [[{"key": "a", "ts": 1000, "value": 1}], [{"key": "a", "ts": 12_000, "value": 2}],
+               [{"key": "b", "ts": 25_000, "value": 4}]]
+    if not (tmp_path / "in").exists():
+        BatchFilesSource.write(tmp_path / "in", batches)
+    env = StreamExecutionEnvironment()
+    (env.from_source(BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").add_sink(DeltaSink(str(table), **sink)))
+    return SparkRuntime(str(checkpoint), spark=spark, end_of_input=True).execute(env)
+
+
+def test_a_new_checkpoint_on_a_table_another_job_appended_to_is_refused(spark: Any, tmp_path: Path) -> None:
+    """The same pipeline started over on a new checkpoint reads its sources from the start: under
+    its new job's app id, Delta appended every row a second time, without a word (a DirectorySink
+    refuses the directory). Under an app id given again, Delta skipped every batch id the table
+    had recorded for it: those batches' rows were written nowhere. Both are refused before a batch;
+    ``shared=True`` says other jobs append to the table too."""
+    from lowwater.core.errors import ConfigurationError
+
+    table = tmp_path / "totals"
+
+    def rows() -> list[tuple[Any, ...]]:
+        return sorted((r.key, r.window_start, r.value) for r in spark.read.format("delta").load(str(table)).collect())
+
+    _one_window_job(spark, tmp_path, table, tmp_path / "ck1")
+    once = [("a", 0, 1), ("a", 10_000, 2), ("b", 20_000, 4)]
+    assert rows() == once
+    _one_window_job(spark, tmp_path, table, tmp_path / "ck1")  # a restart of the job: nothing new, no refusal
+    with pytest.raises(ConfigurationError, match=r"holds the appends of another lowwater job .*would append their "
+                                                 r"rows again.*shared=True"):
+        _one_window_job(spark, tmp_path, table, tmp_path / "ck2")
+    assert rows() == once
+    _one_window_job(spark, tmp_path, table, tmp_path / "ck3", shared=True)  # appended knowingly
+    assert rows() == sorted(once + once)
+
+    given = tmp_path / "given"
+    _one_window_job(spark, tmp_path, given, tmp_path / "ck4", app_id="nightly")
+    with pytest.raises(ConfigurationError, match=r"recorded batches up to \d+ under app id 'nightly'.*Delta would "
+                                                 r"skip batches 0 to \d+ without writing them"):
+        _one_window_job(spark, tmp_path, given, tmp_path / "ck5", app_id="nightly", shared=True)
+    assert spark.read.format("delta").load(str(given)).count() == 3
 
 
 def test_a_path_that_holds_files_but_no_delta_table_is_refused_before_the_run(spark: Any, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError
@@ -35,7 +35,7 @@ from lowwater.spark.sinks.base import DataFrameSink
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["WINDOW_RESULT_SCHEMA", "DeltaSink"]
+__all__ = ["WINDOW_RESULT_SCHEMA", "DeltaSink", "check_new_job", "refuse_on_new_job"]
 
 #: the columns of a window result row (``WindowResult``) with its value a DOUBLE, for ``DeltaSink(schema=...)``
 WINDOW_RESULT_SCHEMA = "key STRING, window_start BIGINT, window_end BIGINT, value DOUBLE, fire_index INT"
@@ -65,13 +65,18 @@ class DeltaSink(DataFrameSink):
         Decimal sum a ``DECIMAL(38, s)``, a ``max`` of strings a STRING), and the ``window`` struct.
     with_batch_id:
         Add a ``batch_id`` column (BIGINT) to every row.
+    shared:
+        Other jobs (other checkpoints) append to this table too. Without it, a job on a new
+        checkpoint refuses a table that holds another lowwater job's appends
+        (:func:`check_new_job`): the same pipeline started over reads its sources from the start
+        and would append every row again.
     """
 
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
     late_frames = True  # the reference runtime's late elements as the Spark paths' late columns
 
     def __init__(self, path: str, name: str = "results", app_id: str | None = None, schema: str | None = None,
-                 with_batch_id: bool = True) -> None:
+                 with_batch_id: bool = True, shared: bool = False) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise ConfigurationError("path", f"expected the table's path or URI as a string, got {path!r}")
         if not str(path):
@@ -79,8 +84,9 @@ class DeltaSink(DataFrameSink):
         for parameter, value in (("name", name), ("app_id", app_id), ("schema", schema)):
             if not isinstance(value, str) and (value is not None or parameter == "name"):
                 raise ConfigurationError(parameter, f"expected a string, got {value!r}")
-        if not isinstance(with_batch_id, bool):
-            raise ConfigurationError("with_batch_id", f"expected True or False, got {with_batch_id!r}")
+        for parameter, flag in (("with_batch_id", with_batch_id), ("shared", shared)):
+            if not isinstance(flag, bool):
+                raise ConfigurationError(parameter, f"expected True or False, got {flag!r}")
         self.path = os.fspath(path)
         self.name = name
         self.given_app_id = app_id
@@ -88,6 +94,7 @@ class DeltaSink(DataFrameSink):
         """Until :meth:`bind_job`: the id of a job whose checkpoint has none (made before session 37)."""
         self.schema = schema
         self.with_batch_id = with_batch_id
+        self.shared = shared
 
     def __repr__(self) -> str:
         return f"DeltaSink({self.path!r})"
@@ -196,3 +203,71 @@ class DeltaSink(DataFrameSink):
         if {"window_start", "window_end"} <= set(schema.fieldNames()):
             computed.add("window")
         return StructType([f for f in schema.fields if f.name not in computed])
+
+
+def _transactions(spark: SparkSession, path: str) -> dict[str, int]:
+    """The table's ``txnAppId``s and the last ``txnVersion`` each committed (Delta's ``SetTransaction``
+    actions, from its snapshot); empty when there is no table yet."""
+    from lowwater.spark.fs import resolve
+
+    jvm: Any = spark._jvm
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, resolve(path, spark))
+    none = jvm.scala.Option.empty()
+    snapshot = delta_log.update(False, none, none)
+    got = jvm.scala.jdk.javaapi.CollectionConverters.asJava(snapshot.transactions())
+    return {str(k): int(v) for k, v in dict(got).items()}
+
+
+def check_new_job(sinks: Sequence[Any]) -> None:
+    """Before a job on a new checkpoint (none of its batches committed) writes, refuse a Delta
+    table that holds another job's appends. The new job's batch ids start again at 0:
+
+    * under a default app id (the job's), every row its sources give again was appended again,
+      without a word, where a :class:`~lowwater.spark.sinks.DirectorySink` refuses the
+      directory: refused unless the sink is ``shared`` (other jobs append to the table too);
+    * under an ``app_id`` given again with the new checkpoint, Delta skipped every batch id up to
+      the one the table had recorded for it: the rows of those batches were written nowhere.
+
+    An app id of this job's sinks with only batch 0 recorded is this job's first attempt, which a
+    crash interrupted before its first commit."""
+    from pyspark.sql import SparkSession
+
+    from lowwater.util.files import same_place
+
+    tables: dict[str, list[DeltaSink]] = {}
+    for sink in sinks:
+        if isinstance(sink, DeltaSink):
+            tables.setdefault(same_place(sink.path), []).append(sink)
+    spark = SparkSession.getActiveSession()
+    if spark is None or not tables:
+        return
+    for group in tables.values():
+        refusal = refuse_on_new_job(group, _transactions(spark, group[0].path))
+        if refusal is not None:
+            raise refusal
+
+
+def refuse_on_new_job(group: Sequence[DeltaSink], txns: Mapping[str, int]) -> ConfigurationError | None:
+    """:func:`check_new_job`'s decision for the sinks of a new job that write one table, given the
+    table's transactions (app id: last batch id recorded)."""
+    path = group[0].path
+    for sink in group:
+        last = txns.get(sink.app_id)
+        if sink.given_app_id is not None and last is not None and last > 0:
+            return ConfigurationError(
+                "app_id", f"the Delta table {path} has recorded batches up to {last} under app id "
+                f"{sink.app_id!r}, and this job's checkpoint is new: its batch ids start again at 0, and "
+                f"Delta would skip batches 0 to {last} without writing them. Hint: give a new app_id with a "
+                "new checkpoint, or none (the default is the job's)")
+    if all(sink.shared for sink in group):
+        return None
+    ours = {sink.app_id for sink in group}
+    others = sorted(a for a in txns if a.startswith("lowwater-") and a not in ours)
+    if not others:
+        return None
+    return ConfigurationError(
+        "path", f"the Delta table {path} holds the appends of another lowwater job (app id "
+        f"{', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), and this job's checkpoint is "
+        "new: it reads its sources from the start, and would append their rows again. Hint: give the "
+        "sink a new table, or delete this one if its rows are no longer wanted; DeltaSink(..., "
+        "shared=True) if other jobs append to this table too")
