@@ -268,6 +268,6 @@ def refuse_on_new_job(group: Sequence[DeltaSink], txns: Mapping[str, int]) -> Co
     return ConfigurationError(
         "path", f"the Delta table {path} holds the appends of another lowwater job (app id "
         f"{', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), and this job's checkpoint is "
-        "new: it reads its sources from the start, and would append their rows again. Hint: give the "
-        "sink a new table, or delete this one if its rows are no longer wanted; DeltaSink(..., "
-        "shared=True) if other jobs append to this table too")
+        "new: it reads its sources anew, from their starting offsets, and would append their rows again. "
+        "Hint: give the sink a new table, or delete this one if its rows are no longer wanted; "
+        "DeltaSink(..., shared=True) if other jobs append to this table too")
