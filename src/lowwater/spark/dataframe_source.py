@@ -15,8 +15,9 @@ from lowwater.spark.source_base import SparkSource
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SHAPED_DATA_LOSS_WARNING", "ColumnLike", "DataFrameSource", "KafkaShapedSource", "check_topic_numbering",
-           "data_loss_warning", "kafka_value_fields", "skips_deleted_records", "topic_partition_number"]
+__all__ = ["SHAPED_DATA_LOSS_WARNING", "SPARK_KAFKA_OPTIONS", "ColumnLike", "DataFrameSource", "KafkaShapedSource",
+           "check_topic_numbering", "data_loss_warning", "kafka_value_fields", "skips_deleted_records",
+           "topic_partition_number", "unknown_kafka_option"]
 
 
 ColumnLike = Any  # a column name (str) or a pyspark Column
@@ -24,6 +25,37 @@ ColumnLike = Any  # a column name (str) or a pyspark Column
 
 _TIME_TYPES = ("TimestampType", "TimestampNTZType", "DateType")
 _INTEGRAL_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
+
+
+#: the options of Spark's Kafka source (``KafkaSourceProvider``, Spark 4.2; Spark compares them
+#: without regard to case), besides ``kafka.*`` (the consumer's own settings) and the ones
+#: KafkaSource's parameters set
+SPARK_KAFKA_OPTIONS = (
+    "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions",
+    "maxRecordsPerPartition", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "kafkaConsumer.pollTimeoutMs",
+    "groupIdPrefix", "includeHeaders", "startingOffsetsByTimestamp", "startingTimestamp",
+    "startingOffsetsByTimestampStrategy", "endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
+
+#: what a Kafka reader is told to read from, and where: KafkaSource's parameters set them, a
+#: user's own reader (:class:`KafkaShapedSource`) sets them itself
+_READ_OPTIONS = ("subscribe", "subscribePattern", "assign", "startingOffsets")
+
+
+def unknown_kafka_option(key: str) -> str | None:
+    """What is wrong with the option ``key`` of a Kafka reader, said after the key ("is not an
+    option of ...", with a did-you-mean), when Spark's Kafka source does not have it
+    (:data:`SPARK_KAFKA_OPTIONS`, ``kafka.*``); None when it does. Spark ignores an option it does
+    not know, without a word."""
+    import difflib
+
+    known = {o.lower(): o for o in (*SPARK_KAFKA_OPTIONS, *_READ_OPTIONS)}
+    low = key.lower()
+    if low.startswith("kafka.") or low in known:
+        return None
+    close = difflib.get_close_matches(low, list(known), n=1, cutoff=0.75)
+    hint = f"; did you mean {known[close[0]]!r}?" if close else ""
+    return (f"is not an option of Spark's Kafka source{hint} (Spark ignores an option it does not know; "
+            f"its options: kafka.* for the consumer, and {', '.join(SPARK_KAFKA_OPTIONS)})")
 
 
 def data_loss_warning(what: str) -> str:
@@ -224,12 +256,15 @@ class KafkaShapedSource(DataFrameSource):
 
     A DataFrame read with Spark's Kafka source given ``failOnDataLoss=false`` makes the source
     warn (:data:`SHAPED_DATA_LOSS_WARNING`): Spark then skips the records Kafka deleted before
-    they were read, and lowwater, which never reads them, cannot count them.
+    they were read, and lowwater, which never reads them, cannot count them. So does an option
+    of that reader that Spark's Kafka source does not have (a misspelt ``maxOffsetPerTrigger``,
+    which Spark ignores without a word), with a did-you-mean.
     """
 
-    #: whether making one warns of a Kafka reader's ``failOnDataLoss=false`` (KafkaSource warns of
-    #: its own options when it is made, before there is a reader)
-    _warns_of_data_loss = True
+    #: whether making one warns of a Kafka reader's ``failOnDataLoss=false`` and of options Spark's
+    #: Kafka source does not have (KafkaSource checks its own options when it is made, before there
+    #: is a reader)
+    _checks_reader_options = True
 
     def __init__(self, df: DataFrame, value_fields: Sequence[tuple[str, str]], topics: Sequence[str] | None = None,
                  partitions_per_topic: int = 1 << 20) -> None:
@@ -238,8 +273,16 @@ class KafkaShapedSource(DataFrameSource):
         missing = {"topic", "partition", "offset", "timestamp", "value"} - set(df.columns)
         if missing:
             raise ConfigurationError("df", f"is not Kafka-shaped: missing column(s) {sorted(missing)}")
-        if self._warns_of_data_loss and any(skips_deleted_records(o) for o in _kafka_reader_options(df)):
+        readers = _kafka_reader_options(df)
+        if self._checks_reader_options and any(skips_deleted_records(o) for o in readers):
             warnings.warn(SHAPED_DATA_LOSS_WARNING, RuntimeWarning, stacklevel=2)
+        if self._checks_reader_options:
+            for key in sorted({str(k) for o in readers for k in _option_keys(o)}):
+                unknown = unknown_kafka_option(key)
+                if unknown is not None:
+                    warnings.warn(f"{type(self).__name__}: its DataFrame's Kafka reader was given {key!r}, which "
+                                  f"{unknown}",
+                                  RuntimeWarning, stacklevel=2)
         if not topics:
             several = _several_kafka_topics(df)
             if several is not None:
@@ -596,6 +639,17 @@ def _kafka_reader_options(df: DataFrame) -> list[Any]:
         if leaf.getClass().getSimpleName() == "StreamingRelationV2" and str(leaf.sourceName()).lower() == "kafka":
             found.append(leaf.extraOptions())
     return found
+
+
+def _option_keys(options: Any) -> list[Any]:
+    """The keys of a Kafka reader's options: a mapping, or Spark's case-insensitive map (its keys
+    lower case)."""
+    if isinstance(options, dict):
+        return list(options)
+    try:
+        return list(options.keySet())
+    except Exception:  # another Spark's map
+        return []
 
 
 def skips_deleted_records(options: Any) -> bool:

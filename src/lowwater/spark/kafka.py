@@ -37,6 +37,7 @@ from lowwater.spark.dataframe_source import (
     kafka_value_fields,
     skips_deleted_records,
     topic_partition_number,
+    unknown_kafka_option,
 )
 from lowwater.spark.jvm import jvm_classpath
 from lowwater.spark.sources import KafkaShapedSource
@@ -53,15 +54,6 @@ DATA_LOSS_WARNING = data_loss_warning("KafkaSource")
 """Said when a :class:`KafkaSource` is given ``failOnDataLoss=false`` (Spark's options are case-insensitive)."""
 
 
-#: the options of Spark's Kafka source (``KafkaSourceProvider``, Spark 4.2; Spark compares them
-#: without regard to case), besides ``kafka.*`` (the consumer's own settings) and the ones
-#: KafkaSource's parameters set
-SPARK_KAFKA_OPTIONS = (
-    "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions",
-    "maxRecordsPerPartition", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "kafkaConsumer.pollTimeoutMs",
-    "groupIdPrefix", "includeHeaders", "startingOffsetsByTimestamp", "startingTimestamp",
-    "startingOffsetsByTimestampStrategy", "endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
-
 #: options that KafkaSource's own parameters set, and lowwater checks: given in ``options`` they
 #: would win in Spark's reader, unchecked
 _PARAMETERS = {"kafka.bootstrap.servers": "bootstrap_servers", "subscribe": "topics", "subscribepattern": "topics",
@@ -73,9 +65,6 @@ def _check_options(options: Mapping[str, str]) -> None:
     ignored without a word, and the batches, which decide what is late, were not what was asked),
     and one that a parameter of KafkaSource sets (Spark took it over the parameter, which lowwater
     had checked: a broker address in ``options`` waited minutes for a broker that was not there)."""
-    import difflib
-
-    known = {o.lower(): o for o in SPARK_KAFKA_OPTIONS}
     for key in options:
         if not isinstance(key, str):
             raise ConfigurationError("options", f"expected option names as strings, got {key!r}")
@@ -83,13 +72,9 @@ def _check_options(options: Mapping[str, str]) -> None:
         if low in _PARAMETERS:
             raise ConfigurationError("options", f"{key!r} is KafkaSource's {_PARAMETERS[low]}=: give it there, "
                                                 "where it is checked before the query starts")
-        if low.startswith("kafka.") or low in known:
-            continue
-        close = difflib.get_close_matches(low, list(known), n=1, cutoff=0.75)
-        hint = f"; did you mean {known[close[0]]!r}?" if close else ""
-        raise ConfigurationError("options", f"{key!r} is not an option of Spark's Kafka source{hint} (Spark "
-                                            "ignores an option it does not know; its options: kafka.* for the "
-                                            f"consumer, and {', '.join(SPARK_KAFKA_OPTIONS)})")
+        unknown = unknown_kafka_option(key)
+        if unknown is not None:
+            raise ConfigurationError("options", f"{key!r} {unknown}")
 
 
 METADATA_TIMEOUT_S = 30
@@ -163,7 +148,7 @@ class KafkaSource(KafkaShapedSource):
         warns when it is made (:data:`DATA_LOSS_WARNING`).
     """
 
-    _warns_of_data_loss = False  # it warns of its options when it is made, not again at the query's start
+    _checks_reader_options = False  # it warns of its options when it is made, not again at the query's start
 
     def __init__(self, bootstrap_servers: str, topics: Sequence[str], value_fields: Sequence[tuple[str, str]],
                  starting_offsets: str = "earliest", options: Mapping[str, str] | None = None) -> None:

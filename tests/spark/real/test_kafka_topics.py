@@ -214,3 +214,26 @@ def test_a_kafka_dataframe_told_to_skip_deleted_records_warns_that_they_go_uncou
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # ... and not again over the reader it makes at the start
         source.spark_stream(spark)
+
+
+def test_a_kafka_dataframe_given_an_option_sparks_kafka_source_does_not_have_warns(spark: Any) -> None:
+    """Spark ignores a Kafka reader's option it does not know, without a word: a misspelt
+    ``maxOffsetPerTrigger`` on the user's own reader gave batches of every record available, and
+    the batches decide what is late. KafkaSource refused its own (session 53); over the user's
+    reader, whose options Spark took, KafkaShapedSource warns, with a did-you-mean. No broker is asked."""
+    import warnings
+
+    from lowwater.spark.sources import KafkaShapedSource
+
+    def kafka(**options: str) -> Any:  # a reader of its own each (a reader's option() changes it)
+        return spark.readStream.format("kafka").options(**{"kafka.bootstrap.servers": "127.0.0.1:9", **options}).load()
+
+    with pytest.warns(RuntimeWarning) as said:
+        KafkaShapedSource(kafka(subscribe="a", maxOffsetPerTrigger="100", **{"kafka.group.id": "g"}), FIELDS)
+    assert len(said) == 1, [str(w.message) for w in said]
+    assert ("KafkaShapedSource: its DataFrame's Kafka reader was given 'maxoffsetpertrigger', which is not an option "
+            "of Spark's Kafka source; did you mean 'maxOffsetsPerTrigger'?") in str(said[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Spark's own options, the consumer's and the subscription's: no word
+        KafkaShapedSource(kafka(subscribe="a", startingOffsets="earliest", maxOffsetsPerTrigger="5",
+                                **{"kafka.security.protocol": "PLAINTEXT"}), FIELDS)
