@@ -220,6 +220,35 @@ def test_timestamps_at_the_ends_of_the_64_bit_range_are_dead_lettered_not_an_ove
     assert job.batches()[0]["metrics"]["combined_watermark"] == MAX - 1, "they still advance the watermark"
 
 
+def _not_a_float(element: dict[str, Any], previous: int) -> int:
+    """A Python timestamp assigner (the executor path's): 0, another window, for a float ``n``."""
+    return 0 if isinstance(element["n"], float) else int(element["ts"])
+
+
+@pytest.mark.parametrize("assigner", ["field", "python"])
+def test_integers_with_a_null_beside_them_reach_the_executor_paths_assigner_exact(
+    spark: Any, tmp_path: Path, assigner: str
+) -> None:
+    """On the executor path pandas took an integer column that held a null in a partition's batch as
+    float64: a timestamp past 2**53 ms was rounded (by 1,024 ms near 2**62), so its element went to
+    the next window without a word, and a Python assigner got ``5.0`` for 5 (a user probe, session 54)."""
+    base = 2**62 - 2**62 % 5000 + 5000  # a window start
+    rows = [{"key": "k", "ts": base - 1, "n": 5, "value": 1}, {"key": "k", "ts": base + 4999, "n": None, "value": 10}]
+    if assigner == "field":
+        rows.append({"key": "k", "ts": None, "n": 7, "value": 100})  # no timestamp: a dead letter
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(
+        "ts" if assigner == "field" else _not_a_float)
+    results = (env.from_source(_source(tmp_path, [rows]), strategy)
+               .key_by("key").window(TumblingEventTimeWindows.of(5000)).sum("value").collect())
+    dead = CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="executor", dead_letter_sink=dead,
+                       end_of_input=True).execute(env)
+    assert job.path == "executor"
+    assert sorted((r.window_start - base, r.value) for r in results.results) == [(-5000, 1), (0, 10)]
+    assert [d["record"]["value"] for d in dead.results] == ([100] if assigner == "field" else [])
+
+
 def test_an_integer_sum_wraps_around_like_a_java_long_on_time_and_when_refired(spark: Any, tmp_path: Path) -> None:
     big = 2**62
     batches = [[{"key": "a", "ts": 1000, "value": big}, {"key": "a", "ts": 2000, "value": big}],

@@ -33,7 +33,7 @@ from lowwater.core.watermarks.assigner import timestamp_or_none
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["PartitionState", "decode", "with_executor_timestamps"]
+__all__ = ["PartitionState", "decode", "exact_integers", "with_executor_timestamps"]
 
 PartitionState = tuple[ManualClock, PartitionWatermarking[Any]]
 """A partition's own clock (set to the batch's time) with its assigner and generator."""
@@ -53,7 +53,12 @@ def decode(ctl: str) -> tuple[PartitionState, RecordingOutput]:
 def with_executor_timestamps(
     df: DataFrame, fields: list[str], strategy: WatermarkStrategy[Any], states: dict[int, bytes], clock_ms: int
 ) -> DataFrame:
-    """``df`` with ``_ts`` (assigned on the executors) and one control row per partition."""
+    """``df`` with ``_ts`` (assigned on the executors) and one control row per partition.
+
+    Integer columns that may hold a null (:func:`exact_integers`) cross to pandas as decimals and
+    reach the assigner and the generator as Python ints: a null in one row made pandas give the
+    whole column as float64, so a timestamp past 2**53 ms was rounded (by up to 1,024 ms near
+    2**62) and its element went to another window, and a user's assigner got ``3.0`` for ``3``."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     # every column nullable: a control row carries only its partition and its state
@@ -61,10 +66,14 @@ def with_executor_timestamps(
     schema = StructType([*fields_, StructField("_ts", LongType()), StructField("_ctl", StringType()),
                          StructField("_why", StringType())])
     columns = [f.name for f in schema.fields]
+    df, integers = exact_integers(df)
 
     def per_partition(pdf: Any) -> Any:
         import pandas as pd
 
+        for name in integers:  # Decimal (or None) -> int
+            pdf[name] = pd.Series([None if v is None or v != v else int(v) for v in pdf[name]], index=pdf.index,
+                                  dtype=object)
         pdf = pdf.sort_values(["_offset"], kind="stable")
         p = int(pdf["_partition"].iloc[0])
         clock, pw = pickle.loads(states[p]) if p in states else new_partition(strategy, p)
@@ -104,6 +113,23 @@ def with_executor_timestamps(
         return with_control_row(pdf[columns], p, base64.b64encode(blob).decode())
 
     return df.groupBy("_partition").applyInPandas(per_partition, schema)
+
+
+_NEVER_NULL = frozenset({"_partition", "_offset"})
+
+
+def exact_integers(df: DataFrame) -> tuple[DataFrame, list[str]]:
+    """``df`` with its integer columns that may hold a null (not ``_partition``, ``_offset``) as
+    ``DECIMAL(20, 0)``, and their names: pandas takes a decimal column as Python ``Decimal`` values
+    and None, where it took an integer column with a null as float64, rounding past 2**53."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
+
+    names = [f.name for f in df.schema.fields if isinstance(f.dataType, (LongType, IntegerType, ShortType, ByteType))
+             and f.name not in _NEVER_NULL]
+    if not names:
+        return df, []
+    return df.withColumns({n: F.col("`" + n.replace("`", "``") + "`").cast("decimal(20,0)") for n in names}), names
 
 
 def with_control_row(rows: Any, partition: int, ctl: str) -> Any:
