@@ -122,6 +122,25 @@ def test_a_checkpoint_is_bound_to_its_sources_field_types(tmp_path: Any) -> None
     assert "field 'value' was DECIMAL(10,2), now DOUBLE" in refused, refused
 
 
+def test_a_sources_field_types_not_recorded_by_older_code_are_bound_from_the_next_run(tmp_path: Any) -> None:
+    """A DataFrameSource's column types are in the fingerprint since session 54; a checkpoint of
+    session 53's code recorded the other sources' types alone. It resumes, per source, and is bound
+    to the new entry from then on."""
+    from lowwater.spark.state import StateStore
+
+    log = {"key": "STRING", "ts": "BIGINT", "value": "BIGINT"}
+    now = {"000": "SourceTransformation | PartitionedLogSource", "001": "SourceTransformation | DataFrameSource",
+           "field_types": {"000": log, "001": {"user": "STRING", "amount": "BIGINT"}}}
+    store = StateStore(tmp_path / "ck")
+    store.claim({**now, "field_types": {"000": log}})  # session 53's code: the log's types only
+    store.commit_json(0, {})
+    store.claim(now)  # resumed, and now bound to the DataFrameSource's types
+    with pytest.raises(ConfigurationError, match=r"field 'amount' was BIGINT, now DOUBLE"):
+        store.claim({**now, "field_types": {"000": log, "001": {"user": "STRING", "amount": "DOUBLE"}}})
+    with pytest.raises(ConfigurationError, match="belongs to a different pipeline"):  # an entry recorded goes
+        store.claim({**now, "field_types": {"001": {"user": "STRING", "amount": "BIGINT"}}})
+
+
 def test_a_checkpoint_refused_for_a_sink_removed_says_that_sink_was_removed(tmp_path: Any) -> None:
     """The refusal compared the transformations by position: a sink removed read as every
     transformation after it changed into the next one (``was 'SinkTransformation |

@@ -99,6 +99,9 @@ class Pipeline:
                 if callable(identity) and identity():
                     identities[f"{i:03d}"] = identity()
                 declared = getattr(t.source, "value_fields", None)
+                typed = getattr(t.source, "field_types", None)
+                if not declared and callable(typed):  # a DataFrameSource: its DataFrame's types
+                    declared = typed()
                 if isinstance(declared, list | tuple) and declared:
                     types[f"{i:03d}"] = {str(n): "".join(str(ty).upper().split()) for n, ty in declared}
             elif isinstance(t, AssignTransformation):
@@ -122,10 +125,12 @@ SOURCES_KEY = "sources"
 in session 36: a checkpoint recorded before it has none, and is compared without it."""
 
 FIELD_TYPES_KEY = "field_types"
-"""The fingerprint's entry for the types its sources declare (``value_fields``, by position), added in
-session 53: a field's type changed between restarts was taken, and the window store's Parquet then
-failed the batch (``PARQUET_COLUMN_DATA_TYPE_MISMATCH``, naming a file under the checkpoint). A
-checkpoint recorded before it has none, and is compared without it."""
+"""The fingerprint's entry for the types its sources declare (``value_fields``, or a
+``DataFrameSource``'s ``field_types()`` since session 54; by position), added in session 53: a
+field's type changed between restarts was taken, and the window store's Parquet then failed the
+batch (``PARQUET_COLUMN_DATA_TYPE_MISMATCH``, naming a file under the checkpoint), or a
+DataFrameSource's windows lost what the first run had put in them. A checkpoint recorded before
+it has none, and is compared without it; a source's entry, only where recorded."""
 
 UNRECORDED_BEFORE = (SOURCES_KEY, FIELD_TYPES_KEY)
 """The fingerprint's entries a checkpoint recorded by older code may lack: compared only where recorded."""

@@ -133,6 +133,7 @@ class DataFrameSource(SparkSource):
         self.df = df
         self.partition, self.offset, self.timestamp = partition, offset, timestamp
         self._types = {f.name: type(f.dataType).__name__ for f in df.schema.fields}
+        self._sql_types = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
         self._fields = list(df.columns)
         """The fields, kept apart from ``df``: a source pickled to an executor (stage A of the keyed
         path in Python) has no DataFrame (:meth:`__getstate__`), and reads its fields there."""
@@ -196,6 +197,13 @@ class DataFrameSource(SparkSource):
 
     def fields(self) -> list[str]:
         return list(self._fields)
+
+    def field_types(self) -> list[tuple[str, str]]:
+        """Each column of the DataFrame and its Spark SQL type: a checkpoint is bound to them
+        (:meth:`~lowwater.graph.pipeline.Pipeline.fingerprint`). A field's type changed between
+        restarts (``amount BIGINT`` read as ``DOUBLE``) was taken, and the windows the first run
+        had left open lost what it had put in them, without a word (a user probe, session 54)."""
+        return list(self._sql_types)
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
         return self.df.select(*self._standard_columns())

@@ -96,6 +96,10 @@ class StateStore:
             # a checkpoint from before the sources' identities (or their fields' types) were
             # recorded: compared without them
             compared = {k: v for k, v in fingerprint.items() if k not in UNRECORDED_BEFORE or k in recorded}
+            if isinstance(recorded.get(FIELD_TYPES_KEY), dict) and isinstance(compared.get(FIELD_TYPES_KEY), dict):
+                # and each source's types only where recorded (a DataFrameSource's since session 54)
+                compared[FIELD_TYPES_KEY] = {s: t for s, t in compared[FIELD_TYPES_KEY].items()
+                                             if s in recorded[FIELD_TYPES_KEY]}
             if recorded != compared and self.latest_version() is not None:
                 changed = sorted(k for k in set(recorded) | set(compared) if recorded.get(k) != compared.get(k))
                 what = _changes(recorded, compared)
