@@ -495,6 +495,24 @@ def _quiet_closed_accumulator_connection(spark: Any) -> None:
     server.handle_error = handle_error
 
 
+_STOPPED_BY: list[int] = []
+"""The signals that asked ``lowwater run`` on Spark to stop (:func:`_run_on_spark`). A stop signal
+sent to the job's whole process group or control group (systemd's default ``KillMode``,
+``kill -TERM -- -PGID``) also ends Spark's JVM: the calls into it then fail, and the stop was
+reported as an error, exit 2 (a user probe, session 54). It is reported as the stop it is."""
+
+
+def _interrupted(signum: int, checkpoint: str | None) -> int:
+    """Say the run was stopped by ``signum``; its exit code, 128 + the signal's number."""
+    import logging
+
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # its lost connections to a JVM that has ended
+    by = "" if signum == signal.SIGINT else f" ({signal.Signals(signum).name})"
+    where = f"from {checkpoint}" if checkpoint is not None else "from its checkpoint"
+    print(f"\ninterrupted{by}: the checkpoint keeps the progress; rerun to resume {where}", flush=True)
+    return 128 + signum
+
+
 def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], checkpoint: str) -> int:
     from lowwater.metrics.line import MetricsLine, fold_lines
     from lowwater.metrics.log import MetricsLog
@@ -527,7 +545,8 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     # stop, from the start on: the runtime checks before the end-of-input step, the loop below
     # between its one-second waits (signals_caught says why the handlers are lowwater's)
     interrupted = runtime.stop_requested
-    stopped_by: list[int] = []
+    stopped_by = _STOPPED_BY
+    stopped_by.clear()
     try:
         with signals_caught((signal.SIGINT, signal.SIGTERM), stopped_by, interrupted):
             job = runtime.execute(env, name)
@@ -540,9 +559,7 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
                     raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
                                    "hint: fix the cause and rerun; the job resumes from its checkpoint")
         if interrupted.is_set():
-            by = "" if not stopped_by or stopped_by[0] == signal.SIGINT else f" ({signal.Signals(stopped_by[0]).name})"
-            print(f"\ninterrupted{by}: the checkpoint keeps the progress; rerun to resume from {checkpoint}")
-            return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
+            return _interrupted(stopped_by[0] if stopped_by else signal.SIGINT, checkpoint)
     finally:
         _deliver_pending_events(spark)
         spark.streams.removeListener(listener)
@@ -619,6 +636,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # Python's exit flush would raise again
         return 0
     except Exception as e:
+        if _STOPPED_BY:  # the stop's signal took Spark's JVM down with it: a stop all the same
+            return _interrupted(_STOPPED_BY[0], None)
         return _error(e, args.command, args.verbose)
     finally:
         py4j.setLevel(was)

@@ -170,10 +170,14 @@ def test_a_connection_the_jvm_closed_leaves_no_traceback_and_other_errors_still_
 
 
 @pytest.mark.parametrize(("trigger", "stop"),
-                         [("500 ms", "SIGINT"), ("available_now", "SIGINT"), ("500 ms", "SIGTERM")])
+                         [("500 ms", "SIGINT"), ("available_now", "SIGINT"), ("500 ms", "SIGTERM"),
+                          ("500 ms", "SIGTERM to the group")])
 def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger: str, stop: str) -> None:
     """Ctrl-C, and SIGTERM (how a deployment stops a job: it ended the process under the running
-    query, with exit code 143, no summary and at times the JVM's RpcEnvStoppedException)."""
+    query, with exit code 143, no summary and at times the JVM's RpcEnvStoppedException). SIGTERM
+    to the job's whole process group (systemd's default stop signals every process of the unit)
+    also ends Spark's JVM: the run said ``error: ... Cannot call methods on a stopped SparkContext``
+    (exit 2), or printed py4j's tracebacks (exit 1), where it was stopped (a user probe, session 54)."""
     import os
     import signal
     import subprocess
@@ -198,8 +202,11 @@ def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger
             if "running until Ctrl-C" in line or (trigger == "available_now" and words and words[0].isdigit()):
                 break
             assert time.monotonic() < deadline, "the run did not start"
-        signum = getattr(signal, stop)
-        proc.send_signal(signum)
+        signum = getattr(signal, stop.split()[0])
+        if stop.endswith("group"):
+            os.killpg(proc.pid, signum)  # the run, its JVM and Spark's Python workers
+        else:
+            proc.send_signal(signum)
         out, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
