@@ -546,7 +546,6 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     # between its one-second waits (signals_caught says why the handlers are lowwater's)
     interrupted = runtime.stop_requested
     stopped_by = _STOPPED_BY
-    stopped_by.clear()
     try:
         with signals_caught((signal.SIGINT, signal.SIGTERM), stopped_by, interrupted):
             job = runtime.execute(env, name)
@@ -629,6 +628,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     py4j = logging.getLogger("py4j")
     was = py4j.level
     py4j.setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    _STOPPED_BY.clear()  # a stop of an earlier call in this process (a notebook, a test) is not this one's
     try:
         return COMMANDS[args.command](args)
     except BrokenPipeError:  # the reader went away (`lowwater status --json | head`): not an error of ours
