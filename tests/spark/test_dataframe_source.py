@@ -464,3 +464,28 @@ def test_a_checkpoint_is_bound_to_its_dataframes_column_types(spark: Any, tmp_pa
     with pytest.raises(ConfigurationError, match=r"belongs to a different pipeline \(field 'amount' was BIGINT, "
                                                  r"now DOUBLE"):
         run("DOUBLE")
+
+
+def test_a_malformed_json_line_is_a_counted_dead_letter_that_can_keep_its_text(spark: Any, tmp_path: Path) -> None:
+    """Spark's JSON source gives a malformed line (and a field of another type) as nulls; with the
+    partition mapped, the row is a dead letter for what it lacks, and Spark's corrupt-record column,
+    named without a leading ``_``, keeps the line's text in it (docs/reliability.md)."""
+    from pyspark.sql import functions as F
+
+    (tmp_path / "in").mkdir()
+    bad = '{"user":"bob", oops'
+    (tmp_path / "in" / "f0.json").write_text('{"user":"ann","ts":"2024-01-01T00:00:05Z","amount":5,"p":0}\n' + bad +
+                                             '\n{"user":"cy","ts":"2024-01-01T00:00:06Z","amount":"x","p":0}\n')
+    df = (spark.readStream.schema("user STRING, ts TIMESTAMP, amount BIGINT, p INT, corrupt STRING")
+          .option("columnNameOfCorruptRecord", "corrupt").json(str(tmp_path / "in")))
+    env = StreamExecutionEnvironment()
+    source = DataFrameSource(df.withColumn("p", F.coalesce("p", F.lit(0))), partition="p", timestamp="ts")
+    out = (env.from_source(source, WatermarkStrategy.for_bounded_out_of_orderness(0))
+           .key_by("user").window(TumblingEventTimeWindows.of(60_000)).sum("amount").collect())
+    dead = CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead, end_of_input=True).execute(env)
+    assert [(r.key, r.value) for r in out.results] == [("ann", 5)]
+    assert sorted((d["reason"], d["record"]["corrupt"]) for d in dead.results) == [
+        ("missing or non-numeric timestamp (source timestamp)", bad),
+        ("missing value (amount)", '{"user":"cy","ts":"2024-01-01T00:00:06Z","amount":"x","p":0}')]
+    assert str(job.accounting()) == "3 rows in = 1 windowed + 0 late + 2 dead-lettered"
