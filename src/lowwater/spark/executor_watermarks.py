@@ -55,10 +55,11 @@ def with_executor_timestamps(
 ) -> DataFrame:
     """``df`` with ``_ts`` (assigned on the executors) and one control row per partition.
 
-    Integer columns that may hold a null (:func:`exact_integers`) cross to pandas as decimals and
-    reach the assigner and the generator as Python ints: a null in one row made pandas give the
-    whole column as float64, so a timestamp past 2**53 ms was rounded (by up to 1,024 ms near
-    2**62) and its element went to another window, and a user's assigner got ``3.0`` for ``3``."""
+    Integer columns that may hold a null (:func:`exact_integers`) cross to pandas without their
+    nulls, each with a column that says where they were, and reach the assigner and the generator
+    as Python ints and None: a null in one row made pandas give the whole column as float64, so a
+    timestamp past 2**53 ms was rounded (by up to 1,024 ms near 2**62) and its element went to
+    another window, and a user's assigner got ``3.0`` for ``3``."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     # every column nullable: a control row carries only its partition and its state
@@ -71,9 +72,10 @@ def with_executor_timestamps(
     def per_partition(pdf: Any) -> Any:
         import pandas as pd
 
-        for name in integers:  # Decimal (or None) -> int
-            pdf[name] = pd.Series([None if v is None or v != v else int(v) for v in pdf[name]], index=pdf.index,
-                                  dtype=object)
+        for name, nulls in integers.items():  # ints, and None where the column had a null
+            where = pdf.pop(nulls)
+            if where.any():
+                pdf[name] = pdf[name].astype(object).where(~where, None)
         pdf = pdf.sort_values(["_offset"], kind="stable")
         p = int(pdf["_partition"].iloc[0])
         clock, pw = pickle.loads(states[p]) if p in states else new_partition(strategy, p)
@@ -118,18 +120,22 @@ def with_executor_timestamps(
 _NEVER_NULL = frozenset({"_partition", "_offset"})
 
 
-def exact_integers(df: DataFrame) -> tuple[DataFrame, list[str]]:
-    """``df`` with its integer columns that may hold a null (not ``_partition``, ``_offset``) as
-    ``DECIMAL(20, 0)``, and their names: pandas takes a decimal column as Python ``Decimal`` values
-    and None, where it took an integer column with a null as float64, rounding past 2**53."""
+def exact_integers(df: DataFrame) -> tuple[DataFrame, dict[str, str]]:
+    """``df`` with each integer column that may hold a null (not ``_partition``, ``_offset``) given
+    0 for its nulls and a BOOLEAN column that is true where they were, and those columns' names
+    (column: its nulls' column). pandas took an integer column with a null as float64, rounding
+    past 2**53; without nulls it stays int64, exact, and the nulls are put back from the flags."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 
     names = [f.name for f in df.schema.fields if isinstance(f.dataType, (LongType, IntegerType, ShortType, ByteType))
              and f.name not in _NEVER_NULL]
     if not names:
-        return df, []
-    return df.withColumns({n: F.col("`" + n.replace("`", "``") + "`").cast("decimal(20,0)") for n in names}), names
+        return df, {}
+    flags = {n: f"_null{i}_" for i, n in enumerate(names)}
+    quoted = {n: F.col("`" + n.replace("`", "``") + "`") for n in names}
+    return df.withColumns({**{flags[n]: quoted[n].isNull() for n in names},
+                           **{n: F.coalesce(quoted[n], F.lit(0).cast(df.schema[n].dataType)) for n in names}}), flags
 
 
 def with_control_row(rows: Any, partition: int, ctl: str) -> Any:
