@@ -42,6 +42,8 @@ def test_a_sample_of_a_job_of_several_sources_says_which_source_it_was_read_from
     assert sample_place(summary["dead_letter_sample"]) == "partition orders:0 offset 2"
     unlabelled = summarize_dead([{**rows[0], "source": None}])["dead_letter_sample"]  # one source: none named
     assert "source" not in unlabelled and sample_place(unlabelled) == "partition 0 offset 2"
+    # a DataFrameSource given no offset column: its rows have none (it said "offset None")
+    assert sample_place({**unlabelled, "offset": None}) == "partition 0"
     err = io.StringIO()
     print_progress({"batch_id": 1, "rows_in": 2, "rows_dead_lettered": 2, **summary}, out=io.StringIO(), err=err)
     assert "e.g. partition orders:0 offset 2: missing key (key)" in err.getvalue()

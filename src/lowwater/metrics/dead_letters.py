@@ -202,7 +202,10 @@ def exact_json(value: Any, other: Callable[[Any], Any] | None = None, allow_nan:
 
 def sample_place(sample: Mapping[str, Any]) -> str:
     """Where a dead-letter sample was read: ``partition 3 offset 7``, or in a job of several sources
-    ``partition clicks:3 offset 7`` (the source's label, as the watermarks' table names partitions)."""
+    ``partition clicks:3 offset 7`` (the source's label, as the watermarks' table names partitions),
+    or ``partition 3`` for a source without offsets (a ``DataFrameSource`` given none: it said
+    ``offset None``)."""
     source = sample.get("source")
     partition = sample.get("partition") if source is None else f"{source}:{sample.get('partition')}"
-    return f"partition {partition} offset {sample.get('offset')}"
+    offset = sample.get("offset")
+    return f"partition {partition}" if offset is None else f"partition {partition} offset {offset}"
