@@ -529,17 +529,24 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
     if theirs is not None and not callable(theirs):
         raise ConfigurationError("on_metrics", f"expected a function of a metrics line, got {theirs!r}")
 
+    header: list[bool] = []
+
+    def table_header() -> None:  # once the query runs: a pipeline its checkpoint refuses gets the error alone
+        if not header:
+            header.append(True)
+            print(PROGRESS_HEADER, flush=True)
+
     def report(line: dict[str, Any]) -> None:  # on the driver, as each batch commits: any checkpoint's file system
         run[:] = [fold_lines([*run, MetricsLine.from_json(line)])]
         listener.record(line)
+        table_header()
         print_progress(line)
         if theirs is not None:
             theirs(line)
 
     runtime = SparkRuntime(checkpoint, spark=spark, **{**options, "on_metrics": report})
     spark.streams.addListener(listener)
-    print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}")
-    print(PROGRESS_HEADER, flush=True)
+    print(f"lowwater run {name}: spark, checkpoint {checkpoint}, trigger {runtime.trigger}", flush=True)
     job = None
     # Ctrl-C and SIGTERM (how a deployment, systemd or Kubernetes, stops a job) only ask the run to
     # stop, from the start on: the runtime checks before the end-of-input step, the loop below
@@ -550,6 +557,7 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
         with signals_caught((signal.SIGINT, signal.SIGTERM), stopped_by, interrupted):
             job = runtime.execute(env, name)
             if job.query is not None and job.query.isActive and not interrupted.is_set():
+                table_header()
                 print("running until Ctrl-C", flush=True)
                 wait_for(job.query, interrupted.is_set)
                 if job.query.isActive:

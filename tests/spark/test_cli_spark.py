@@ -73,6 +73,10 @@ def test_rerunning_lowwater_run_after_new_records_loses_none_and_status_counts_t
 
     assert sorted((r["window_start"], r["value"]) for r in read_directory(tmp_path / "out")) == [
         (0, 10), (10_000, 10), (20_000, 10), (30_000, 5)]
+    # a changed pipeline is refused before a batch: the error alone, no batch table's header above it
+    assert main(["run", _pipeline(tmp_path, log, ts_type="DOUBLE"), "--checkpoint", ck]) == 2
+    refused = capsys.readouterr()
+    assert "field 'ts' was BIGINT, now DOUBLE" in refused.err and "combined watermark" not in refused.out, refused
 
 
 def test_a_run_that_dead_letters_every_row_warns_loudly_and_status_shows_why(
