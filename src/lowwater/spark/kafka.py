@@ -148,7 +148,7 @@ class KafkaSource(KafkaShapedSource):
         warns when it is made (:data:`DATA_LOSS_WARNING`).
     """
 
-    _checks_reader_options = False  # it warns of its options when it is made, not again at the query's start
+    _checks_reader_options = False  # it checks its options when it is made, not again at the query's start
 
     def __init__(self, bootstrap_servers: str, topics: Sequence[str], value_fields: Sequence[tuple[str, str]],
                  starting_offsets: str = "earliest", options: Mapping[str, str] | None = None) -> None:

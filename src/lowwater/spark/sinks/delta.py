@@ -68,8 +68,8 @@ class DeltaSink(DataFrameSink):
     shared:
         Other jobs (other checkpoints) append to this table too. Without it, a job on a new
         checkpoint refuses a table that holds another lowwater job's appends
-        (:func:`check_new_job`): the same pipeline started over reads its sources from the start
-        and would append every row again.
+        (:func:`check_new_job`): the same pipeline started over reads its sources anew, from their
+        starting offsets, and would append their rows again.
     """
 
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
@@ -211,7 +211,10 @@ def _transactions(spark: SparkSession, path: str) -> dict[str, int]:
     from lowwater.spark.fs import resolve
 
     jvm: Any = spark._jvm
-    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, resolve(path, spark))
+    try:
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, resolve(path, spark))
+    except TypeError:  # no Delta on the class path (py4j's JavaPackage is not callable): the write says so
+        return {}
     none = jvm.scala.Option.empty()
     snapshot = delta_log.update(False, none, none)
     got = jvm.scala.jdk.javaapi.CollectionConverters.asJava(snapshot.transactions())
