@@ -224,3 +224,19 @@ def test_a_runs_closing_totals_stay_small_however_many_batches_it_runs() -> None
     assert total.dead_letter_reasons["missing field (user)"] == 5_000
     summary = dead_letter_summary([total.to_json()], True)
     assert summary is not None and summary.startswith("10000 records dead-lettered (missing field (user) x5000")
+
+
+def test_py4j_s_own_root_logger_records_are_kept_out_of_a_run_unless_verbose(tmp_path: Path) -> None:
+    """py4j logs a call into a JVM that has ended on the root logger, with its traceback: a run whose
+    JVM a SIGTERM to the process group ended printed it under its one-line stop (session 54)."""
+    import logging
+    import os
+
+    from lowwater.cli import _not_py4j
+
+    py4j_record = logging.LogRecord("root", logging.ERROR, f"{os.sep}venv{os.sep}py4j{os.sep}java_gateway.py", 1056,
+                                    "Exception while sending command.", None, None)
+    assert not _not_py4j(py4j_record)
+    assert _not_py4j(logging.LogRecord("root", logging.ERROR, "/app/job.py", 1, "mine", None, None))
+    assert main(["status", str(tmp_path / "none")]) == 2
+    assert _not_py4j not in logging.getLogger().filters  # main puts the root logger back as found

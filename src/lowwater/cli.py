@@ -636,6 +636,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     py4j = logging.getLogger("py4j")
     was = py4j.level
     py4j.setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    # py4j also logs a call into a JVM that has ended on the root logger (`logging.exception`, with its
+    # traceback): a run stopped by a signal to its process group, whose JVM ended with it, printed one
+    root = logging.getLogger()
+    if not args.verbose:
+        root.addFilter(_not_py4j)
     _STOPPED_BY.clear()  # a stop of an earlier call in this process (a notebook, a test) is not this one's
     try:
         return COMMANDS[args.command](args)
@@ -649,6 +654,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(e, args.command, args.verbose)
     finally:
         py4j.setLevel(was)
+        root.removeFilter(_not_py4j)
+
+
+def _not_py4j(record: logging.LogRecord) -> bool:
+    """Whether a record logged on the root logger is not py4j's (its module's path)."""
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
 if __name__ == "__main__":
