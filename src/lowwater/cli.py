@@ -503,10 +503,8 @@ reported as an error, exit 2 (a user probe, session 54). It is reported as the s
 
 
 def _interrupted(signum: int, checkpoint: str | None) -> int:
-    """Say the run was stopped by ``signum``; its exit code, 128 + the signal's number."""
-    import logging
-
-    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # its lost connections to a JVM that has ended
+    """Say the run was stopped by ``signum``; its exit code, 128 + the signal's number (py4j's
+    reports of its lost connections are kept out by :func:`main`, unless ``--verbose``)."""
     by = "" if signum == signal.SIGINT else f" ({signal.Signals(signum).name})"
     where = f"from {checkpoint}" if checkpoint is not None else "from its checkpoint"
     print(f"\ninterrupted{by}: the checkpoint keeps the progress; rerun to resume {where}", flush=True)
