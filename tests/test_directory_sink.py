@@ -241,3 +241,39 @@ def test_the_format_may_be_given_as_spark_spells_it(tmp_path: Path) -> None:
     assert DirectorySink(tmp_path / "o7").fmt == "parquet"
     with pytest.raises(ConfigurationError, match="must be one of"):
         DirectorySink(tmp_path / "o8", "")  # type: ignore[arg-type]  # not taken for "no format given"
+
+
+def test_a_reference_run_refuses_a_directory_an_earlier_run_wrote(tmp_path: Path) -> None:
+    """Each reference run is a new job, as a Spark job on a new checkpoint: a second run rewrote
+    ``batch=0..k`` and kept the first run's later batches beside them, both runs' rows read back
+    as one result, without a word."""
+    import pytest
+
+    from lowwater.api import StreamExecutionEnvironment
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+    from lowwater.io import PartitionedLogWriter
+    from lowwater.spark.sinks import read_directory
+    from lowwater.spark.sources import PartitionedLogSource
+
+    PartitionedLogWriter(tmp_path / "log").append(0, [
+        {"user": u, "ts": ts, "amount": a}
+        for u, ts, a in [("ann", 1000, 1), ("bob", 2000, 2), ("ann", 70_000, 3), ("bob", 130_000, 4)]])
+
+    def run(records_per_batch: int) -> None:
+        env = StreamExecutionEnvironment()
+        (env.from_source(PartitionedLogSource(tmp_path / "log", [("user", "STRING"), ("ts", "BIGINT"),
+                                                                  ("amount", "BIGINT")],
+                                              records_per_batch=records_per_batch),
+                         WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts"))
+         .key_by("user").window(TumblingEventTimeWindows.of("1 minute")).sum("amount")
+         .add_sink(DirectorySink(tmp_path / "out", "jsonl")))
+        env.execute()
+
+    run(1)  # batches 0..4
+    first = sorted((r["key"], r["window_start"], r["value"]) for r in read_directory(tmp_path / "out"))
+    assert first == [("ann", 0, 1), ("ann", 60_000, 3), ("bob", 0, 2), ("bob", 120_000, 4)]
+    with pytest.raises(ConfigurationError, match="holds the batches of another job"):
+        run(1000)  # batches 0..1: the first run's batches 2..4 would have stayed beside them
+    assert sorted((r["key"], r["window_start"], r["value"]) for r in read_directory(tmp_path / "out")) == first

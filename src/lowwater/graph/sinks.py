@@ -28,11 +28,11 @@ class Sink:
     def bind_job(self, job_id: str | None, resumes: bool = True) -> None:
         """Before the first batch: the job this sink writes for. On Spark it is made with the
         checkpoint, so a new checkpoint is a new job whose batch ids start again at 0 (None: a
-        checkpoint made before jobs had ids); each reference run is a job of its own that never
+        checkpoint made before jobs had ids); each reference run is a new job that never
         resumes (``resumes`` False). A sink that keys its exactly-once writes by the job takes it
         here (:class:`~lowwater.spark.sinks.DeltaSink`'s ``txnAppId``; a
         :class:`~lowwater.spark.sinks.DirectorySink` refuses a directory another job's batches
-        are in); others ignore it."""
+        are in, on both runtimes); others ignore it."""
 
     def batch_target(self) -> str | None:
         """Where this sink keeps each batch id's rows, replacing those a write of the same id left
@@ -131,6 +131,20 @@ def check_distinct_targets(outputs: Sequence[tuple[str, Sink]]) -> None:
                          "batch id: the second would replace the first's rows. Give each output a sink of its own "
                          "(another directory, table or app id)")
         seen[target] = what
+
+
+def check_new_job(sinks: Sequence[Any]) -> None:
+    """Before a new job's first batch (a Spark job on a new checkpoint, every reference run): each
+    sink class's own check over its sinks of the job, a ``check_new_job`` class method given them
+    all at once (:class:`~lowwater.spark.sinks.DeltaSink`'s refuses a table another job appended
+    to, which it reads from the table's transactions)."""
+    groups: dict[Any, list[Any]] = {}
+    for sink in sinks:
+        check = getattr(type(sink), "check_new_job", None)
+        if callable(check):
+            groups.setdefault(check, []).append(sink)
+    for check, group in groups.items():
+        check(group)
 
 
 def bind_job(sinks: Sequence[Any], job_id: str | None, resumes: bool = True) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from lowwater.core.clock import Clock, ManualClock, SystemClock
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.field_check import check_field_names
-from lowwater.graph.sinks import Sink, bind_job
+from lowwater.graph.sinks import Sink, bind_job, check_new_job
 from lowwater.metrics.names import PartitionNames
 from lowwater.runtime.job import CompiledJob
 from lowwater.runtime.nodes import Node
@@ -70,8 +70,12 @@ class ReferenceRuntime:
         check_field_names(p)  # as on Spark: a misspelt field is an error, not a dead letter per record
         job = CompiledJob(p, manual)
         self.nodes = job.nodes
-        # a reference run never resumes: each is a job of its own
-        bind_job([*(t.sink for t in p.sinks), self.dead_letter_sink], uuid.uuid4().hex, resumes=False)
+        # a reference run never resumes: each is a new job, refused where a Spark job on a new
+        # checkpoint is (a directory or Delta table another job wrote), else it would mix or
+        # append its rows beside that job's
+        sinks = [*(t.sink for t in p.sinks), self.dead_letter_sink]
+        bind_job(sinks, uuid.uuid4().hex, resumes=False)
+        check_new_job(sinks)
         job.start()
         dead_sink = self.dead_letter_sink
         if dead_sink is not None:

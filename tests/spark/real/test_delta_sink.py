@@ -145,7 +145,8 @@ def test_a_new_checkpoint_writes_as_a_new_job_and_a_restart_may_name_the_table_a
     assert rows(20_000) == [("a", 0, 3), ("b", 20_000, 4)]
 
 
-def _one_window_job(spark: Any, tmp_path: Path, table: Path, checkpoint: Path, **sink: Any) -> Any:
+def _one_window_job(spark: Any, tmp_path: Path, table: Path, checkpoint: Path | None, **sink: Any) -> Any:
+    """On Spark, or on the reference runtime when there is no ``checkpoint``."""
     from lowwater.api import StreamExecutionEnvironment
     from lowwater.core.watermarks import WatermarkStrategy
     from lowwater.core.windows import TumblingEventTimeWindows
@@ -160,6 +161,8 @@ def _one_window_job(spark: Any, tmp_path: Path, table: Path, checkpoint: Path, *
     (env.from_source(BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0]),
                      WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
      .key_by("key").window(TumblingEventTimeWindows.of(10_000)).sum("value").add_sink(DeltaSink(str(table), **sink)))
+    if checkpoint is None:
+        return env.execute()
     return SparkRuntime(str(checkpoint), spark=spark, end_of_input=True).execute(env)
 
 
@@ -168,7 +171,8 @@ def test_a_new_checkpoint_on_a_table_another_job_appended_to_is_refused(spark: A
     its new job's app id, Delta appended every row a second time, without a word (a DirectorySink
     refuses the directory). Under an app id given again, Delta skipped every batch id the table
     had recorded for it: those batches' rows were written nowhere. Both are refused before a batch;
-    ``shared=True`` says other jobs append to the table too."""
+    ``shared=True`` says other jobs append to the table too. A reference run, a new job each time,
+    is refused as well."""
     from lowwater.core.errors import ConfigurationError
 
     table = tmp_path / "totals"
@@ -193,6 +197,12 @@ def test_a_new_checkpoint_on_a_table_another_job_appended_to_is_refused(spark: A
                                                  r"skip batches 0 to \d+ without writing them"):
         _one_window_job(spark, tmp_path, given, tmp_path / "ck5", app_id="nightly", shared=True)
     assert spark.read.format("delta").load(str(given)).count() == 3
+
+    reference = tmp_path / "reference"  # each reference run is a new job: its second appended every row again
+    _one_window_job(spark, tmp_path, reference, None)
+    with pytest.raises(ConfigurationError, match=r"holds the appends of another lowwater job"):
+        _one_window_job(spark, tmp_path, reference, None)
+    assert spark.read.format("delta").load(str(reference)).count() == 3
 
 
 def test_a_path_that_holds_files_but_no_delta_table_is_refused_before_the_run(spark: Any, tmp_path: Path) -> None:

@@ -109,6 +109,11 @@ class DeltaSink(DataFrameSink):
         if self.given_app_id is None and job_id is not None:
             self.app_id = "lowwater-" + hashlib.sha1(f"{job_id}\0{self.name}".encode()).hexdigest()[:16]
 
+    @classmethod
+    def check_new_job(cls, sinks: Sequence[DeltaSink]) -> None:
+        """A new job's check (:func:`lowwater.graph.sinks.check_new_job`): :func:`check_new_job`."""
+        check_new_job(sinks)
+
     def batch_target(self) -> str:
         """The table (one spelling of it: :func:`~lowwater.util.files.same_place`) and app id: Delta
         skips a batch id the app id has committed, so a second output's write of that id would be
@@ -232,18 +237,19 @@ def check_new_job(sinks: Sequence[Any]) -> None:
       the one the table had recorded for it: the rows of those batches were written nowhere.
 
     An app id of this job's sinks with only batch 0 recorded is this job's first attempt, which a
-    crash interrupted before its first commit."""
-    from pyspark.sql import SparkSession
-
+    crash interrupted before its first commit. The reference runtime, whose every run is a new
+    job, checks too, in the session its DeltaSink will write with."""
     from lowwater.util.files import same_place
 
     tables: dict[str, list[DeltaSink]] = {}
     for sink in sinks:
         if isinstance(sink, DeltaSink):
             tables.setdefault(same_place(sink.path), []).append(sink)
-    spark = SparkSession.getActiveSession()
-    if spark is None or not tables:
+    if not tables:
         return
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()  # as write_batch
     for group in tables.values():
         refusal = refuse_on_new_job(group, _transactions(spark, group[0].path))
         if refusal is not None:

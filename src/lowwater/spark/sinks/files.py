@@ -88,15 +88,16 @@ class DirectorySink(DataFrameSink):
         """Refuse a directory that holds another job's batches. A new checkpoint's batch ids start
         again at 0: its ``batch=0/`` replaced the old job's, and the old job's later batches stayed
         beside the new ones, one directory of two jobs' rows, without a word. The job's id is kept
-        in ``_lowwater_job`` (readers skip ``_`` files). A reference run (``resumes`` False), which
-        starts over every time, and a checkpoint without an id are not checked."""
+        in ``_lowwater_job`` (readers skip ``_`` files). A reference run is a new job every time: it
+        rewrote ``batch=0..k`` and left the earlier run's later batches beside them, two runs' rows
+        in one directory, without a word. A checkpoint without an id (None) is not checked."""
         from lowwater.util.files import is_uri
 
         if not is_uri(self.location):  # checked on both runtimes, before a batch
             blocking = next((p for p in (self.path, *self.path.parents) if p.is_file()), None)
             if blocking is not None:  # a file above it: NotADirectoryError at the job marker's write
                 raise self._a_file(None if blocking == self.path else blocking)
-        if job_id is None or not resumes:
+        if job_id is None:
             return
         from pyspark.sql import SparkSession
 
