@@ -229,3 +229,39 @@ def test_at_the_end_of_input_one_source_whose_partitions_are_all_idle_still_send
     # Flink 2.3 drops this MAX while the source is idle, so b [5000, 10000) never fires there
     assert doc["watermarks"][-1] == {"watermark": MAX_TIMESTAMP}
     assert {"key": "b", "window_start": 5000, "window_end": 10000, "value": 4, "fire_index": 0} in doc["results"]
+
+
+def test_batch_files_sources_reach_a_two_input_operator_in_their_lines_seq_order(tmp_path: Any) -> None:
+    """A BatchFilesSource line's ``seq`` is its place in the micro-batch across sources, the order
+    Spark's keyed and general paths feed (seq, source, partition, offset). The reference runtime
+    dropped it and fed one source's batch after the other's: a0, a1, b0 where Spark saw a0, b0, a1."""
+    from lowwater.api import CollectSink, StreamExecutionEnvironment
+    from lowwater.core.process import KeyedCoProcessFunction, ValueStateDescriptor
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.spark.sources import BatchFilesSource
+
+    class Order(KeyedCoProcessFunction):  # type: ignore[misc]
+        def open(self, rc: Any) -> None:
+            self.n = rc.get_state(ValueStateDescriptor("n"))
+
+        def _see(self, value: Any) -> Any:
+            self.n.update((self.n.value() or 0) + 1)
+            return value["id"], self.n.value()
+
+        def process_element1(self, value: Any, ctx: Any) -> Any:
+            yield self._see(value)
+
+        def process_element2(self, value: Any, ctx: Any) -> Any:
+            yield self._see(value)
+
+    a = [[{"key": "k", "ts": 10, "id": "a0"}, {"key": "k", "ts": 20, "id": "a1"}]]
+    b = [[{"key": "k", "ts": 15, "id": "b0"}]]
+    BatchFilesSource.write(tmp_path / "a", a)
+    BatchFilesSource.write(tmp_path / "b", b)
+    env, sink = StreamExecutionEnvironment(), CollectSink()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts")
+    one = env.from_source(BatchFilesSource(tmp_path / "a", BatchFilesSource.infer_fields(a), [0]), strategy)
+    two = env.from_source(BatchFilesSource(tmp_path / "b", BatchFilesSource.infer_fields(b), [0]), strategy)
+    one.connect(two).key_by("key", "key").process(Order()).add_sink(sink)
+    env.execute()
+    assert sorted(sink.results, key=lambda r: r[1]) == [("a0", 1), ("b0", 2), ("a1", 3)]
