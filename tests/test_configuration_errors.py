@@ -62,6 +62,9 @@ SPARK_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("zero snapshot interval", {"snapshot_every": 0}, "snapshot_every"),
     ("a dead-letter sink that is not one", {"dead_letter_sink": print}, "dead_letter_sink"),
     ("a clock that is not one", {"clock": 5}, "clock"),
+    # an interval's query runs until stopped: end_of_input was ignored, its last windows never fired
+    ("end of input with an interval trigger", {"trigger": "1 second", "end_of_input": True}, "end_of_input"),
+    ("end of input that is not a bool", {"end_of_input": "yes"}, "end_of_input"),
 ]
 
 

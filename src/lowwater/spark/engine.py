@@ -302,6 +302,13 @@ class SparkRuntime:
         self._clock_given = clock is not None
         self._sources_clock: Callable[[int], int] | None = None
         """The sources' own processing times, for the pipeline being run (:meth:`execute`)."""
+        if not isinstance(end_of_input, bool):
+            raise ConfigurationError("end_of_input", f"must be True or False, got {end_of_input!r}")
+        if end_of_input and trigger != "available_now":  # an interval's query runs until stopped: no last batch
+            raise ConfigurationError(
+                "end_of_input", f"declares the input complete after the last batch of an available_now run; "
+                f"with trigger={trigger!r} the query runs until it is stopped, so it would do nothing. Hint: "
+                "trigger='available_now' with end_of_input=True, or no end_of_input")
         self.end_of_input = end_of_input
         if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int) or snapshot_every < 1:
             raise ConfigurationError("snapshot_every", f"must be an int >= 1 (batches), got {snapshot_every!r}")
