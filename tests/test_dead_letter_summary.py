@@ -24,6 +24,7 @@ def test_reasons_group_by_kind_and_a_line_that_does_not_parse_says_why() -> None
         {"reason": "invalid JSON (Expecting value: line 1 column 1 (char 0)): 'x'", "partition": 2, "offset": 7},
     ]
     summary = summarize_dead(rows)
+    assert summary["dead_letter_sample"]["record"] is None  # not the text "null", which status printed
     assert summary["dead_letter_reasons"] == {"record does not parse (field 'ts' is not a BIGINT)": 2,
                                               "record does not parse (invalid JSON)": 1, "invalid JSON": 1}
     err = io.StringIO()

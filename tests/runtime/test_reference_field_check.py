@@ -35,7 +35,8 @@ def test_a_field_the_source_does_not_declare_is_refused_before_the_run(
         ReferenceRuntime().execute(env)
     assert what in str(e.value)
     assert str(e.value).endswith("or declare the field in the source's value_fields")
-    assert (f"did you mean {hint}?" in str(e.value)) if hint else "did you mean" not in str(e.value)
+    assert (f"did you mean {hint}? Fix the name" in str(e.value)) if hint else \
+        "did you mean" not in str(e.value) and "amount. Fix the name" in str(e.value)  # the list ends
 
 
 def _union_key(env: StreamExecutionEnvironment, a: object, b: object) -> None:

@@ -99,7 +99,7 @@ def check_field_names(pipeline: PipelineLike) -> None:
         if field in declared:
             continue
         close = difflib.get_close_matches(field, declared, n=1)
-        hint = f'; did you mean "{close[0]}"?' if close else ""
+        hint = f'; did you mean "{close[0]}"?' if close else "."
         raise ConfigurationError(
             "fields", f"{what} names a field that {type(source.source).__name__} does not declare; "
             f"its fields are {', '.join(declared) or '(none)'}{hint} Fix the name, or {_how_to_declare(source.source)}")

@@ -50,9 +50,11 @@ def summarize_dead(rows: Iterable[Mapping[str, Any]], top: int = TOP_REASONS) ->
         counts[reason_kind(reason)] += 1
         if sample is None:
             record = row.get("record")
-            text = record if isinstance(record, str) else json.dumps(record, default=str, sort_keys=True)
+            # None for a record that did not parse (it has no fields), not the text "null"
+            text = record if isinstance(record, str) or record is None else \
+                json.dumps(record, default=str, sort_keys=True)
             sample = {"reason": reason, "partition": row.get("partition"), "offset": row.get("offset"),
-                      "record": text[:SAMPLE_CHARS],
+                      "record": text[:SAMPLE_CHARS] if text is not None else None,
                       **({"source": row["source"]} if row.get("source") is not None else {})}
     if not counts:
         return {}
