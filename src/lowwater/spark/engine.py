@@ -376,6 +376,7 @@ class SparkRuntime:
         if path == "general":
             store.snapshot_every = 1
         store.claim({"path": path, **p.fingerprint()})
+        store.bind_sources(sources)  # a Kafka topic deleted and made again under its name is refused
         sinks = [*(t.sink for t in p.sinks), self.dead_letter_sink]
         bind_job(sinks, store.job_id())
         if store.latest_version() is None:  # a new job: a Delta table another job appends to is refused

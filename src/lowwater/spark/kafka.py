@@ -114,6 +114,10 @@ def _check_starting_offsets(value: object) -> None:
                              f"('{{\"topic\": {{\"0\": 23, \"1\": -2}}}}'), got {value!r}")
 
 
+_NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+"""Kafka's zero Uuid (its ``toString``), which a broker without topic ids gives."""
+
+
 class KafkaSource(KafkaShapedSource):
     """Topics read with Spark's Kafka source, one lowwater partition per (topic, partition).
 
@@ -196,6 +200,39 @@ class KafkaSource(KafkaShapedSource):
                 raise ConfigurationError("topics", f"topic {t!r} not found on {self.bootstrap_servers}")
             out += [topic_partition_number(i, t, p, self.partitions_per_topic) for p in sorted(meta.partitions)]
         return out
+
+    def read_identity(self) -> dict[str, str]:
+        """Each topic's id (``{topic: id}``), which the checkpoint keeps (:meth:`StateStore.bind_sources`):
+        a topic deleted and made again keeps its name and gets a new id, and Spark's checkpoint holds
+        only offsets, which in the new topic name other records. A broker too old for topic ids
+        (before Kafka 2.8), or that does not say, gives none for that topic."""
+        from confluent_kafka import KafkaException, TopicCollection
+        from confluent_kafka.admin import AdminClient
+
+        said = _ClientLog()  # the client's own lines, kept out of the run's output
+        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "logger": said.logger}
+        admin = AdminClient(config)
+        out: dict[str, str] = {}
+        for topic, future in admin.describe_topics(TopicCollection(list(self.topics or ())),
+                                                   request_timeout=METADATA_TIMEOUT_S).items():
+            try:
+                topic_id = getattr(future.result(timeout=METADATA_TIMEOUT_S), "topic_id", None)
+            except (KafkaException, TimeoutError):  # check_before_run says what is wrong with the topic
+                continue
+            if topic_id is not None and str(topic_id) != _NO_TOPIC_ID:
+                out[topic] = str(topic_id)
+        return out
+
+    def identity_changed(self, recorded: Mapping[str, str], now: Mapping[str, str]) -> str | None:
+        """What :meth:`read_identity` found changed since the checkpoint recorded it, said for a person."""
+        changed = sorted(t for t in now if t in recorded and recorded[t] != now[t])
+        if not changed:
+            return None
+        return (f"topic {', '.join(repr(t) for t in changed)} on {self.bootstrap_servers} is not the topic this "
+                f"checkpoint read: it was deleted and made again (topic id {recorded[changed[0]]}, now "
+                f"{now[changed[0]]}). The checkpoint's offsets would name other records in it, and Spark would "
+                "skip the new topic's first records without a word. Hint: run the pipeline on a new checkpoint "
+                "(it reads the new topic from its starting offsets)")
 
     def check_before_run(self) -> None:
         """The brokers answer and hold every topic, before Spark starts: Spark's own reader says

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,26 @@ class StateStore:
             if recorded == fingerprint:
                 return
         self.fs.write_atomic(path, json.dumps(fingerprint, sort_keys=True, indent=1).encode())
+
+    def bind_sources(self, sources: Sequence[Any]) -> None:
+        """Record what each source reads beyond its name and options, its ``read_identity()`` (a Kafka
+        topic's id), in ``sources.json``; refuse a resumed checkpoint whose source now reads another
+        (the source's ``identity_changed`` says how). Checked once a batch is committed: before
+        that, nothing was read from what the checkpoint recorded."""
+        now = {str(i): got for i, s in enumerate(sources)
+               if callable(getattr(s, "read_identity", None)) and (got := s.read_identity())}
+        if not now:
+            return
+        path = join(self.location, "sources.json")
+        recorded: dict[str, Any] = self._json(path) or {}
+        if self.latest_version() is not None:
+            for i, ids in now.items():
+                said = sources[int(i)].identity_changed(recorded[i], ids) if isinstance(recorded.get(i), dict) else None
+                if said:
+                    raise ConfigurationError("checkpoint_location", f"{self.location.rsplit('/', 1)[0]}: {said}")
+        merged = {**recorded, **{i: {**(recorded.get(i) or {}), **ids} for i, ids in now.items()}}
+        if merged != recorded:
+            self.fs.write_atomic(path, json.dumps(merged, sort_keys=True, indent=1).encode())
 
     def recorded_path(self) -> str | None:
         """The engine path (``native``, ``keyed``, ``general``...) of the pipeline this checkpoint

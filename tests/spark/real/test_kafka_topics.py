@@ -4,6 +4,7 @@ added while the job runs, and Kafka as a sink (at-least-once, deduplicated by th
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import TumblingEventTimeWindows
 from lowwater.spark.engine import SparkRuntime
-from lowwater.spark.kafka import KafkaSource
+from lowwater.spark.kafka import KafkaSource, create_topic
 from tests.kafka_server import KafkaBroker, new_topic, produce
 
 pytestmark = pytest.mark.spark
@@ -97,6 +98,44 @@ def test_two_topics_in_one_source_and_a_partition_added_while_running(spark: Any
     got = sorted((r.key, r.window_start, r.value) for r in results.results)
     assert got == [("ann", 0, 2), ("ann", 20_000, 1), ("ann", 30_000, 8), ("bob", 0, 4)]
     assert lates.results == []
+
+
+def test_a_topic_deleted_and_made_again_under_its_name_is_refused_on_resume(spark: Any, kafka: KafkaBroker,
+                                                                             tmp_path: Path) -> None:
+    """Spark's checkpoint holds offsets only: in a topic made again with at least as many records, it
+    resumed at the old offsets and skipped the new topic's first records, none of them counted
+    (failOnDataLoss stops it only when the new topic holds fewer). The checkpoint keeps the topic's id."""
+    from confluent_kafka.admin import AdminClient
+
+    from lowwater.core.errors import ConfigurationError
+
+    topic = new_topic(kafka, "remade", 1)
+    produce(kafka, topic, [(0, {"user": "ann", "amount": 1}, 1_000), (0, {"user": "ann", "amount": 2}, 2_000)])
+    env, results, _ = _sum_job(KafkaSource(kafka.bootstrap_servers, [topic], FIELDS))
+    runtime = SparkRuntime(str(tmp_path / "ck"), spark=spark)
+    runtime.execute(env)
+    produce(kafka, topic, [(0, {"user": "ann", "amount": 4}, 3_000)])
+    runtime.execute(env)  # the same topic: resumed
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.delete_topics([topic])[topic].result(timeout=30)
+    deadline = time.monotonic() + 60
+    while True:  # the broker deletes asynchronously: made again once the name is free
+        try:
+            create_topic(kafka.bootstrap_servers, topic, 1)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    produce(kafka, topic, [(0, {"user": "bob", "amount": 10 ** k}, 4_000 + k) for k in range(5)])
+    with pytest.raises(ConfigurationError, match=rf"topic '{topic}' .* is not the topic this checkpoint read: it "
+                                                 r"was deleted and made again .* Hint: run the pipeline on a new "
+                                                 r"checkpoint"):
+        runtime.execute(env)
+    assert sorted((r.key, r.value) for r in results.results) == []  # no window closed, nothing read from it
+    env, results, _ = _sum_job(KafkaSource(kafka.bootstrap_servers, [topic], FIELDS))
+    SparkRuntime(str(tmp_path / "ck2"), spark=spark, end_of_input=True).execute(env)
+    assert sorted((r.key, r.value) for r in results.results) == [("bob", 11111)]  # every record of the new topic
 
 
 def test_results_to_a_kafka_topic_and_a_consumer_that_deduplicates(spark: Any, kafka: KafkaBroker,
