@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+import zipfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,7 +43,28 @@ def _jvm_conf() -> dict[str, str]:
     whole suite, and C1 only made the suite slower (docs/testing.md).
     ``LOWWATER_TEST_JVM_OPTIONS`` replaces :data:`JIT_OPTIONS`, to try others."""
     options = os.environ.get("LOWWATER_TEST_JVM_OPTIONS", JIT_OPTIONS)
-    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2} {options}".strip()}
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2} {options}".strip(),
+            **local_file_system_conf()}
+
+
+LOCAL_FS_CLASS = "dev.lowwater.LocalFileSystemWithoutForks"
+
+
+def local_file_system_conf() -> dict[str, str]:
+    """``file:`` through Hadoop's local file system without the ``chmod`` and ``readlink``
+    processes it forks (``jvm/lowwater/src/dev/lowwater/LocalFileSystemWithoutForks.java``): about
+    350 a short streaming query, a tenth of the suite's CPU (docs/testing.md). Only for the test
+    session, and only when ``jars/spark/lowwater-jvm.jar`` (built by ``./dev setup``) has the class."""
+    from lowwater.spark.jvm import spark_jars
+
+    entry = LOCAL_FS_CLASS.replace(".", "/") + ".class"
+    for jar in spark_jars():
+        if os.path.basename(jar) == "lowwater-jvm.jar":
+            with zipfile.ZipFile(jar) as z:
+                if entry in z.namelist():
+                    return {"spark.hadoop.fs.file.impl": LOCAL_FS_CLASS,
+                            "spark.hadoop.fs.AbstractFileSystem.file.impl": LOCAL_FS_CLASS + "$Fs"}
+    return {}
 
 
 @pytest.fixture(scope="session")
