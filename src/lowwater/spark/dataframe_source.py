@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError, LowwaterError, article
@@ -299,6 +299,9 @@ class KafkaShapedSource(DataFrameSource):
                               "partitions are numbered by the Kafka partition alone: partition 0 of every topic "
                               "would share one watermark. Pass topics=[...] listing every topic it reads")
         declared = kafka_value_fields(value_fields)
+        # what the reader reads, which its checkpoint keeps (read_identity)
+        self._subscription = ", ".join(sorted(
+            f"{k}={v}" for o in readers for k in _SUBSCRIPTION_OPTIONS if (v := o.get(k)) is not None))
         self.kafka_df = df
         self.value_fields = list(value_fields)
         self.topics = list(topics) if topics else None
@@ -368,6 +371,24 @@ class KafkaShapedSource(DataFrameSource):
         if not self.topics:
             return ""
         return f"topics {json.dumps(self.topics)}, each partition {self.partitions_per_topic} apart"
+
+    def read_identity(self) -> dict[str, str]:
+        """What the DataFrame's Kafka reader reads (``subscribe=orders``), from its plan: the checkpoint
+        keeps it (:meth:`StateStore.bind_sources`). A reader changed to other topics between runs
+        resumed at the old topics' offsets: Spark said data may have been lost, or, with
+        ``failOnDataLoss=false``, the new topics' records went into the old ones' watermarks and
+        open windows. None where the plan cannot be looked at (Spark Connect)."""
+        subscription = getattr(self, "_subscription", "")
+        return {_READS: subscription} if subscription else {}
+
+    def identity_changed(self, recorded: Mapping[str, str], now: Mapping[str, str]) -> str | None:
+        """:meth:`read_identity` changed since the checkpoint recorded it, said for a person."""
+        before, after = recorded.get(_READS), now.get(_READS)
+        if before is None or after is None or before == after:
+            return None
+        return (f"the KafkaShapedSource's Kafka reader reads {after}, where this checkpoint's read {before}: the "
+                "checkpoint's offsets, watermarks and open windows are those topics'. Hint: run the new reader on "
+                "a new checkpoint, or give this one the reader that made it")
 
     def partition_name(self, partition: int) -> str:
         """``topic-partition``, as Kafka itself names a partition, where the source reads several
@@ -632,6 +653,11 @@ def _corrupt_reason(fields: Sequence[tuple[str, str]], jvm: bool = False, col: _
     shown = F.when(kinds.isin("BIGINT", "DOUBLE") | kinds.startswith("DECIMAL"), number).otherwise(F.to_json(value))
     shown = F.when(F.length(shown) > 60, F.concat(F.substring(shown, 1, 60), F.lit("..."))).otherwise(shown)
     return reason.otherwise(F.concat(F.lit("field "), name, F.lit(": "), shown, F.lit(" is not "), declared))
+
+_SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
+"""The options of Spark's Kafka source that say what it reads."""
+_READS = "kafka reader"
+
 
 def _kafka_reader_options(df: DataFrame) -> list[Any]:
     """The options (Spark's case-insensitive map) of each Kafka source in ``df``'s plan; none for a

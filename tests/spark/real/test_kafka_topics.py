@@ -138,6 +138,36 @@ def test_a_topic_deleted_and_made_again_under_its_name_is_refused_on_resume(spar
     assert sorted((r.key, r.value) for r in results.results) == [("bob", 11111)]  # every record of the new topic
 
 
+def test_a_kafka_dataframe_changed_to_another_topic_is_refused_on_resume(spark: Any, kafka: KafkaBroker,
+                                                                         tmp_path: Path) -> None:
+    """A KafkaShapedSource over the user's reader has no topics of its own in the fingerprint: a
+    reader changed to another topic resumed at the old topic's offsets, and with
+    failOnDataLoss=false fed its records into the old topic's watermarks and open windows."""
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.spark.sources import KafkaShapedSource
+
+    orders, refunds = new_topic(kafka, "orders", 1), new_topic(kafka, "refunds", 1)
+    produce(kafka, orders, [(0, {"user": "ann", "amount": 5}, 1_000)])
+    produce(kafka, refunds, [(0, {"user": "ann", "amount": -500}, 2_000)])
+
+    def job(topic: str) -> Any:
+        df = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+              .option("subscribe", topic).option("startingOffsets", "earliest").option("failOnDataLoss", "false")
+              .load())
+        with pytest.warns(RuntimeWarning):  # failOnDataLoss=false: the warning that skipped records go uncounted
+            source = KafkaShapedSource(df, FIELDS)
+        assert source.read_identity() == {"kafka reader": f"subscribe={topic}"}
+        return _sum_job(source)
+
+    env, _, _ = job(orders)
+    runtime = SparkRuntime(str(tmp_path / "ck"), spark=spark)
+    runtime.execute(env)
+    runtime.execute(job(orders)[0])  # the same reader: resumed
+    with pytest.raises(ConfigurationError, match=rf"reads subscribe={refunds}, where this checkpoint's read "
+                                                 rf"subscribe={orders}.*Hint: run the new reader on a new checkpoint"):
+        runtime.execute(job(refunds)[0])
+
+
 def test_results_to_a_kafka_topic_and_a_consumer_that_deduplicates(spark: Any, kafka: KafkaBroker,
                                                                   tmp_path: Path) -> None:
     from confluent_kafka import Consumer
