@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from lowwater.core.errors import PipelineError
 from lowwater.core.time import MIN_TIMESTAMP
 
 __all__ = ["Timer", "TimerQueue"]
@@ -18,6 +20,31 @@ class Timer:
     timestamp: int
     key: Hashable
     window: Any
+
+
+CHAINED_FIRINGS = 100_000
+"""Firings of one key's (and window's) timers in one advance of time past which they are taken
+for timers that register each other for ever (:meth:`TimerQueue.fire_until`): a heartbeat of one
+second over a watermark jump of more than a day would pass it; raise it for such a job."""
+SAME_TIMER_FIRINGS = 10_000
+"""Firings of one same timer in a row, each registering it again, past which it is taken for one that does for ever."""
+COUNTED_AFTER = 10_000
+"""Firings in one advance before they are counted per key (:data:`CHAINED_FIRINGS`)."""
+
+
+def _endless(timer: Timer, times: int, time: int) -> PipelineError:
+    from lowwater.core.time import MAX_TIMESTAMP
+
+    window = f" and window {timer.window!r}" if timer.window is not None else ""
+    upto = "the end of input's final watermark (MAX)" if time == MAX_TIMESTAMP else str(time)
+    return PipelineError(
+        f"the timers of key {timer.key!r}{window} fired {times:,} times as time advanced to {upto}, the last at "
+        f"{timer.timestamp}: each firing registers another at or before that time, so they would fire for ever "
+        "(Flink loops the same way). That is a timer registering the next (timestamp + interval) when the end of "
+        "input's final watermark fires every timer up to MAX, or a ContinuousProcessingTimeTrigger on an "
+        "event-time window once processing time is past the window's end. Hint: register no further timer once "
+        "ctx.timer_service().current_watermark() is MAX_TIMESTAMP (or past the window), or use a processing-time "
+        "window with a processing-time trigger (lowwater.core.windows.timers.CHAINED_FIRINGS is the limit)")
 
 
 class TimerQueue:
@@ -43,13 +70,33 @@ class TimerQueue:
         return timer in self._live
 
     def fire_until(self, time: int, on_timer: Callable[[Timer], None]) -> None:
-        """Fire every timer with ``timestamp <= time`` (including ones registered meanwhile)."""
+        """Fire every timer with ``timestamp <= time`` (including ones registered meanwhile).
+
+        Timers that register their next one at or before ``time`` never end (as in Flink): a
+        heartbeat ``on_timer`` registering ``timestamp + 1000`` when the final watermark (``MAX``) of
+        the end of input fires every timer up to it, a ``ContinuousProcessingTimeTrigger`` on an
+        event-time window once processing time is past the window's end. The job hung without a
+        word; past :data:`CHAINED_FIRINGS` firings of one key and window in one call (or
+        :data:`SAME_TIMER_FIRINGS` of one same timer in a row) it fails, saying so."""
         heap = self._heap
+        fired = 0
+        per: Counter[tuple[Hashable, Any]] | None = None  # counted only once a call fires many
+        previous, again = None, 0
         while heap and heap[0][0] <= time:
             _, _, timer = heapq.heappop(heap)
             if timer in self._live:
                 self._live.discard(timer)
                 on_timer(timer)
+                fired += 1
+                again = again + 1 if timer == previous else 0
+                previous = timer
+                if again >= SAME_TIMER_FIRINGS:
+                    raise _endless(timer, again + 1, time)
+                if fired > COUNTED_AFTER:
+                    per = per if per is not None else Counter()
+                    n = per[(timer.key, timer.window)] = per[(timer.key, timer.window)] + 1
+                    if n > CHAINED_FIRINGS:
+                        raise _endless(timer, n, time)
 
     def next_timestamp(self) -> int:
         while self._heap and self._heap[0][2] not in self._live:
