@@ -137,3 +137,36 @@ def test_a_batch_files_element_is_its_declared_fields_as_spark_reads_it(tmp_path
     ReferenceRuntime(dead_letter_sink=dead).execute(env)
     assert [(d["offset"], d["reason"], d["record"]) for d in dead.results] == [
         (1, "missing value (v)", {"key": "a", "ts": 300, "v": None})]
+
+
+@pytest.mark.parametrize(("ts", "field", "what"), [
+    ("code", "amount", 'with_timestamp_assigner("code") reads \'code\', which PartitionedLogSource declares as STRING'),
+    ("ts", "code", 'sum("code") reads \'code\', which PartitionedLogSource declares as STRING'),
+    ("ts", "flag", 'sum("flag") reads \'flag\', which PartitionedLogSource declares as BOOLEAN'),
+])
+def test_a_timestamp_or_sum_of_a_field_declared_as_text_is_refused_before_the_run(
+        tmp_path: Path, ts: str, field: str, what: str) -> None:
+    """Every record became a dead letter (``missing or non-numeric timestamp``, ``non-numeric value``)
+    and the run succeeded with no result."""
+    fields = [*FIELDS, ("code", "STRING"), ("flag", "BOOLEAN")]
+    PartitionedLogWriter(tmp_path / "log").append(0, [{"user": "ann", "ts": 1, "amount": 5, "code": "7",
+                                                       "flag": True}])
+    env = StreamExecutionEnvironment()
+    (env.from_source(PartitionedLogSource(tmp_path / "log", fields),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(ts))
+     .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum(field).collect())
+    with pytest.raises(ConfigurationError, match="every record would be a dead letter") as e:
+        ReferenceRuntime().execute(env)
+    assert what in str(e.value)
+
+
+def test_a_min_of_a_field_declared_as_text_is_taken(tmp_path: Path) -> None:
+    PartitionedLogWriter(tmp_path / "log").append(0, [{"user": "ann", "ts": 1, "code": "b"},
+                                                      {"user": "ann", "ts": 2, "code": "a"}])
+    env = StreamExecutionEnvironment()
+    results = (env.from_source(PartitionedLogSource(tmp_path / "log", [("user", "STRING"), ("ts", "BIGINT"),
+                                                                         ("code", "STRING")]),
+                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+               .key_by("user").window(TumblingEventTimeWindows.of(1000)).min("code").collect())
+    env.execute()
+    assert [r.value for r in results.results] == ["a"]

@@ -97,12 +97,35 @@ def check_field_names(pipeline: PipelineLike) -> None:
             continue
         declared = list(fields_of())
         if field in declared:
+            _check_type(source.source, what, field)
             continue
         close = difflib.get_close_matches(field, declared, n=1)
         hint = f'; did you mean "{close[0]}"?' if close else "."
         raise ConfigurationError(
             "fields", f"{what} names a field that {type(source.source).__name__} does not declare; "
             f"its fields are {', '.join(declared) or '(none)'}{hint} Fix the name, or {_how_to_declare(source.source)}")
+
+
+_NOT_A_NUMBER = {"STRING": "text", "BOOLEAN": "true or false", "BOOL": "true or false"}
+
+
+def _check_type(source: object, what: str, field: str) -> None:
+    """A timestamp or a ``sum``/``avg`` of a field the source declares as text (or a boolean) made
+    every record a dead letter (``missing or non-numeric timestamp``, ``non-numeric value``), and
+    the run succeeded with no result: refused, as a misspelt name is."""
+    if not (what.startswith("with_timestamp_assigner(") or what.startswith(("sum(", "avg("))):
+        return
+    typed = getattr(source, "value_fields", None)
+    if typed is None and callable(getattr(source, "field_types", None)):
+        typed = source.field_types()  # type: ignore[attr-defined]
+    kind = next((str(t).strip().upper() for n, t in typed or () if n == field), None)
+    if kind not in _NOT_A_NUMBER:
+        return
+    wanted = "an epoch-millisecond number (BIGINT) or a TIMESTAMP" if what.startswith("with_") else "a number"
+    raise ConfigurationError(
+        "fields", f"{what} reads {field!r}, which {type(source).__name__} declares as {kind} "
+        f"({_NOT_A_NUMBER[kind]}): every record would be a dead letter. It needs {wanted}. Hint: declare the field "
+        f"with its type, or convert it (a map, or a column expression of a DataFrameSource)")
 
 
 def _how_to_declare(source: object) -> str:
