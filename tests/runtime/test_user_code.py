@@ -176,3 +176,22 @@ def test_a_failure_says_the_line_of_the_function_that_raised() -> None:
     line = parse.__code__.co_firstlineno + 1
     assert str(info.value).endswith(f"last completed batch. It raised at {__file__} line {line}, in parse.")
     assert "invalid literal for int()" in str(info.value)
+
+
+@pytest.mark.parametrize("layout", ["one line", "lines"])
+def test_root_cause_of_kafka_data_loss_names_the_partition_and_offsets_and_the_hint_the_choices(layout: str) -> None:
+    """Spark's KAFKA_DATA_LOSS message is several lines: its first ('Some data may have been lost
+    ...;') was all a run said, without the topic partition and offsets of its 'Reason:'."""
+    from lowwater.core.failures import hint_for, root_cause
+
+    reason = "Could not read records in offset [5, 20) for topic partition clicks-1"
+    text = ("org.apache.spark.sql.streaming.StreamingQueryException: Query [id = 1] terminated with exception\n"
+            "Caused by: org.apache.spark.sql.kafka010.KafkaIllegalStateException: Some data may have been lost "
+            "because they are not available in Kafka any more;\neither the data was aged out by Kafka or the topic "
+            "may have been deleted before all the data in the\ntopic was processed. If you don't want your streaming "
+            "query to fail on such cases, set the\nsource option failOnDataLoss to false.\n"
+            + (f"Reason: {reason}\n" if layout == "one line" else f"Reason:\n{reason}\nwith consumer group g.\n")
+            + "\tat org.apache.spark.sql.kafka010.KafkaExceptions$.couldNotReadOffsetRange(KafkaExceptions.scala:1)")
+    assert root_cause(text).endswith(f"not available in Kafka any more: {reason}")
+    hint = hint_for(text)
+    assert hint is not None and "new checkpoint" in hint and "failOnDataLoss" in hint

@@ -60,6 +60,19 @@ def root_cause(failure: str | BaseException, limit: int = 400) -> str:
     whose text and the texts of the exceptions it wraps (``__cause__``, else ``__context__``)
     are searched together."""
     text = failure if isinstance(failure, str) else _chain_text(failure)
+    line = _root_line(text, limit)
+    if "Some data may have been lost" in line:  # Spark's Kafka data loss: its reason is lines below
+        reason = _KAFKA_LOSS_REASON.search(text)
+        if reason is not None and reason.group(1).strip() not in line:
+            line = f"{line.rstrip(';')}: {reason.group(1).strip()}"[:limit]
+    return line
+
+
+_KAFKA_LOSS_REASON = re.compile(r"Reason:\s*([^\n]*\S[^\n]*)")
+"""The line after ``Reason:`` in Spark's ``KAFKA_DATA_LOSS`` message: which partition and offsets."""
+
+
+def _root_line(text: str, limit: int) -> str:
     found = _LOWWATER.findall(text)
     if found:
         name, message = found[-1]
@@ -106,6 +119,10 @@ _HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"java\.net\.(ConnectException|UnknownHostException|NoRouteToHostException)|Connection refused"),
      "a service the job reads or writes did not answer: the checkpoint's file system (is HDFS running, and are "
      "the URI's host and port right?), or a broker or database the pipeline names"),
+    (re.compile(r"Some data may have been lost because they are not available in Kafka"),
+     "Kafka deleted records this job had not read (retention while it was down or behind, or a topic deleted): "
+     "they cannot be counted. Run on a new checkpoint to read the topic from its starting offsets, or, to go on "
+     "past them, options={'failOnDataLoss': 'false'} (they go uncounted; docs/reliability.md)"),
     (re.compile(r"java\.net\.SocketException: Connection reset|java\.io\.EOFException: End of File"),
      "a connection to the checkpoint's file system (or a broker or database) broke during the batch; run the "
      "job again when it is back: it resumes from its checkpoint"),
