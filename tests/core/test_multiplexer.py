@@ -273,3 +273,19 @@ def test_partial_watermark_reports_whether_it_advanced() -> None:
     assert p.set_watermark(5) is False
     assert p.set_watermark(4) is False
     assert p.watermark == 5
+
+
+def test_a_generator_may_emit_a_watermarks_time_as_an_int_and_anything_else_says_what_is_wanted() -> None:
+    """``out.emit_watermark(5)`` failed as ``'int' object has no attribute 'timestamp'``, where a
+    source's ``emit_watermark`` takes an int."""
+    mux, under = _mux(0, 1)
+    mux.get_immediate_output(0).emit_watermark(5)
+    mux.get_deferred_output(1).emit_watermark(Watermark(7))
+    mux.on_periodic_emit()
+    assert under.events == [watermark(5)]  # min(5, 7)
+    recording = RecordingOutput()
+    recording.emit_watermark(9)
+    assert recording.events == [watermark(9)]
+    for wrong in (5.0, "5", True, None):
+        with pytest.raises(TypeError, match=r"emit_watermark takes a Watermark \(Watermark\(t\)\) or an int"):
+            mux.get_immediate_output(0).emit_watermark(wrong)  # type: ignore[arg-type]

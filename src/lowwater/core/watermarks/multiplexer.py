@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 
 from lowwater.core.watermarks.combined import CombinedWatermarkStatus, PartialWatermark
-from lowwater.core.watermarks.watermark import Watermark, WatermarkOutput
+from lowwater.core.watermarks.watermark import Watermark, WatermarkOutput, watermark_time
 
 __all__ = ["WatermarkOutputMultiplexer"]
 
@@ -103,10 +103,11 @@ class _ImmediateOutput:
         self._mux = mux
         self._state = state
 
-    def emit_watermark(self, watermark: Watermark) -> None:
+    def emit_watermark(self, watermark: Watermark | int) -> None:
         was_idle = self._state.idle
-        updated = self._state.set_watermark(watermark.timestamp)
-        if (updated and watermark.timestamp > self._mux.combined_watermark) or was_idle:
+        time = watermark_time(watermark)
+        updated = self._state.set_watermark(time)
+        if (updated and time > self._mux.combined_watermark) or was_idle:
             self._mux._update_combined_watermark()
 
     def mark_idle(self) -> None:
@@ -122,8 +123,8 @@ class _DeferredOutput:
     def __init__(self, state: PartialWatermark) -> None:
         self._state = state
 
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self._state.set_watermark(watermark.timestamp)
+    def emit_watermark(self, watermark: Watermark | int) -> None:
+        self._state.set_watermark(watermark_time(watermark))
 
     def mark_idle(self) -> None:
         self._state.idle = True

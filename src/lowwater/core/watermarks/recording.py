@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lowwater.core.watermarks.event import WatermarkEvent
-from lowwater.core.watermarks.watermark import Watermark, WatermarkOutput
+from lowwater.core.watermarks.watermark import Watermark, WatermarkOutput, watermark_time
 
 __all__ = ["RecordingOutput"]
 
@@ -35,8 +35,8 @@ class RecordingOutput:
         for event in events:
             event.emit_to(self)
 
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.events.append(WatermarkEvent.watermark(watermark.timestamp))
+    def emit_watermark(self, watermark: Watermark | int) -> None:
+        self.events.append(WatermarkEvent.watermark(watermark_time(watermark)))
         self.idle = False
 
     def mark_idle(self) -> None:
