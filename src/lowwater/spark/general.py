@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.clock import ManualClock
-from lowwater.core.errors import PipelineError
+from lowwater.core.errors import ConfigurationError, PipelineError
 from lowwater.graph import PipelineLike, as_pipeline
 from lowwater.graph.pipeline import describe_output
 from lowwater.graph.sinks import Sink
@@ -95,8 +95,8 @@ def _check_united_types(streams: list[DataFrame], names: list[str]) -> None:
                 continue
             first = seen.setdefault(column, (name, kind))
             if first[1] != kind and not (first[1].startswith(_NUMERIC) and kind.startswith(_NUMERIC)):
-                raise PipelineError(
-                    f"the sources {first[0]!r} and {name!r} give the field {column!r} two types, "
+                raise ConfigurationError(
+                    "fields", f"the sources {first[0]!r} and {name!r} give the field {column!r} two types, "
                     f"{first[1].upper()} and {kind.upper()}: Spark reads several sources as one DataFrame, whose "
                     f"column has one type, and would cast one source's values to the other's (the text '1' and "
                     f"the number 1 one key; a text that is no number fails the query). Hint: declare one type "
