@@ -12,8 +12,9 @@ the driver. The contract, as for Spark's ``foreachBatch``:
   one directory per batch writes an empty one, so a reader sees that the batch happened.
   The exceptions: a sink whose :attr:`DataFrameSink.empty_batches` is False is not called
   for a batch whose output the engine knows is empty (no window fired, no element late or
-  dead-lettered), which then runs no Spark job for it; and the keyed path, whose outputs'
-  schemas Spark infers from their rows, delivers no batch without rows for an output.
+  dead-lettered), which then runs no Spark job for it; and the keyed and general paths, whose
+  outputs' schemas are inferred from their rows, deliver no batch without rows for an output
+  before its first row (once an output has columns, its empty batches come with them).
 * ``df`` may be read more than once (it is not cached for the sink); an expensive sink can
   ``df.persist()`` and ``unpersist()`` itself.
 * ``open()`` is called once before the first ``write``, ``close()`` when the job stops.
@@ -133,7 +134,8 @@ class DataFrameSink(Sink):
 class ForeachDataFrameSink(DataFrameSink):
     """Calls ``fn(df, batch_id)`` once per micro-batch, exactly as Spark's ``foreachBatch`` would.
 
-    ``fn`` must be idempotent per ``batch_id`` (a replayed batch calls it again with the same rows).
+    On the keyed and general paths, an output's batches before its first row (whose columns are
+    not known yet) are not delivered (:class:`DataFrameSink`). ``fn`` must be idempotent per ``batch_id`` (a replayed batch calls it again with the same rows).
     With ``empty_batches=False`` it is not called for a batch whose output is known to be empty
     (:attr:`DataFrameSink.empty_batches`).
     """
