@@ -143,14 +143,16 @@ def test_a_batch_files_element_is_its_declared_fields_as_spark_reads_it(tmp_path
     ("code", "amount", 'with_timestamp_assigner("code") reads \'code\', which PartitionedLogSource declares as STRING'),
     ("ts", "code", 'sum("code") reads \'code\', which PartitionedLogSource declares as STRING'),
     ("ts", "flag", 'sum("flag") reads \'flag\', which PartitionedLogSource declares as BOOLEAN'),
+    ("price", "amount", 'with_timestamp_assigner("price") reads \'price\', which PartitionedLogSource declares as '
+                        'DECIMAL(15,0)'),
 ])
 def test_a_timestamp_or_sum_of_a_field_declared_as_text_is_refused_before_the_run(
         tmp_path: Path, ts: str, field: str, what: str) -> None:
     """Every record became a dead letter (``missing or non-numeric timestamp``, ``non-numeric value``)
     and the run succeeded with no result."""
-    fields = [*FIELDS, ("code", "STRING"), ("flag", "BOOLEAN")]
+    fields = [*FIELDS, ("code", "STRING"), ("flag", "BOOLEAN"), ("price", "DECIMAL(15,0)")]
     PartitionedLogWriter(tmp_path / "log").append(0, [{"user": "ann", "ts": 1, "amount": 5, "code": "7",
-                                                       "flag": True}])
+                                                       "flag": True, "price": 1000}])
     env = StreamExecutionEnvironment()
     (env.from_source(PartitionedLogSource(tmp_path / "log", fields),
                      WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(ts))

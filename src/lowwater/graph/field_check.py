@@ -110,22 +110,27 @@ _NOT_A_NUMBER = {"STRING": "text", "BOOLEAN": "true or false", "BOOL": "true or 
 
 
 def _check_type(source: object, what: str, field: str) -> None:
-    """A timestamp or a ``sum``/``avg`` of a field the source declares as text (or a boolean) made
-    every record a dead letter (``missing or non-numeric timestamp``, ``non-numeric value``), and
-    the run succeeded with no result: refused, as a misspelt name is."""
-    if not (what.startswith("with_timestamp_assigner(") or what.startswith(("sum(", "avg("))):
+    """A timestamp or a ``sum``/``avg`` of a field the source's ``value_fields`` declare as text (or
+    a boolean; a timestamp as a DECIMAL) made every record a dead letter (``missing or non-numeric
+    timestamp``, ``non-numeric value``), and the run succeeded with no result: refused, as a
+    misspelt name is. (A ``DataFrameSource``'s columns are typed by the user's DataFrame, whose
+    rows are dead-lettered one by one, docs/reliability.md.)"""
+    timestamp = what.startswith("with_timestamp_assigner(")
+    if not (timestamp or what.startswith(("sum(", "avg("))):
         return
-    typed = getattr(source, "value_fields", None)
-    if typed is None and callable(getattr(source, "field_types", None)):
-        typed = source.field_types()  # type: ignore[attr-defined]
-    kind = next((str(t).strip().upper() for n, t in typed or () if n == field), None)
-    if kind not in _NOT_A_NUMBER:
+    kind = next((str(t).strip().upper() for n, t in getattr(source, "value_fields", None) or () if n == field), None)
+    if kind is None:
         return
-    wanted = "an epoch-millisecond number (BIGINT) or a TIMESTAMP" if what.startswith("with_") else "a number"
+    said = _NOT_A_NUMBER.get(kind)
+    if said is None and timestamp and kind.startswith(("DECIMAL", "NUMERIC", "DEC")):
+        said = "a decimal, which a timestamp assigner does not take"
+    if said is None:
+        return
+    wanted = "an epoch-millisecond number (BIGINT) or a TIMESTAMP" if timestamp else "a number"
     raise ConfigurationError(
         "fields", f"{what} reads {field!r}, which {type(source).__name__} declares as {kind} "
-        f"({_NOT_A_NUMBER[kind]}): every record would be a dead letter. It needs {wanted}. Hint: declare the field "
-        f"with its type, or convert it (a map, or a column expression of a DataFrameSource)")
+        f"({said}): every record would be a dead letter. It needs {wanted}. Hint: declare the field with its "
+        f"type, or convert it in a map")
 
 
 def _how_to_declare(source: object) -> str:

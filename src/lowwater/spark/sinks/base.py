@@ -135,8 +135,8 @@ class ForeachDataFrameSink(DataFrameSink):
     """Calls ``fn(df, batch_id)`` once per micro-batch, exactly as Spark's ``foreachBatch`` would.
 
     On the keyed and general paths, an output's batches before its first row (whose columns are
-    not known yet) are not delivered (:class:`DataFrameSink`). ``fn`` must be idempotent per ``batch_id`` (a replayed batch calls it again with the same rows).
-    With ``empty_batches=False`` it is not called for a batch whose output is known to be empty
+    not known yet) are not delivered (:class:`DataFrameSink`). ``fn`` must be idempotent per
+    ``batch_id`` (a replayed batch calls it again with the same rows). With ``empty_batches=False`` it is not called for a batch whose output is known to be empty
     (:attr:`DataFrameSink.empty_batches`).
     """
 
