@@ -136,8 +136,8 @@ class ForeachDataFrameSink(DataFrameSink):
 
     On the keyed and general paths, an output's batches before its first row (whose columns are
     not known yet) are not delivered (:class:`DataFrameSink`). ``fn`` must be idempotent per
-    ``batch_id`` (a replayed batch calls it again with the same rows). With ``empty_batches=False`` it is not called for a batch whose output is known to be empty
-    (:attr:`DataFrameSink.empty_batches`).
+    ``batch_id`` (a replayed batch calls it again with the same rows). With ``empty_batches=False``
+    it is not called for a batch whose output is known to be empty (:attr:`DataFrameSink.empty_batches`).
     """
 
     def __init__(self, fn: Callable[[DataFrame, int], Any], empty_batches: bool = True) -> None:
