@@ -377,7 +377,7 @@ class KafkaShapedSource(DataFrameSource):
         keeps it (:meth:`StateStore.bind_sources`). A reader changed to other topics between runs
         resumed at the old topics' offsets: Spark said data may have been lost, or, with
         ``failOnDataLoss=false``, the new topics' records went into the old ones' watermarks and
-        open windows. None where the plan cannot be looked at (Spark Connect)."""
+        open windows. Nothing where the plan cannot be looked at (Spark Connect)."""
         subscription = getattr(self, "_subscription", "")
         return {_READS: subscription} if subscription else {}
 
@@ -653,6 +653,7 @@ def _corrupt_reason(fields: Sequence[tuple[str, str]], jvm: bool = False, col: _
     shown = F.when(kinds.isin("BIGINT", "DOUBLE") | kinds.startswith("DECIMAL"), number).otherwise(F.to_json(value))
     shown = F.when(F.length(shown) > 60, F.concat(F.substring(shown, 1, 60), F.lit("..."))).otherwise(shown)
     return reason.otherwise(F.concat(F.lit("field "), name, F.lit(": "), shown, F.lit(" is not "), declared))
+
 
 _SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
 """The options of Spark's Kafka source that say what it reads."""
