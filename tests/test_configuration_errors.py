@@ -314,3 +314,36 @@ def test_a_broker_that_does_not_answer_is_one_line_that_says_why(
     assert f"no Kafka broker at {broker} answered in 2 s" in str(e.value) and said in str(e.value), str(e.value)
     out, err = capfd.readouterr()
     assert "rdkafka" not in out + err, (out + err)[-2000:]
+
+
+def test_a_postgres_table_another_job_wrote_is_refused_and_the_same_job_or_a_missing_table_is_not() -> None:
+    """``refuse_job``, :func:`lowwater.spark.sinks.postgres.check_jobs`'s decision. ``fire_index`` orders one
+    job's firings only: a job on a new checkpoint fires from 0 again, and the upsert (``WHERE
+    excluded.fire_index >= t.fire_index``) kept the old job's higher firings over the new job's results, one
+    table of two jobs' rows (a user probe, session 55); and a resuming job whose table was dropped re-created it
+    with its new firings only, the windows it had fired before gone, its accounting balanced."""
+    from lowwater.spark.sinks.postgres import JOBS_TABLE, PostgresSink, refuse_job
+
+    def decide(resumes: bool, exists: bool, has_rows: bool, recorded: str | None) -> ConfigurationError | None:
+        return refuse_job("totals", "job-2", resumes, exists, has_rows, recorded)
+
+    refused = decide(False, True, True, "job-1")  # a new checkpoint on a table job 1 wrote
+    assert refused is not None and refused.parameter == "table"
+    assert "totals holds another lowwater job (job job-1)" in str(refused) and "TRUNCATE totals" in str(refused)
+    assert decide(True, True, True, "job-1") is not None  # resuming, but another job's rows came in since
+    refused = decide(False, True, True, None)  # rows no job recorded: made by hand, or by an older lowwater
+    assert refused is not None and "no lowwater job recorded" in str(refused)
+    assert decide(True, True, True, None) is None  # resuming on a table an older lowwater wrote: recorded now
+    assert decide(False, True, True, "job-2") is None  # this job's batch 0, killed before its first commit
+    assert decide(True, True, True, "job-2") is None  # the same job resuming
+    assert decide(False, True, False, "job-1") is None  # an empty table: nothing to mix with
+    assert decide(False, False, False, "job-1") is None  # dropped by the user for a new start: made again
+    assert decide(False, False, False, None) is None
+    refused = decide(True, False, False, "job-2")  # this job wrote it, and it is gone
+    assert refused is not None and refused.parameter == "table"
+    assert "totals is missing" in str(refused) and "restore the table" in str(refused) \
+        and "new checkpoint" in str(refused)
+    assert decide(True, False, False, None) is None  # no window fired yet: nothing was written
+    assert refuse_job("totals", None, False, True, True, "job-1") is None  # a checkpoint without an id
+    with pytest.raises(ConfigurationError, match=JOBS_TABLE):
+        PostgresSink("jdbc:postgresql://h/db", f"s.{JOBS_TABLE}")

@@ -175,6 +175,11 @@ class Series:
             raise RuntimeError(f"psql failed: {proc.stderr.strip()}")
         return [line for line in proc.stdout.splitlines() if line]
 
+    def fresh_table(self, name: str) -> None:
+        """Drop the table ``name`` before a new checkpoint writes it: another series in the session (on
+        HDFS, on S3) wrote its own there, and a PostgresSink refuses a table another job's rows are in."""
+        self.psql(f"DROP TABLE IF EXISTS {name}")
+
     def table(self, name: str) -> list[str]:
         return self.psql(f"SELECT key, window_start, window_end, value, fire_index FROM {name} ORDER BY 1, 2, 3")
 
@@ -207,6 +212,7 @@ class Series:
         if self.reference is not None:
             return self.reference
         self.records = write_log(self.input)
+        self.fresh_table("clean")
         if self.spark is not None:
             self.run_here("clean")
             seconds = None
@@ -269,6 +275,7 @@ class Series:
         ref = self.prepare()
         name = f"seed{seed}"
         kills = self.plan(seed)
+        self.fresh_table(name)
         started = time.monotonic()
         errors: list[str] = []
         for i, kill in enumerate(kills):

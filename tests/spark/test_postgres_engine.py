@@ -55,3 +55,59 @@ def test_refirings_upsert_and_a_replayed_batch_changes_nothing(spark: Any, pg: A
     assert again.batches()[last]["metrics"]["windows_fired"] == 2, "batch replayed"
     assert _table(spark, pg, "window_totals") == expected
     execute_statements(spark, pg.jdbc_url, ["DROP TABLE window_totals"], pg.user, None)
+
+
+def test_a_table_another_job_wrote_or_a_resuming_jobs_dropped_table_is_refused_before_the_run(
+        spark: Any, pg: Any, tmp_path: Path) -> None:
+    """``fire_index`` orders one job's firings only. A job on a new checkpoint (the one a changed pipeline
+    needs) fired its windows from 0 again, and the upsert kept the old job's higher firings over them: the
+    table ended with a mix of two jobs' results (a user probe, session 55). And a resuming job whose table
+    had been dropped made it again with its new firings only. Both are refused now, before the query
+    starts; the same job resumes as before."""
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.runtime.reference import ReferenceRuntime
+    from lowwater.spark.sinks.postgres import JOBS_TABLE
+
+    batches = [[{"key": "a", "ts": 1000, "value": 1}, {"key": "a", "ts": 12000, "value": 4}],
+               [{"key": "a", "ts": 3000, "value": 8}]]  # late, within the lateness: re-fires [0, 10 s)
+    BatchFilesSource.write(tmp_path / "in", batches)
+    fields = BatchFilesSource.infer_fields(batches)
+
+    def pipeline(count: bool = False) -> StreamExecutionEnvironment:
+        env = StreamExecutionEnvironment()
+        windows = (env.from_source(BatchFilesSource(tmp_path / "in", fields, [0]),
+                                   WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+                   .key_by("key").window(TumblingEventTimeWindows.of(10_000)).allowed_lateness("10 s"))
+        (windows.count() if count else windows.sum("value")).add_sink(
+            PostgresSink(pg.jdbc_url, "job_owned", user=pg.user))
+        return env
+
+    def run(checkpoint: str, count: bool = False, end_of_input: bool = True) -> Any:
+        return SparkRuntime(str(tmp_path / checkpoint), spark=spark, end_of_input=end_of_input).execute(
+            pipeline(count))
+
+    try:
+        run("ck", end_of_input=False)
+        first = _table(spark, pg, "job_owned")
+        assert first == [("a", 0, 9.0, 1)], "[0, 10 s) fired twice; [10 s, 20 s) is still open"
+        run("ck")  # the same checkpoint resumes, and ends the input
+        mine = _table(spark, pg, "job_owned")
+        assert mine == [("a", 0, 9.0, 1), ("a", 10_000, 4.0, 0)]
+        for new in (lambda: run("ck2", count=True), lambda: ReferenceRuntime().execute(pipeline(count=True))):
+            with pytest.raises(ConfigurationError, match=r"job_owned holds another lowwater job .*TRUNCATE") as e:
+                new()  # a new checkpoint (the count's fire_index 0 lost to the sum's 1), a reference run
+            assert e.value.parameter == "table"
+            assert _table(spark, pg, "job_owned") == mine, "refused before its first batch"
+        assert not (tmp_path / "ck2" / "spark" / "commits").exists() or \
+            not list((tmp_path / "ck2" / "spark" / "commits").iterdir())
+        execute_statements(spark, pg.jdbc_url, ["DROP TABLE job_owned"], pg.user, None)
+        with pytest.raises(ConfigurationError, match=r"job_owned is missing.*committed batches.*restore the table"):
+            run("ck")  # the windows it fired before would be in no table
+        run("ck3", count=True)  # a new checkpoint, after the old job's table was dropped: fires every window
+        assert _table(spark, pg, "job_owned") == [("a", 0, 2, 1), ("a", 10_000, 1, 0)]
+        with pytest.raises(ConfigurationError, match="another lowwater job"):
+            run("ck")  # the old job, resuming on the new job's table
+    finally:
+        execute_statements(spark, pg.jdbc_url, ["DROP TABLE IF EXISTS job_owned",
+                                                f"DELETE FROM {JOBS_TABLE} WHERE table_name = 'job_owned'"],
+                           pg.user, None)

@@ -60,6 +60,7 @@ from lowwater.spark.plan import native_plan
 from lowwater.spark.processor import BatchResult, JsonStateProcessor, Processor
 from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.spark.sinks.delta import check_new_job
+from lowwater.spark.sinks.postgres import check_jobs as check_postgres_jobs
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 from lowwater.spark.window_store import WindowStore
 
@@ -379,12 +380,15 @@ class SparkRuntime:
         store.bind_sources(sources)  # a Kafka topic deleted and made again under its name is refused
         sinks = [*(t.sink for t in p.sinks), self.dead_letter_sink]
         bind_job(sinks, store.job_id())
-        if store.latest_version() is None:  # a new job: a Delta table another job appends to is refused
+        resumes = store.latest_version() is not None
+        if not resumes:  # a new job: a Delta table another job appends to is refused
             check_new_job(sinks)
         for sink in sinks:  # what would fail its first write (a JDBC driver missing), before the query starts
             check = getattr(sink, "check_before_run", None)
             if callable(check):
                 check()
+        # a PostgreSQL table another job's rows are in, or gone while this job resumes, is refused
+        check_postgres_jobs(sinks, resumes)
         if isinstance(processor, NativeProcessor):
             processor.bind(WindowStore(join(store.location, "windows"), store.fs))
         if keyed is not None:

@@ -30,6 +30,16 @@ A write that fails (a constraint of the table's own, a value the server refuses)
 staging table before it reports the failure. A crash after step 1 leaves a staging table that the
 replay overwrites and then drops; a batch that is never replayed (its checkpoint deleted) leaves
 it behind, to be dropped by hand.
+
+Which job writes a table: ``fire_index`` orders the firings of one job only. A job on a new checkpoint
+fires its windows again from ``fire_index`` 0, and the upsert kept the old job's higher firings over
+them, one table of two jobs' results without a word. So a sink bound to a job
+(:meth:`PostgresSink.bind_job`) records, in the transaction of each batch, the job's id for the table in
+a side table :data:`JOBS_TABLE` (``table_name, job_id``) in the table's schema, and before the query
+starts :func:`check_jobs` (:func:`refuse_job` decides) refuses a table another job's rows are in, and,
+for a job that resumes, a table it wrote that is gone. The record is kept beside the table, not on it
+(a comment), so that it outlives a ``DROP TABLE``: a job that has not yet fired a window has written no
+table, and only the record tells that from one whose table was dropped.
 """
 
 from __future__ import annotations
@@ -51,13 +61,65 @@ from lowwater.spark.sinks.base import DataFrameSink
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["PostgresSink", "PostgresUpsertSink", "execute_statements", "mask_jdbc_url", "postgres_type"]
+__all__ = ["JOBS_TABLE", "PostgresSink", "PostgresUpsertSink", "check_jobs", "execute_statements", "mask_jdbc_url",
+           "postgres_type", "refuse_job"]
 
 FIRE_INDEX = "fire_index"
 _DRIVER = "org.postgresql.Driver"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TABLE = re.compile(rf"(?:{_IDENT.pattern}\.)?{_IDENT.pattern}")
 _MAX_IDENT = 63  # PostgreSQL's NAMEDATALEN - 1; longer names are silently truncated
+JOBS_TABLE = "lowwater_sink_jobs"
+"""The side table, in each results table's schema, recording the job that writes it (``table_name``
+primary key, ``job_id``)."""
+
+
+def refuse_job(table: str, job_id: str | None, resumes: bool, exists: bool, has_rows: bool,
+               recorded: str | None) -> ConfigurationError | None:
+    """:func:`check_jobs`'s decision for one table, before a job writes it; None: accepted.
+
+    ``resumes``: the job's checkpoint has committed batches (a reference run never does);
+    ``exists``/``has_rows``: the table's state; ``recorded``: the job whose rows :data:`JOBS_TABLE`
+    records in it (None: no record; a job that wrote the table keeps its record after a DROP TABLE).
+
+    * A checkpoint made before jobs had ids (``job_id`` None): not checked, as before.
+    * A table that holds rows of another job (the record names another id) is refused, new or
+      resuming: this job's firings start again at ``fire_index`` 0, and the upsert keeps the other
+      job's higher firings of the same windows over them.
+    * A new job and a table with rows but no job recorded (made by hand, or by a lowwater before the
+      record): refused as well. Its rows may be anyone's; upserting over them would mix them with
+      this job's results in the same silence. Truncating the table, or naming a new one, is the
+      user's call and a cheap one. An empty table is accepted, whoever made it.
+    * A resuming job and a table with rows but no record: accepted (and recorded at the next
+      write). It is the table an older lowwater wrote for this checkpoint.
+    * The same job: accepted, also a new checkpoint whose first attempt wrote batch 0 and was
+      killed before its commit (its rows and its record are in the table).
+    * A resuming job whose table is gone, where the record says it wrote it: refused. The windows it
+      fired before are in no table, and the job would re-create it with only its new firings. Where
+      it has no record the job has not written the table (no window has fired yet; its first write
+      was killed before the commit): accepted.
+    """
+    if job_id is None:
+        return None
+    if not exists:
+        if not resumes or recorded != job_id:
+            return None
+        return ConfigurationError(
+            "table", f"the PostgreSQL table {table} is missing, and this job's checkpoint has committed batches: "
+            "the windows it fired before were written there and would not be written again (the job would "
+            "re-create the table with its new firings only). Hint: restore the table (from a backup), or start "
+            "the job on a new checkpoint to fire every window again")
+    if recorded == job_id or not has_rows:
+        return None
+    if recorded is None and resumes:
+        return None
+    whose = (f"another lowwater job (job {recorded})" if recorded is not None
+             else "rows that no lowwater job recorded writing (a table made by hand, or by an older lowwater)")
+    return ConfigurationError(
+        "table", f"the PostgreSQL table {table} holds {whose}, and this job's firings start again at fire_index 0: "
+        "the upsert would keep those rows' higher firings over this job's results, one table of two jobs' "
+        "rows. Hint: give the sink a new table, or drop or truncate this one (TRUNCATE " + table + ") if its "
+        "rows are no longer wanted")
 
 
 _SECRET_PARAM = re.compile(r"((?:password|pass|pwd|sslpassword|sslkey)=)[^&;]*", re.IGNORECASE)
@@ -276,6 +338,9 @@ class PostgresUpsertSink:
         parts = table.lower().split(".")
         if any(len(p) > _MAX_IDENT for p in parts):
             raise ConfigurationError("table", f"names are at most {_MAX_IDENT} characters")
+        if parts[-1] == JOBS_TABLE:
+            raise ConfigurationError("table", f"{JOBS_TABLE} is the side table recording which job writes each "
+                                              "results table; name another table")
         key_columns = tuple(key_columns)
         if not key_columns or isinstance(key_columns, str):
             raise ConfigurationError("key_columns", "must be a non-empty sequence of names")
@@ -293,6 +358,9 @@ class PostgresUpsertSink:
         self._schema = parts[0] if len(parts) == 2 else None
         self._name = parts[-1]
         self.table = ".".join(parts)
+        self.job_id: str | None = None
+        """The job writing the table (:meth:`PostgresSink.bind_job`), recorded in :data:`JOBS_TABLE` by
+        each write; None: not recorded (a sink used on its own, a checkpoint without an id)."""
 
     def __repr__(self) -> str:
         return (
@@ -338,7 +406,8 @@ class PostgresUpsertSink:
     def statements(self, fields: Sequence[T.StructField], batch_id: int,
                    new: Sequence[T.StructField] = ()) -> list[str]:
         """The SQL of step 2 (create if missing, add the ``new`` columns a batch brings to a table
-        that exists, upsert from the stage, drop the stage)."""
+        that exists, record :attr:`job_id` in :data:`JOBS_TABLE` if there is one, upsert from the
+        stage, drop the stage)."""
         table, stage = self._qualified(self._name), self.staging_table(batch_id)
         cols = [_quote(f.name) for f in fields]
         keys = [_quote(c) for c in self.key_columns]
@@ -365,7 +434,22 @@ class PostgresUpsertSink:
         )
         added = [f"ALTER TABLE {table} " + ", ".join(f"ADD COLUMN IF NOT EXISTS {_quote(f.name)} "
                                                      f"{postgres_type(f.dataType)}" for f in new)] if new else []
-        return [create, *added, upsert, f"DROP TABLE {stage}"]
+        return [create, *added, *self._record_job(), upsert, f"DROP TABLE {stage}"]
+
+    def _jobs_ddl(self) -> str:
+        return (f"CREATE TABLE IF NOT EXISTS {self._qualified(JOBS_TABLE)} (table_name TEXT PRIMARY KEY, "
+                "job_id TEXT NOT NULL, recorded_at TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now())")
+
+    def _record_job(self) -> list[str]:
+        """The statements recording :attr:`job_id` as the table's writer (none without one)."""
+        if self.job_id is None:
+            return []
+        jobs = self._qualified(JOBS_TABLE)
+        return [self._jobs_ddl(),
+                f"INSERT INTO {jobs} AS j (table_name, job_id) "
+                f"VALUES ({_literal(self._name)}, {_literal(self.job_id)}) "
+                "ON CONFLICT (table_name) DO UPDATE SET job_id = excluded.job_id, recorded_at = now() "
+                "WHERE j.job_id IS DISTINCT FROM excluded.job_id"]
 
     def write(self, df: DataFrame, batch_id: int) -> int:
         """Upsert one micro-batch; returns the number of table rows inserted or updated.
@@ -416,6 +500,31 @@ class PostgresUpsertSink:
                                               f"({', '.join(self.key_columns)}), which the upsert needs; add one "
                                               f"(ALTER TABLE {self.table} ADD PRIMARY KEY "
                                               f"({', '.join(self.key_columns)})), or name a new table")
+
+    def table_state(self, spark: SparkSession) -> tuple[bool, bool, str | None]:
+        """Whether the table exists, whether it has rows, and the job :data:`JOBS_TABLE` records for it."""
+        table, jobs = self._qualified(self._name), self._qualified(JOBS_TABLE)
+        [(exists, has_jobs)] = query_rows(spark, self.jdbc_url, f"SELECT to_regclass('{table}') IS NOT NULL, "
+                                          f"to_regclass('{jobs}') IS NOT NULL", self.user, self.password)
+        has_rows, recorded = False, None
+        if exists:
+            [(has_rows,)] = query_rows(spark, self.jdbc_url, f"SELECT EXISTS (SELECT 1 FROM {table})",
+                                       self.user, self.password)
+        if has_jobs:
+            found = query_rows(spark, self.jdbc_url, f"SELECT job_id FROM {jobs} WHERE table_name = "
+                               f"{_literal(self._name)}", self.user, self.password)
+            recorded = str(found[0][0]) if found else None
+        return bool(exists), bool(has_rows), recorded
+
+    def check_job(self, spark: SparkSession, resumes: bool) -> None:
+        """Refuse the table where :func:`refuse_job` does (another job's rows; gone for a job that
+        resumes), from the driver, before the query starts."""
+        if self.job_id is None:
+            return
+        exists, has_rows, recorded = self.table_state(spark)
+        refusal = refuse_job(self.table, self.job_id, resumes, exists, has_rows, recorded)
+        if refusal is not None:
+            raise refusal
 
     def columns(self, spark: SparkSession) -> dict[str, str]:
         """The table's columns and their types as ``format_type`` names them (none if it is missing)."""
@@ -512,6 +621,11 @@ class PostgresSink(DataFrameSink):
     The reference runtime's rows become a small DataFrame first. A re-firing replaces the
     earlier row. The session must have the JDBC driver jar; without it :meth:`open` fails
     with the fix.
+
+    The job that writes the table is recorded beside it (:meth:`bind_job`; :data:`JOBS_TABLE`, the
+    module docstring). Before the query starts, a job on a new checkpoint, and every reference run,
+    refuses a table that holds another job's rows, or rows no job recorded; a job that resumes
+    refuses a table that another job's rows are in, or that it wrote and is gone (:func:`refuse_job`).
     """
 
     reads_every_row = True  # one df.write (DataFrameSink.reads_every_row)
@@ -522,6 +636,19 @@ class PostgresSink(DataFrameSink):
 
     def __repr__(self) -> str:
         return f"PostgresSink({mask_jdbc_url(repr(self.upsert.jdbc_url))}, {self.upsert.table!r})"
+
+    def bind_job(self, job_id: str | None, resumes: bool = True) -> None:
+        """The job whose id the table records at its first write. A reference run (``resumes``
+        False) is a new job every time: its table is checked here, before a batch (on Spark,
+        :func:`check_jobs` checks it, knowing whether the checkpoint has committed batches)."""
+        self.upsert.job_id = job_id
+        if not resumes and job_id is not None:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+            self.open()
+            self.upsert.check_table(spark)
+            self.upsert.check_job(spark, resumes=False)
 
     def batch_target(self) -> str:
         """The table: rows of two outputs upserted on one (key, window_start, window_end) would replace each other."""
@@ -573,3 +700,17 @@ class PostgresSink(DataFrameSink):
                                                   else Decimal(r["value"])),
                  int(r["fire_index"])) for r in records]
         self.upsert.write(spark.createDataFrame(data, schema), batch_id)
+
+
+def check_jobs(sinks: Sequence[Any], resumes: bool) -> None:
+    """Before a Spark job's query starts, after :meth:`PostgresSink.check_before_run`: refuse the
+    table of each :class:`PostgresSink` bound to the job where :func:`refuse_job` does; ``resumes``:
+    the job's checkpoint has committed batches."""
+    from pyspark.sql import SparkSession
+
+    postgres = [s for s in sinks if isinstance(s, PostgresSink) and s.upsert.job_id is not None]
+    spark = SparkSession.getActiveSession()
+    if spark is None or not postgres:
+        return
+    for sink in postgres:
+        sink.upsert.check_job(spark, resumes)
