@@ -508,7 +508,8 @@ def test_the_tick_source_runs_batches_without_a_row_or_a_column_in_them(spark: A
 def test_a_directory_another_job_wrote_is_refused_before_its_batches_are_replaced(spark: Any, tmp_path: Path) -> None:
     """A new checkpoint (which a changed pipeline is told to use) starts its batch ids at 0: its
     ``batch=0/`` replaced the first job's, whose later batches stayed beside, one directory of two
-    jobs' rows, without a word. The job that wrote it resumes; the reference runtime starts over."""
+    jobs' rows, without a word. The job that wrote it resumes; a reference run, a new job each time,
+    is refused."""
     from lowwater.core.errors import ConfigurationError
     from lowwater.spark.sinks import DirectorySink
 
@@ -533,4 +534,7 @@ def test_a_directory_another_job_wrote_is_refused_before_its_batches_are_replace
     SparkRuntime(str(tmp_path / "ck1"), spark=spark, end_of_input=True).execute(build(10_000))  # its own job resumes
     assert [(r["window_start"], r["value"]) for r in read_directory(tmp_path / "out")] == [
         (0, 1), (10_000, 1), (20_000, 1)]
-    build(20_000).execute()  # the reference runtime: a run starts over, replacing its own batches
+    with pytest.raises(ConfigurationError, match="holds the batches of another job"):
+        build(10_000).execute()  # a reference run is a new job too (until session 55 it replaced batch=0..k)
+    assert [(r["window_start"], r["value"]) for r in read_directory(tmp_path / "out")] == [
+        (0, 1), (10_000, 1), (20_000, 1)]
