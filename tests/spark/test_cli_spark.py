@@ -176,12 +176,17 @@ def test_a_connection_the_jvm_closed_leaves_no_traceback_and_other_errors_still_
 @pytest.mark.parametrize(("trigger", "stop"),
                          [("500 ms", "SIGINT"), ("available_now", "SIGINT"), ("500 ms", "SIGTERM"),
                           ("500 ms", "SIGTERM to the group")])
-def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger: str, stop: str) -> None:
+def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        trigger: str, stop: str) -> None:
     """Ctrl-C, and SIGTERM (how a deployment stops a job: it ended the process under the running
     query, with exit code 143, no summary and at times the JVM's RpcEnvStoppedException). SIGTERM
     to the job's whole process group (systemd's default stop signals every process of the unit)
     also ends Spark's JVM: the run said ``error: ... Cannot call methods on a stopped SparkContext``
-    (exit 2), or printed py4j's tracebacks (exit 1), where it was stopped (a user probe, session 54)."""
+    (exit 2), or printed py4j's tracebacks (exit 1), where it was stopped (a user probe, session 54).
+
+    While it runs, a second run on its checkpoint is refused, naming it: it re-ran the batch the
+    first had not committed, beside it (state, sinks, metrics line), before Spark failed it at its
+    next offset log write (a user probe, session 48). Once stopped, its lease is released."""
     import os
     import signal
     import subprocess
@@ -206,6 +211,13 @@ def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger
             if "running until Ctrl-C" in line or (trigger == "available_now" and words and words[0].isdigit()):
                 break
             assert time.monotonic() < deadline, "the run did not start"
+        once = tmp_path / "once.py"  # the same pipeline, run to the end of what is there
+        once.write_text(Path(p).read_text().replace(f', "trigger": {trigger!r}', ""))
+        if trigger != "available_now":
+            assert main(["run", str(once), "--checkpoint", str(tmp_path / "ck")]) == 2
+            refused = capsys.readouterr().err
+            assert f"{tmp_path / 'ck'} is in use by run " in refused and f"pid {proc.pid}," in refused, refused
+            assert "one run at a time may run on a checkpoint" in refused
         signum = getattr(signal, stop.split()[0])
         if stop.endswith("group"):
             os.killpg(proc.pid, signum)  # the run, its JVM and Spark's Python workers
@@ -220,6 +232,13 @@ def test_ctrl_c_stops_the_run_cleanly_without_tracebacks(tmp_path: Path, trigger
         "the checkpoint keeps the progress" in out
     err = _without_cancelled_python_workers(_without_foreign_accumulator_connections(err))
     assert "Traceback" not in err and "py4j" not in err, err[-3000:]
+    assert not (tmp_path / "ck" / "lowwater" / "lease.json").exists(), "a run stopped cleanly releases its lease"
+    if stop == "SIGTERM":  # and the next run takes the checkpoint
+        PartitionedLogWriter(log, "jsonl").append(0, _records(3_000, 3))
+        assert main(["run", str(once), "--checkpoint", str(tmp_path / "ck"), "--end-of-input"]) == 0
+        from lowwater.spark.sinks import read_directory
+
+        assert sorted((r["window_start"], r["value"]) for r in read_directory(tmp_path / "out")) == [(0, 6)]
 
 
 def test_only_a_foreign_accumulator_connection_is_taken_out_of_a_run_s_stderr() -> None:
@@ -554,3 +573,4 @@ def test_logging_comes_back_only_once_a_stopped_runs_tasks_have_ended(spark: Any
     assert _running_tasks(spark) == 0
     assert time.monotonic() - cancelled > 1, "returned before the cancelled task had ended"
     job.join(30)
+

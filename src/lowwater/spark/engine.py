@@ -43,7 +43,7 @@ from lowwater.core.errors import (
     said,
 )
 from lowwater.core.failures import hint_for, root_cause
-from lowwater.graph import PipelineLike, as_pipeline
+from lowwater.graph import Pipeline, PipelineLike, as_pipeline
 from lowwater.graph.field_check import check_field_names
 from lowwater.graph.sinks import Sink, bind_job
 from lowwater.metrics.line import MetricsLine, running_totals
@@ -54,6 +54,7 @@ from lowwater.spark import faults
 from lowwater.spark.fs import join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
+from lowwater.spark.lease import CheckpointLease
 from lowwater.spark.native import NativeProcessor
 from lowwater.spark.outputs import BatchOutput, Output, dead_letter_output
 from lowwater.spark.plan import native_plan
@@ -141,6 +142,8 @@ class SparkJob:
     path: str
     reason: str
     history: list[int] = field(default_factory=list)
+    lease: CheckpointLease | None = None
+    """This run's hold on its checkpoint (:mod:`.lease`), released when the query ends."""
 
     def await_termination(self, timeout_s: float | None = None) -> bool | None:
         """Wait until the query ends (or ``timeout_s`` passes: then ``False``), and raise its failure
@@ -154,6 +157,19 @@ class SparkJob:
         the next start, as after any stop."""
         if self.query is None:
             return True
+        ended: bool | None = False
+        try:
+            ended = self._awaited(timeout_s)
+        except BaseException:  # failed or stopped: the query is over
+            ended = True
+            raise
+        finally:
+            if ended is not False and self.lease is not None:
+                self.lease.release()
+        return ended
+
+    def _awaited(self, timeout_s: float | None) -> bool | None:
+        assert self.query is not None
         query = self.query
         if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
             return _awaited(lambda: query.awaitTermination(None if timeout_s is None else int(timeout_s)))
@@ -172,6 +188,8 @@ class SparkJob:
     def stop(self) -> None:
         if self.query is not None:
             self.query.stop()
+        if self.lease is not None:
+            self.lease.release()
 
     def batches(self) -> list[dict[str, Any]]:
         """Per-batch metrics, from the checkpoint's batch log."""
@@ -376,6 +394,25 @@ class SparkRuntime:
             processor, path = GeneralProcessor(p, sources, spark), "keyed" if keyed is not None else "general"
         if path == "general":
             store.snapshot_every = 1
+        # one run at a time on a checkpoint (lease.py): taken before the checkpoint is written to
+        lease = CheckpointLease(store.fs, store.location, checkpoint)
+        lease.acquire()
+        job = SparkJob(None, store, path, reason, lease=lease)
+        lease.hold(lambda: job.query is None or bool(job.query.isActive))
+        try:
+            self._start(p, spark, sources, processor, keyed, path, checkpoint, store, job, job_name)
+        except BaseException:
+            lease.release()
+            raise
+        if self.trigger == "available_now":
+            lease.release()
+        return job
+
+    def _start(self, p: Pipeline, spark: SparkSession, sources: list[Any], processor: Processor,
+               keyed: KeyedPlan | None, path: str, checkpoint: str, store: StateStore, job: SparkJob,
+               job_name: str) -> None:
+        """:meth:`execute` once this run holds the checkpoint's lease: bind the checkpoint and the
+        sinks, start the query, and for ``available_now`` run it to its end."""
         store.claim({"path": path, **p.fingerprint()})
         store.bind_sources(sources)  # a Kafka topic deleted and made again under its name is refused
         sinks = [*(t.sink for t in p.sinks), self.dead_letter_sink]
@@ -394,13 +431,12 @@ class SparkRuntime:
         if keyed is not None:
             processor = KeyedProcessor(keyed, store.fs, store.location, store.key, compact_every=self.snapshot_every,
                                        sinks=[t.sink for t in p.sinks])
-        job = SparkJob(None, store, path, reason)
         labels = p.source_labels()
         names = PartitionNames.of([(labels.get(t.id, t.name), t.source) for t in p.sources])
         driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark,
                               self.on_metrics, several_sources=len(sources) > 1,
                               partition_names=names)
-        log.info("lowwater %s: %s path (%s)", job_name, path, reason)
+        log.info("lowwater %s: %s path (%s)", job_name, path, job.reason)
         latest = store.latest_version()
         if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
             processor.state_from_json(store.load_json(latest))  # read (another format) is refused before a batch
@@ -420,7 +456,7 @@ class SparkRuntime:
             # poll, so that a stop request (Ctrl-C in the CLI) is seen between py4j calls
             if not _awaited(lambda: wait_for(query, self.stop_requested.is_set)):
                 query.stop()
-                return job
+                return
             if self.end_of_input and not self.stop_requested.is_set():
                 driver.finish()
         else:
@@ -428,7 +464,6 @@ class SparkRuntime:
 
             interval = to_millis(self.trigger, name="trigger")
             job.query = writer.trigger(processingTime=f"{interval} milliseconds").start()
-        return job
 
 
 def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
@@ -594,6 +629,8 @@ class _BatchDriver:
 
     def _run(self, df: DataFrame | None, batch_id: int, end_of_input: bool, spark_batch_id: int | None = None) -> None:
         started = time.monotonic()
+        if self.job.lease is not None:  # another run took the checkpoint: nothing more is written
+            self.job.lease.check()
         record = self.store.batch_record(batch_id)
         if record is not None and bool(record.get("end_of_input")) != end_of_input:
             raise PipelineError(  # the step ids would overlap: never process one step as the other
