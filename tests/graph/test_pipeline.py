@@ -141,6 +141,30 @@ def test_a_sources_field_types_not_recorded_by_older_code_are_bound_from_the_nex
         store.claim({**now, "field_types": {"001": {"user": "STRING", "amount": "BIGINT"}}})
 
 
+def test_a_checkpoint_is_bound_to_the_order_its_sources_are_read_in(tmp_path: Any) -> None:
+    """Spark keeps a query's offsets by its sources' places in the plan. ``b.union(a)`` resumed on the
+    checkpoint of ``a.union(b)`` had the same fingerprint (the transformations by creation), so each
+    source was read from the other's offsets: records lost, others read twice, the accounting
+    balanced (a user probe, session 56). A checkpoint recorded before the order was resumes, and is
+    bound to it from then on."""
+
+    def united(swapped: bool) -> dict[str, Any]:
+        env = StreamExecutionEnvironment()
+        a = env.from_source(_source("a"), WM, name="a")
+        b = env.from_source(_source("b"), WM, name="b")
+        (b.union(a) if swapped else a.union(b)).key_by("key").window(TumblingEventTimeWindows.of(1000)) \
+            .sum("value").collect()
+        return env.pipeline().fingerprint()
+
+    ab, ba = united(False), united(True)
+    assert ab["source_order"] == ["000 a", "001 b"] and ba["source_order"] == ["001 b", "000 a"]
+    assert {k: v for k, v in ab.items() if k != "source_order"} == {k: v for k, v in ba.items() if k != "source_order"}
+    assert "source_order" not in _read_by(_source("a"))  # one source: one order
+    refused = _resumed_then_refused(tmp_path, ab, "source_order", ba)  # a checkpoint of session 55's code
+    assert "the sources are read in another order (a union's or a connect's inputs swapped): " \
+           "['000 a', '001 b'], now ['001 b', '000 a']" in refused, refused
+
+
 def test_a_checkpoint_refused_for_a_sink_removed_says_that_sink_was_removed(tmp_path: Any) -> None:
     """The refusal compared the transformations by position: a sink removed read as every
     transformation after it changed into the next one (``was 'SinkTransformation |

@@ -113,6 +113,9 @@ class Pipeline:
             elif isinstance(t, SinkTransformation):
                 desc.append(type(t.sink).__name__)
             parts[f"{i:03d}"] = " | ".join(desc)
+        if len(self.sources) > 1:  # the order Spark numbers them in, and their offsets in its checkpoint
+            position = {t.id: i for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id))}
+            parts[SOURCE_ORDER_KEY] = [f"{position[t.id]:03d} {t.name}" for t in self.sources]
         if identities:  # a key of its own: a checkpoint from before it is resumed (CheckpointStore.claim)
             parts[SOURCES_KEY] = identities
         if types:  # the same
@@ -132,7 +135,14 @@ batch (``PARQUET_COLUMN_DATA_TYPE_MISMATCH``, naming a file under the checkpoint
 DataFrameSource's windows lost what the first run had put in them. A checkpoint recorded before
 it has none, and is compared without it; a source's entry, only where recorded."""
 
-UNRECORDED_BEFORE = (SOURCES_KEY, FIELD_TYPES_KEY)
+SOURCE_ORDER_KEY = "source_order"
+"""The fingerprint's entry for the order in which a job of several sources reads them (:attr:`Pipeline.sources`,
+each as its transformation's position and name), added in session 56. Spark keeps a query's offsets by
+the source's place in its plan: ``b.union(a)`` resumed on the checkpoint of ``a.union(b)`` read each
+source from the other's offsets, records lost and others read twice, with the accounting balanced (a
+user probe). A checkpoint recorded before it has none, and is compared without it."""
+
+UNRECORDED_BEFORE = (SOURCES_KEY, FIELD_TYPES_KEY, SOURCE_ORDER_KEY)
 """The fingerprint's entries a checkpoint recorded by older code may lack: compared only where recorded."""
 
 

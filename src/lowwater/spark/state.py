@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError
-from lowwater.graph.pipeline import FIELD_TYPES_KEY, UNRECORDED_BEFORE
+from lowwater.graph.pipeline import FIELD_TYPES_KEY, SOURCE_ORDER_KEY, UNRECORDED_BEFORE
 from lowwater.spark.fs import CheckpointFS, LocalFS, checkpoint_fs, is_uri, join
 from lowwater.spark.sealed import StateKey, seal, state_key, unseal
 
@@ -358,6 +358,10 @@ def _changes(recorded: dict[str, Any], now: dict[str, Any]) -> str:
             was, new = recorded.get(k) or {}, now.get(k) or {}
             out += [f"field {name!r} was {was[i][name]}, now {new[i][name]}" for i in sorted(set(was) & set(new))
                     for name in was[i] if name in new[i] and was[i][name] != new[i][name]]
+            continue
+        if k == SOURCE_ORDER_KEY:
+            out.append(f"the sources are read in another order (a union's or a connect's inputs swapped): "
+                       f"{recorded.get(k)!r}, now {now.get(k)!r}")
             continue
         out.append(f"{k} was {recorded.get(k, 'nothing')!r}, now {now.get(k, 'nothing')!r}")
     return "; ".join(out)
