@@ -343,6 +343,32 @@ def test_decimal_values_reach_a_dataframe_sink_as_every_path_types_them(
                                             ("fire_index", "int"), ("window", "struct<start:timestamp,end:timestamp>"))}
 
 
+@pytest.mark.parametrize(("column", "keys", "typed"), [("INT", [1, 2], "int"),
+                                                      ("BINARY", [b"\x00\xff", b"a"], "binary")])
+def test_results_first_fired_at_the_end_of_input_are_typed_as_the_batches_type_them(
+        spark: Any, tmp_path: Path, column: str, keys: list[Any], typed: str) -> None:
+    """On the keyed path, windows that first fire in the end-of-input step, which has no batch, had
+    their results typed by their values: an INT key a BIGINT column, a BINARY key the STRING of its
+    base64 text, a value the row sinks did not get (a user probe, session 56)."""
+    from lowwater.spark.sinks import ForeachDataFrameSink
+
+    schema = f"p INT, o BIGINT, at TIMESTAMP, k {column}, amount BIGINT"
+    rows = [(0, i, _at(10 * i), k, 1 + i) for i, k in enumerate(keys)]
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(tmp_path / "in"))
+    df = spark.readStream.schema(schema).parquet(str(tmp_path / "in"))
+    seen: list[tuple[str, list[Any]]] = []
+    env = StreamExecutionEnvironment()
+    (env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0))
+     .key_by("k").window(TumblingEventTimeWindows.of(1000)).sum("amount")
+     .add_sink(ForeachDataFrameSink(lambda d, b: seen.append((dict(d.dtypes)["key"],
+                                                              sorted((r.key, r.value) for r in d.collect()))))))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="keyed", end_of_input=True).execute(env)
+    assert job.path == "keyed"
+    assert [s for s in seen if s[1]] == [(typed, sorted((bytearray(k) if typed == "binary" else k, 1 + i)
+                                                        for i, k in enumerate(keys)))]
+
+
 @pytest.mark.parametrize("path", ["native", "keyed", "general"])
 def test_a_timestamp_field_that_is_not_an_integer_or_a_float_dead_letters_every_element(
         spark: Any, tmp_path: Path, path: str) -> None:

@@ -440,9 +440,11 @@ class SparkRuntime:
         latest = store.latest_version()
         if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
             processor.state_from_json(store.load_json(latest))  # read (another format) is refused before a batch
+        stream = read_sources(spark, sources, [labels.get(t.id, t.name) for t in p.sources])
+        if isinstance(processor, KeyedProcessor):  # what its batches' frames hold, for the steps without one
+            processor.input_schema = stream.schema
         driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
-        stream = read_sources(spark, sources, [labels.get(t.id, t.name) for t in p.sources])
         if store.local:  # (a URI checkpoint: Spark's own assertion remains)
             _check_source_count(Path(checkpoint) / "spark", len(sources) + 1)
         stream = _with_ticks(spark, stream)  # on every trigger, so their checkpoints are interchangeable

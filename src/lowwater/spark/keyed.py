@@ -890,6 +890,9 @@ class KeyedProcessor:
         self.key = key
         self.compact_every = compact_every
         self.json_frames = JsonFrames()
+        self.input_schema: StructType | None = None
+        """The schema of the query's batches (the engine sets it before any step): the end-of-input step,
+        which has no batch, types its outputs from it as the batches do (:meth:`_result_seed`)."""
         """The schemas of the outputs' JSON rows, inferred once per set of shapes (:mod:`.json_rows`)."""
 
     def empty_state(self) -> KeyedState:
@@ -1079,7 +1082,9 @@ class KeyedProcessor:
             elif wrote:
                 st.state_dirs = [*[b for b in st.state_dirs if b != batch_id], batch_id]
             lap("state_write_ms")
-            per_sink = self._outputs(st, stage_b, kinds, stats, batch_id, self._late_seed(df), self._result_seed(df))
+            schema = df.schema if df is not None else self.input_schema
+            per_sink = self._outputs(st, stage_b, kinds, stats, batch_id, self._late_seed(schema),
+                                     self._result_seed(schema))
             dead = [letter_from_json(r["_dead"]) for r in rejected.filter("_dead IS NOT NULL")
                     .orderBy("_seq", "_source", "_partition", "_offset").select("_dead").collect()] \
                 if rejected is not None else []
@@ -1142,20 +1147,22 @@ class KeyedProcessor:
         replace_with_parquet(rows, target, self.fs)
         return True
 
-    def _late_seed(self, df: DataFrame | None) -> StructType | None:
-        """The late output's columns for the element's fields, typed as the source's DataFrame has them
-        (:func:`~lowwater.spark.json_rows.element_seed`), where the window is fed straight from its
-        sources: its elements are their records."""
-        if df is None or not self.plan.direct or not isinstance(self.plan.operator, WindowTransformation):
+    def _late_seed(self, schema: StructType | None) -> StructType | None:
+        """The late output's columns for the element's fields, typed as the source's DataFrame (of
+        ``schema``) has them (:func:`~lowwater.spark.json_rows.element_seed`), where the window is fed
+        straight from its sources: its elements are their records."""
+        if schema is None or not self.plan.direct or not isinstance(self.plan.operator, WindowTransformation):
             return None
-        return element_seed(df.schema, [f for b in self.plan.branches for f in b.source.fields()])
+        return element_seed(schema, [f for b in self.plan.branches for f in b.source.fields()])
 
-    def _result_seed(self, df: DataFrame | None) -> StructType | None:
+    def _result_seed(self, schema: StructType | None) -> StructType | None:
         """The window's results typed as the native path types them (:func:`window_result_seed`),
-        where the window is fed straight from its sources."""
-        if df is None or not self.plan.direct:
+        where the window is fed straight from its sources. Until session 56 the end-of-input step,
+        which has no batch, gave none: results first fired there were typed by their values (an INT
+        key a BIGINT, a BINARY one its base64 text; a user probe)."""
+        if schema is None or not self.plan.direct:
             return None
-        return window_result_seed(self.plan.operator, df.schema)
+        return window_result_seed(self.plan.operator, schema)
 
     def _outputs(self, st: KeyedState, stage_b: DataFrame, kinds: dict[str, int], stats: list[dict[str, Any]],
                  batch_id: int, late_seed: StructType | None = None, result_seed: StructType | None = None
