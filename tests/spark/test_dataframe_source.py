@@ -515,3 +515,33 @@ def test_a_malformed_json_line_is_a_counted_dead_letter_that_can_keep_its_text(s
         ("missing or non-numeric timestamp (source timestamp)", bad),
         ("missing value (amount)", '{"user":"cy","ts":"2024-01-01T00:00:06Z","amount":"x","p":0}')]
     assert str(job.accounting()) == "3 rows in = 1 windowed + 0 late + 2 dead-lettered"
+
+
+def test_a_map_key_is_refused_on_every_path_and_an_array_or_struct_key_where_python_keys(
+        spark: Any, tmp_path: Path) -> None:
+    """Spark's grouping takes ``{b: null}`` and ``{b: 0}`` as one key: the native path summed two
+    keys' windows as one, the accounting balanced. The keyed and general paths key in Python, and
+    failed at the first record of a MAP, ARRAY or STRUCT key (``unhashable type: 'list'``), blaming
+    a user function and asking to fix it (a user probe, session 56). Both are refused before the
+    query starts, naming the column and its type."""
+    schema = "p INT, o BIGINT, at TIMESTAMP, k MAP<STRING,INT>, karr ARRAY<INT>, kst STRUCT<a:INT>, amount BIGINT"
+    spark.createDataFrame([(0, 0, _at(0), {"b": None}, [1], {"a": 1}, 1)], schema).write.parquet(str(tmp_path / "in"))
+
+    def run(key: str, path: str) -> None:
+        df = spark.readStream.schema(schema).parquet(str(tmp_path / "in"))
+        env = StreamExecutionEnvironment()
+        (env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                         WatermarkStrategy.for_bounded_out_of_orderness(0))
+         .key_by(key).window(TumblingEventTimeWindows.of(1000)).sum("amount").add_sink(CollectSink()))
+        SparkRuntime(str(tmp_path / f"ck-{key}-{path}"), spark=spark, path=path, end_of_input=True).execute(env)
+
+    for path in ("auto", "native", "keyed", "general"):
+        with pytest.raises(ConfigurationError, match=r"key_by\(\"k\"\) keys by 'k', a MAP<STRING,INT> column: Spark "
+                                                     r"groups maps with a null value and with 0 as one key"):
+            run("k", path)
+    for key, kind in (("karr", "ARRAY<INT>"), ("kst", "STRUCT<A:INT>")):
+        for path in ("keyed", "general"):
+            with pytest.raises(ConfigurationError, match=rf"keys by '{key}', a {kind} column, and this pipeline "
+                                                         rf"takes the {path} path, which keys in Python"):
+                run(key, path)
+    assert not list(tmp_path.glob("ck-*/lowwater/pipeline.json")), "refused before the checkpoint is written"

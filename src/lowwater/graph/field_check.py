@@ -29,7 +29,7 @@ from lowwater.graph.transformations import (
     WindowTransformation,
 )
 
-__all__ = ["check_field_names", "field_uses"]
+__all__ = ["check_composite_keys", "check_field_names", "field_uses"]
 
 
 def _walk(pipeline: PipelineLike) -> list[Transformation]:
@@ -98,6 +98,7 @@ def check_field_names(pipeline: PipelineLike) -> None:
         declared = list(fields_of())
         if field in declared:
             _check_type(source.source, what, field)
+            _check_key_type(source.source, what, field)
             continue
         close = difflib.get_close_matches(field, declared, n=1)
         hint = f'; did you mean "{close[0]}"?' if close else "."
@@ -131,6 +132,46 @@ def _check_type(source: object, what: str, field: str) -> None:
         "fields", f"{what} reads {field!r}, which {type(source).__name__} declares as {kind} "
         f"({said}): every record would be a dead letter. It needs {wanted}. Hint: declare the field with its "
         f"type, or convert it in a map")
+
+
+def _declared_type(source: object, field: str) -> str | None:
+    """``field``'s type as ``source`` declares it (``value_fields``, or a ``DataFrameSource``'s
+    columns), upper case without spaces; ``None`` where it says none."""
+    declared = getattr(source, "value_fields", None)
+    typed = getattr(source, "field_types", None)
+    if not declared and callable(typed):
+        declared = typed()
+    return next(("".join(str(t).upper().split()) for n, t in declared or () if n == field), None)
+
+
+_KEY_HINT = ("key by a column made from it in the DataFrame (F.to_json(...), or F.concat_ws over its parts), "
+             "or by several scalar fields joined in a key selector")
+
+
+def _check_key_type(source: object, what: str, field: str) -> None:
+    """A MAP key column: Spark's grouping (the native path's) takes a map holding a null for the same
+    key as one holding 0, so two keys' windows were summed as one, with the accounting balanced,
+    and the keyed and general paths failed at the first record (``unhashable type: 'dict'``, blamed
+    on a user function; a user probe, session 56). Refused before the run on every path."""
+    if not what.startswith("key_by(") or not (_declared_type(source, field) or "").startswith("MAP<"):
+        return
+    raise ConfigurationError(
+        "fields", f"{what} keys by {field!r}, a {_declared_type(source, field)} column: Spark groups maps "
+        f"with a null value and with 0 as one key, and a map is no key Python can hash. Hint: {_KEY_HINT}")
+
+
+def check_composite_keys(pipeline: PipelineLike, path: str) -> None:
+    """Refuse a ``key_by("field")`` whose field a source declares as an ARRAY or a STRUCT, for a
+    pipeline on ``path``, a path that keys in Python (keyed, general), where such a value (a list,
+    a dict) is no key. The native path groups them as Spark does. Until session 56 the query
+    started and failed at the first record, blaming a user function (a user probe)."""
+    for source, what, field in field_uses(pipeline):
+        kind = _declared_type(source.source, field) if what.startswith("key_by(") else None
+        if kind is not None and kind.startswith(("ARRAY<", "STRUCT<")):
+            raise ConfigurationError(
+                "fields", f"{what} keys by {field!r}, a {kind} column, and this pipeline takes the {path} "
+                f"path, which keys in Python, where an array or a struct is no key (the native path, for "
+                f"windows of built-in aggregates, groups them as Spark does). Hint: {_KEY_HINT}")
 
 
 def _how_to_declare(source: object) -> str:

@@ -44,7 +44,7 @@ from lowwater.core.errors import (
 )
 from lowwater.core.failures import hint_for, root_cause
 from lowwater.graph import Pipeline, PipelineLike, as_pipeline
-from lowwater.graph.field_check import check_field_names
+from lowwater.graph.field_check import check_composite_keys, check_field_names
 from lowwater.graph.sinks import Sink, bind_job
 from lowwater.metrics.line import MetricsLine, running_totals
 from lowwater.metrics.log import FOLD_EVERY, KEEP_LINES, MetricsLog
@@ -394,6 +394,8 @@ class SparkRuntime:
             processor, path = GeneralProcessor(p, sources, spark), "keyed" if keyed is not None else "general"
         if path == "general":
             store.snapshot_every = 1
+        if path in ("keyed", "general"):
+            check_composite_keys(p, path)
         # one run at a time on a checkpoint (lease.py): taken before the checkpoint is written to
         lease = CheckpointLease(store.fs, store.location, checkpoint)
         lease.acquire()
