@@ -165,6 +165,52 @@ def test_a_checkpoint_is_bound_to_the_order_its_sources_are_read_in(tmp_path: An
            "['000 a', '001 b'], now ['001 b', '000 a']" in refused, refused
 
 
+class _Bounded:
+    """A user's generator: a bound it is given, a maximum it keeps, and a time it was made at."""
+
+    def __init__(self, bound_ms: int) -> None:
+        import time
+
+        self.bound_ms = bound_ms
+        self.max_ts = -(2**63) + bound_ms
+        self.made_at = time.time()
+
+    def on_event(self, event: Any, ts: int, output: Any) -> None:
+        self.max_ts = max(self.max_ts, ts)
+
+    def on_periodic_emit(self, output: Any) -> None:
+        pass
+
+
+def test_a_checkpoint_is_bound_to_its_timestamp_field_and_its_generators_settings(tmp_path: Any) -> None:
+    """A restart carries the old assigner's and generator's data into the objects the current code
+    builds: the general path kept timestamping by the old field after ``"ts"`` was edited to
+    ``"ts2"``, and every path kept a user generator's old bound, both without a word (a user probe,
+    session 56). The edits are refused, as a built-in strategy's bound is; what differs between two
+    builds (the time a generator was made) is not a setting."""
+
+    def by(strategy: WatermarkStrategy[Any]) -> dict[str, Any]:
+        env = StreamExecutionEnvironment()
+        env.from_source(_source("a"), strategy).key_by("key").window(TumblingEventTimeWindows.of(1000)) \
+            .sum("value").collect()
+        return env.pipeline().fingerprint()
+
+    def made(bound_ms: int) -> WatermarkStrategy[Any]:
+        return WatermarkStrategy.for_generator(lambda ctx: _Bounded(bound_ms)).with_timestamp_assigner("ts")
+
+    ts = by(WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts"))
+    assert ts["strategy_settings"] == {"000": {"assigner.field": "'ts'"}}
+    ts2 = by(WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts2"))
+    refused = _resumed_then_refused(tmp_path / "field", ts, "strategy_settings", ts2)  # of session 55's code
+    assert "the watermark strategy's assigner.field was 'ts', now 'ts2'" in refused, refused
+
+    zero = by(made(0))
+    assert zero == by(made(0))  # made at another time: the same settings
+    assert zero["strategy_settings"]["000"]["generator.bound_ms"] == "0" and "generator.made_at" not in str(zero)
+    refused = _resumed_then_refused(tmp_path / "bound", zero, "strategy_settings", by(made(10_000)))
+    assert "the watermark strategy's generator.bound_ms was 0, now 10000" in refused, refused
+
+
 def test_a_checkpoint_refused_for_a_sink_removed_says_that_sink_was_removed(tmp_path: Any) -> None:
     """The refusal compared the transformations by position: a sink removed read as every
     transformation after it changed into the next one (``was 'SinkTransformation |

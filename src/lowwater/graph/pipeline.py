@@ -88,8 +88,13 @@ class Pipeline:
         parts: dict[str, Any] = {"time_characteristic": self.time_characteristic.value}
         identities: dict[str, str] = {}
         types: dict[str, dict[str, str]] = {}
+        strategies: dict[str, dict[str, str]] = {}
         for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id)):
             desc: list[str] = [type(t).__name__]
+            strategy = t.strategy if isinstance(t, SourceTransformation | AssignTransformation) else None
+            settings = strategy.settings() if strategy is not None else None
+            if settings:
+                strategies[f"{i:03d}"] = settings
             if isinstance(t, SourceTransformation):
                 desc += [type(t.source).__name__, repr(t.strategy)]
                 fields = getattr(t.source, "fields", None)
@@ -120,6 +125,8 @@ class Pipeline:
             parts[SOURCES_KEY] = identities
         if types:  # the same
             parts[FIELD_TYPES_KEY] = types
+        if strategies:  # the same
+            parts[STRATEGY_SETTINGS_KEY] = strategies
         return parts
 
 
@@ -142,7 +149,15 @@ the source's place in its plan: ``b.union(a)`` resumed on the checkpoint of ``a.
 source from the other's offsets, records lost and others read twice, with the accounting balanced (a
 user probe). A checkpoint recorded before it has none, and is compared without it."""
 
-UNRECORDED_BEFORE = (SOURCES_KEY, FIELD_TYPES_KEY, SOURCE_ORDER_KEY)
+STRATEGY_SETTINGS_KEY = "strategy_settings"
+"""The fingerprint's entry for what each watermark strategy's assigner and generator hold as data when
+built (:meth:`~lowwater.core.watermarks.WatermarkStrategy.settings`: a field assigner's field, a user
+generator's bound), added in session 56. A restart carries the old objects' data into the new ones,
+so an edited setting was overwritten by the old one (on the general path a timestamp field; on every
+path a user generator's bound), without a word (a user probe). A checkpoint recorded before it has
+none, and is compared without it."""
+
+UNRECORDED_BEFORE = (SOURCES_KEY, FIELD_TYPES_KEY, SOURCE_ORDER_KEY, STRATEGY_SETTINGS_KEY)
 """The fingerprint's entries a checkpoint recorded by older code may lack: compared only where recorded."""
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError
-from lowwater.graph.pipeline import FIELD_TYPES_KEY, SOURCE_ORDER_KEY, UNRECORDED_BEFORE
+from lowwater.graph.pipeline import FIELD_TYPES_KEY, SOURCE_ORDER_KEY, STRATEGY_SETTINGS_KEY, UNRECORDED_BEFORE
 from lowwater.spark.fs import CheckpointFS, LocalFS, checkpoint_fs, is_uri, join
 from lowwater.spark.sealed import StateKey, seal, state_key, unseal
 
@@ -358,6 +358,15 @@ def _changes(recorded: dict[str, Any], now: dict[str, Any]) -> str:
             was, new = recorded.get(k) or {}, now.get(k) or {}
             out += [f"field {name!r} was {was[i][name]}, now {new[i][name]}" for i in sorted(set(was) & set(new))
                     for name in was[i] if name in new[i] and was[i][name] != new[i][name]]
+            continue
+        if k == STRATEGY_SETTINGS_KEY:  # the settings that changed, of the strategies both have
+            was, new = recorded.get(k) or {}, now.get(k) or {}
+            out += [f"the watermark strategy's {name} was {was[i].get(name, 'nothing')}, "
+                    f"now {new[i].get(name, 'nothing')}"
+                    for i in sorted(set(was) & set(new)) for name in sorted(set(was[i]) | set(new[i]))
+                    if was[i].get(name) != new[i].get(name)]
+            out += [f"the watermark strategy {i} was {was.get(i)}, now {new.get(i)}"
+                    for i in sorted(set(was) ^ set(new))]
             continue
         if k == SOURCE_ORDER_KEY:
             out.append(f"the sources are read in another order (a union's or a connect's inputs swapped): "

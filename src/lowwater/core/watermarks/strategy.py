@@ -11,6 +11,7 @@ from lowwater.core.clock import Clock, SystemClock
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.time import DurationLike, to_millis
 from lowwater.core.watermarks.assigner import (
+    FieldTimestampAssigner,
     IngestionTimeAssigner,
     RecordTimestampAssigner,
     TimestampAssigner,
@@ -213,3 +214,45 @@ class WatermarkStrategy(Generic[T]):
     def __repr__(self) -> str:
         idle = f", idleness {self.idleness_ms} ms" if self.idleness_ms is not None else ""
         return f"WatermarkStrategy({self.description}{idle})"
+
+    def settings(self) -> dict[str, str] | None:
+        """What the assigner and generator this strategy builds hold as data when built (a field
+        name, a bound a user's generator was given), for a checkpoint to be bound to: a restart
+        carries their data over into the objects the current code builds (a maximum timestamp, an
+        idleness timer), so a setting edited between two runs was overwritten by the old one, on
+        some paths and not others (a user probe, session 56). Values that differ between two builds
+        (a time, a random id) are left out, as is code (a fixed function takes effect), and so are
+        lowwater's own classes' attributes, which its strategy's description says (:meth:`__repr__`),
+        but for a field assigner's field. By attribute path (``generator.bound``); ``None`` when the
+        strategy cannot be built outside a run."""
+        from lowwater.core.clock import ManualClock
+
+        try:
+            built = [self.create_partition(WatermarkGeneratorContext(partition=0, clock=ManualClock(0)))
+                     for _ in range(2)]
+            seen = [{**_data_of(p.assigner, "assigner"), **_data_of(p.generator, "generator")} for p in built]
+        except Exception:
+            return None
+        return {k: v for k, v in sorted(seen[0].items()) if seen[1].get(k) == v} or None
+
+
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def _data_of(obj: object, path: str, depth: int = 0) -> dict[str, str]:
+    """The plain data attributes of ``obj`` and of the objects it holds, a few levels down, by their
+    path, as text: a user's class's, and a field assigner's field (:meth:`WatermarkStrategy.settings`)."""
+    ours = type(obj).__module__.startswith("lowwater.")
+    out: dict[str, str] = {} if ours else {path: type(obj).__qualname__}
+    if isinstance(obj, FieldTimestampAssigner):
+        out[f"{path}.field"] = repr(obj.field)
+    attrs = getattr(obj, "__dict__", None)
+    if depth > 3 or not isinstance(attrs, dict):
+        return out
+    for name, value in attrs.items():
+        if isinstance(value, _PLAIN) or (isinstance(value, list | tuple) and all(isinstance(v, _PLAIN) for v in value)):
+            if not ours:
+                out[f"{path}.{name}"] = repr(value)
+        elif hasattr(value, "__dict__") and not callable(value) and type(value).__module__ != "builtins":
+            out.update(_data_of(value, f"{path}.{name}", depth + 1))
+    return out
