@@ -46,3 +46,25 @@ def test_a_checkpoint_from_before_the_marker_has_its_end_of_input_in_its_batch_r
     got["done"] = True  # a caller's copy
     assert StateStore(tmp_path / "ck").end_of_input() == {"step": 1, "done": False}
     assert store.end_of_input() == {"step": 1, "done": False}
+
+
+def test_a_path_changed_by_the_pipeline_is_refused_without_a_hint_that_cannot_work(tmp_path: Path) -> None:
+    """A field assigner edited to a function moves a pipeline from the native path to the executor
+    path; the refusal said to pass ``path='native'``, which gave the same refusal and hint (a user
+    probe, session 56). The hint is for a general-path checkpoint of a pipeline the keyed path now
+    takes, where ``path='general'`` resumes it."""
+    import pytest
+
+    from lowwater.core.errors import ConfigurationError
+
+    def refusal(recorded: str, now: str) -> str:
+        store = StateStore(tmp_path / f"ck-{recorded}-{now}")
+        store.claim({"path": recorded, "000": "SourceTransformation"})
+        store.commit_json(0, {})
+        with pytest.raises(ConfigurationError) as refused:
+            store.claim({"path": now, "000": "SourceTransformation"})
+        return str(refused.value)
+
+    said = refusal("native", "executor")
+    assert "path was 'native', now 'executor'" in said and "pass path=" not in said, said
+    assert "pass path='general' to SparkRuntime" in refusal("general", "keyed")

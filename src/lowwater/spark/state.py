@@ -104,7 +104,9 @@ class StateStore:
                 changed = sorted(k for k in set(recorded) | set(compared) if recorded.get(k) != compared.get(k))
                 what = _changes(recorded, compared)
                 hint = ""
-                if "path" in changed and recorded.get("path"):  # a general-path checkpoint from before the keyed path
+                # a general-path checkpoint from before the keyed path took its pipeline: path="general" resumes
+                # it (native and executor follow from the pipeline: no option takes a run from one to the other)
+                if "path" in changed and recorded.get("path") == "general" and compared.get("path") == "keyed":
                     hint = (f"; to resume it on the path that wrote it, pass path={recorded['path']!r} to SparkRuntime "
                             f"(\"path\": {json.dumps(recorded['path'])} in RUNTIME_OPTIONS)")
                 raise ConfigurationError(
