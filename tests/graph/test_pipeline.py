@@ -158,7 +158,9 @@ def test_a_checkpoint_is_bound_to_the_order_its_sources_are_read_in(tmp_path: An
 
     ab, ba = united(False), united(True)
     assert ab["source_order"] == ["000 a", "001 b"] and ba["source_order"] == ["001 b", "000 a"]
-    assert {k: v for k, v in ab.items() if k != "source_order"} == {k: v for k, v in ba.items() if k != "source_order"}
+    assert ab["walk_order"] != ba["walk_order"]
+    assert {k: v for k, v in ab.items() if k not in ("source_order", "walk_order")} == \
+        {k: v for k, v in ba.items() if k not in ("source_order", "walk_order")}
     assert "source_order" not in _read_by(_source("a"))  # one source: one order
     refused = _resumed_then_refused(tmp_path, ab, "source_order", ba)  # a checkpoint of session 55's code
     assert "the sources are read in another order (a union's or a connect's inputs swapped): " \
@@ -209,6 +211,57 @@ def test_a_checkpoint_is_bound_to_its_timestamp_field_and_its_generators_setting
     assert zero["strategy_settings"]["000"]["generator.bound_ms"] == "0" and "generator.made_at" not in str(zero)
     refused = _resumed_then_refused(tmp_path / "bound", zero, "strategy_settings", by(made(10_000)))
     assert "the watermark strategy's generator.bound_ms was 0, now 10000" in refused, refused
+
+
+def test_a_checkpoint_is_bound_to_the_order_its_operators_are_walked_in(tmp_path: Any) -> None:
+    """The general path compiles its operators in the walk from the sinks, and restores each one's
+    state by its place: two ``add_sink`` lines swapped, each sink on its own window, swapped the two
+    windows' state, 1 s windows coming out of the 10 s operator (a user probe, session 56)."""
+    from lowwater.api.sinks import FunctionSink
+
+    def two_windows(big_first: bool) -> dict[str, Any]:
+        env = StreamExecutionEnvironment()
+        keyed = env.from_source(_source("a"), WM).key_by("key")
+        small = keyed.window(TumblingEventTimeWindows.of(1000)).sum("value")
+        big = keyed.window(TumblingEventTimeWindows.of(10_000)).sum("value")
+        for out in (big, small) if big_first else (small, big):
+            out.add_sink(FunctionSink(print))
+        return env.pipeline().fingerprint()
+
+    as_made, swapped = two_windows(False), two_windows(True)
+    assert {k: v for k, v in as_made.items() if k != "walk_order"} == \
+        {k: v for k, v in swapped.items() if k != "walk_order"}
+    refused = _resumed_then_refused(tmp_path, as_made, "walk_order", swapped)  # a checkpoint of session 55's code
+    assert "the operators are reached from the sinks in another order (sinks added" in refused, refused
+
+
+def test_a_checkpoint_is_bound_to_a_classic_extractors_bound_and_its_violation_handler(tmp_path: Any) -> None:
+    """``for_legacy`` strategies are described by their extractor's class alone: a bound edited from
+    0 to 10 s, or an ``IgnoringHandler`` replaced by a ``FailingHandler``, was overwritten by the
+    checkpoint's (a user probe, session 56)."""
+    from lowwater.core.watermarks.legacy import (
+        AscendingTimestampExtractor,
+        BoundedOutOfOrdernessTimestampExtractor,
+        FailingHandler,
+        IgnoringHandler,
+    )
+
+    def by(extractor: Any) -> dict[str, Any]:
+        env = StreamExecutionEnvironment()
+        env.from_source(_source("a"), WatermarkStrategy.for_legacy(extractor)).key_by("key") \
+            .window(TumblingEventTimeWindows.of(1000)).sum("value").collect()
+        return env.pipeline().fingerprint()
+
+    def ts(e: Any) -> int:
+        return int(e["ts"])
+
+    zero, ten = (by(BoundedOutOfOrdernessTimestampExtractor(bound, ts)) for bound in (0, 10_000))
+    refused = _resumed_then_refused(tmp_path / "bound", zero, "strategy_settings", ten)
+    assert "the watermark strategy's assigner.max_out_of_orderness_ms was 0, now 10000" in refused, refused
+    ignoring = by(AscendingTimestampExtractor(ts, violation_handler=IgnoringHandler()))
+    refused = _resumed_then_refused(tmp_path / "handler", ignoring, "strategy_settings",
+                                    by(AscendingTimestampExtractor(ts, violation_handler=FailingHandler())))
+    assert "assigner.violation_handler was IgnoringHandler, now FailingHandler" in refused, refused
 
 
 def test_a_checkpoint_refused_for_a_sink_removed_says_that_sink_was_removed(tmp_path: Any) -> None:

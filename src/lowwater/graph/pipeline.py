@@ -118,9 +118,11 @@ class Pipeline:
             elif isinstance(t, SinkTransformation):
                 desc.append(type(t.sink).__name__)
             parts[f"{i:03d}"] = " | ".join(desc)
+        position = {t.id: i for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id))}
         if len(self.sources) > 1:  # the order Spark numbers them in, and their offsets in its checkpoint
-            position = {t.id: i for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id))}
             parts[SOURCE_ORDER_KEY] = [f"{position[t.id]:03d} {t.name}" for t in self.sources]
+        # the order the general path compiles and restores its operators in (the walk from the sinks)
+        parts[WALK_ORDER_KEY] = [f"{position[t.id]:03d}" for t in self.transformations]
         if identities:  # a key of its own: a checkpoint from before it is resumed (CheckpointStore.claim)
             parts[SOURCES_KEY] = identities
         if types:  # the same
@@ -157,7 +159,15 @@ so an edited setting was overwritten by the old one (on the general path a times
 path a user generator's bound), without a word (a user probe). A checkpoint recorded before it has
 none, and is compared without it."""
 
-UNRECORDED_BEFORE = (SOURCES_KEY, FIELD_TYPES_KEY, SOURCE_ORDER_KEY, STRATEGY_SETTINGS_KEY)
+WALK_ORDER_KEY = "walk_order"
+"""The fingerprint's entry for the order in which the walk from the sinks reaches the transformations
+(:attr:`Pipeline.transformations`, each as its position), added in session 56: the general path
+compiles its operators in that order and restores each one's state by its place in it. Two
+``add_sink`` lines swapped (each sink on its own window) swapped two windows' state, 1 s windows
+coming out of the 10 s operator (a user probe). A checkpoint recorded before it has none, and is
+compared without it."""
+
+UNRECORDED_BEFORE = (SOURCES_KEY, FIELD_TYPES_KEY, SOURCE_ORDER_KEY, STRATEGY_SETTINGS_KEY, WALK_ORDER_KEY)
 """The fingerprint's entries a checkpoint recorded by older code may lack: compared only where recorded."""
 
 

@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from lowwater.core.errors import ConfigurationError
-from lowwater.graph.pipeline import FIELD_TYPES_KEY, SOURCE_ORDER_KEY, STRATEGY_SETTINGS_KEY, UNRECORDED_BEFORE
+from lowwater.graph.pipeline import (
+    FIELD_TYPES_KEY,
+    SOURCE_ORDER_KEY,
+    STRATEGY_SETTINGS_KEY,
+    UNRECORDED_BEFORE,
+    WALK_ORDER_KEY,
+)
 from lowwater.spark.fs import CheckpointFS, LocalFS, checkpoint_fs, is_uri, join
 from lowwater.spark.sealed import StateKey, seal, state_key, unseal
 
@@ -369,6 +375,13 @@ def _changes(recorded: dict[str, Any], now: dict[str, Any]) -> str:
                     if was[i].get(name) != new[i].get(name)]
             out += [f"the watermark strategy {i} was {was.get(i)}, now {new.get(i)}"
                     for i in sorted(set(was) ^ set(new))]
+            continue
+        if k == WALK_ORDER_KEY:  # said where the same transformations are walked in another order
+            if sorted(recorded.get(k) or ()) != sorted(now.get(k) or ()):
+                continue
+            out.append(f"the operators are reached from the sinks in another order (sinks added, or a union's or a "
+                       f"connect's inputs given, in another order; the general path keeps each operator's state by "
+                       f"that order): {recorded.get(k)!r}, now {now.get(k)!r}")
             continue
         if k == SOURCE_ORDER_KEY:
             out.append(f"the sources are read in another order (a union's or a connect's inputs swapped): "

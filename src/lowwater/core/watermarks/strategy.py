@@ -7,7 +7,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
-from lowwater.core.clock import Clock, SystemClock
+from lowwater.core.clock import Clock, ManualClock, SystemClock
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.time import DurationLike, to_millis
 from lowwater.core.watermarks.assigner import (
@@ -22,7 +22,7 @@ from lowwater.core.watermarks.bounded import (
     BoundedOutOfOrdernessWatermarks,
 )
 from lowwater.core.watermarks.generator import WatermarkGenerator
-from lowwater.core.watermarks.idleness import WatermarksWithIdleness
+from lowwater.core.watermarks.idleness import IdlenessTimer, WatermarksWithIdleness
 from lowwater.core.watermarks.legacy import (
     AssignerWithPeriodicWatermarks,
     AssignerWithPunctuatedWatermarks,
@@ -221,16 +221,17 @@ class WatermarkStrategy(Generic[T]):
         carries their data over into the objects the current code builds (a maximum timestamp, an
         idleness timer), so a setting edited between two runs was overwritten by the old one, on
         some paths and not others (a user probe, session 56). Values that differ between two builds
-        (a time, a random id) are left out, as is code (a fixed function takes effect), and so are
-        lowwater's own classes' attributes, which its strategy's description says (:meth:`__repr__`),
-        but for a field assigner's field. By attribute path (``generator.bound``); ``None`` when the
-        strategy cannot be built outside a run."""
-        from lowwater.core.clock import ManualClock
-
+        (a time, a random id) are left out, as is code (a fixed function takes effect). A built-in
+        strategy's generator is not looked into, its description says it (:meth:`__repr__`), nor
+        is the idleness wrapper; a classic extractor's bound and a violation handler's class are
+        (:meth:`for_legacy`), and a field assigner's field. By attribute path (``generator.bound``);
+        ``None`` when the strategy cannot be built outside a run."""
         try:
             built = [self.create_partition(WatermarkGeneratorContext(partition=0, clock=ManualClock(0)))
                      for _ in range(2)]
-            seen = [{**_data_of(p.assigner, "assigner"), **_data_of(p.generator, "generator")} for p in built]
+            deep = self.builtin == "custom"  # a built-in's settings are in its description
+            seen = [{**_data_of(p.assigner, "assigner", deep), **_data_of(p.generator, "generator", deep)}
+                    for p in built]
         except Exception:
             return None
         return {k: v for k, v in sorted(seen[0].items()) if seen[1].get(k) == v} or None
@@ -239,11 +240,15 @@ class WatermarkStrategy(Generic[T]):
 _PLAIN = (type(None), bool, int, float, str)
 
 
-def _data_of(obj: object, path: str, depth: int = 0) -> dict[str, str]:
-    """The plain data attributes of ``obj`` and of the objects it holds, a few levels down, by their
-    path, as text: a user's class's, and a field assigner's field (:meth:`WatermarkStrategy.settings`)."""
+def _data_of(obj: object, path: str, deep: bool, depth: int = 0) -> dict[str, str]:
+    """The class and plain data attributes of ``obj`` and of the objects it holds, a few levels down,
+    by their path, as text (:meth:`WatermarkStrategy.settings`); with ``deep`` false, only a field
+    assigner's field and user classes'."""
+    if isinstance(obj, IdlenessTimer | ManualClock | SystemClock):  # the description has the timeout; a run's clock
+        return {}
     ours = type(obj).__module__.startswith("lowwater.")
-    out: dict[str, str] = {} if ours else {path: type(obj).__qualname__}
+    said = (deep or not ours) and not isinstance(obj, WatermarksWithIdleness)
+    out: dict[str, str] = {path: type(obj).__qualname__} if said else {}
     if isinstance(obj, FieldTimestampAssigner):
         out[f"{path}.field"] = repr(obj.field)
     attrs = getattr(obj, "__dict__", None)
@@ -251,8 +256,8 @@ def _data_of(obj: object, path: str, depth: int = 0) -> dict[str, str]:
         return out
     for name, value in attrs.items():
         if isinstance(value, _PLAIN) or (isinstance(value, list | tuple) and all(isinstance(v, _PLAIN) for v in value)):
-            if not ours:
+            if said:
                 out[f"{path}.{name}"] = repr(value)
         elif hasattr(value, "__dict__") and not callable(value) and type(value).__module__ != "builtins":
-            out.update(_data_of(value, f"{path}.{name}", depth + 1))
+            out.update(_data_of(value, f"{path}.{name}", deep, depth + 1))
     return out
