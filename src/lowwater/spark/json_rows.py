@@ -367,15 +367,16 @@ def settled_rows(spark: SparkSession, values: list[Any], frames: JsonFrames, kep
 
 
 def element_seed(schema: StructType, fields: list[str], timestamps: bool = True) -> StructType | None:
-    """The late output's columns for an element's ``fields`` as ``schema`` (the batch's DataFrame,
-    the source's columns) types them, for a window fed straight from its sources (nothing but
-    watermark strategies and unions between): the native path's late columns, an INT an INT, a
-    ``DECIMAL(10,2)`` a ``DECIMAL(10,2)``, a TIMESTAMP a TIMESTAMP. Without it a field null in every
+    """The late output's columns for an element's ``fields`` as ``schema`` (the batch's DataFrame, the
+    source's columns) types them, for a window fed straight from its sources (nothing but watermark
+    strategies and unions between): the native path's late columns, an INT an INT, a ``DECIMAL(10,2)`` a
+    ``DECIMAL(10,2)``, a TIMESTAMP a TIMESTAMP (but a ``DataFrameSource`` hands its TIMESTAMP, DATE and
+    TIMESTAMP_NTZ columns over as epoch milliseconds, so its late rows have them as BIGINTs, without
+    their microseconds: a known limitation a probe noted, session 56). Without it a field null in every
     late row of a batch was no column until a batch gave it a value, so the batch directories of a
-    Parquet sink had different columns, and a reader without ``mergeSchema`` could miss one (a BINARY
-    is written as base64 text, which ``from_json`` reads back; a MAP as an object, which JSON
-    cannot tell from a STRUCT). Maps with keys other than strings are left to the batches'
-    values, as are the
+    Parquet sink had different columns, and a reader without ``mergeSchema`` could miss one (a BINARY is
+    written as base64 text, which ``from_json`` reads back; a MAP as an object, which JSON cannot tell
+    from a STRUCT). Maps with keys other than strings are left to the batches' values, as are the
     TIMESTAMPs without ``timestamps`` (the general path's values are the driver's local time, which
     their text does not say). ``None`` when no field is left."""
     from pyspark.sql.types import (
