@@ -165,3 +165,16 @@ def test_a_lease_released_when_its_query_ends(tmp_path: Path, monkeypatch: pytes
         assert time.monotonic() < deadline, "the lease outlived its query"
         time.sleep(0.02)
     assert os.getpid() == lease.me.pid
+
+
+def test_a_process_that_exits_holding_a_lease_releases_it(tmp_path: Path) -> None:
+    """A run stopped by a SIGTERM to its process group lost Spark's JVM first, its stop failed before
+    the release, and the lease stayed behind its exit (CI, session 56)."""
+    (tmp_path / "lowwater").mkdir()
+    code = ("import sys; from lowwater.spark.fs import LocalFS; from lowwater.spark.lease import CheckpointLease; "
+            f"lease = CheckpointLease(LocalFS(), {str(tmp_path / 'lowwater')!r}, {str(tmp_path)!r}); "
+            "lease.acquire(); lease.hold(lambda: True); print(open(lease.path).read()); sys.exit(3)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["host"] == HOST  # it held the lease
+    assert _recorded(tmp_path) is None

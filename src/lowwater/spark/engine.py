@@ -186,10 +186,12 @@ class SparkJob:
         raise SystemExit(128 + received[0])
 
     def stop(self) -> None:
-        if self.query is not None:
-            self.query.stop()
-        if self.lease is not None:
-            self.lease.release()
+        try:
+            if self.query is not None:
+                self.query.stop()
+        finally:  # also where the stop raised: a SIGTERM to the process group ended Spark's JVM first
+            if self.lease is not None:
+                self.lease.release()
 
     def batches(self) -> list[dict[str, Any]]:
         """Per-batch metrics, from the checkpoint's batch log."""

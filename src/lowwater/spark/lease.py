@@ -25,6 +25,7 @@ meantime is what Spark's offset log refuses.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -52,6 +53,16 @@ STALE_S = 30.0
 _held: dict[str, CheckpointLease] = {}
 """This process's leases, by file: a lease naming this process is its own only if listed here."""
 _held_lock = threading.Lock()
+
+
+@atexit.register
+def _release_at_exit() -> None:
+    """A process that exits holding leases releases them: its queries end with it. (A run stopped by a
+    SIGTERM to its process group lost Spark's JVM first, and its stop failed before the release.)"""
+    with _held_lock:
+        held = list(_held.values())
+    for lease in held:
+        lease.release()
 
 
 @dataclass(frozen=True)
