@@ -153,10 +153,11 @@ def _check_key_type(source: object, what: str, field: str) -> None:
     key as one holding 0, so two keys' windows were summed as one, with the accounting balanced,
     and the keyed and general paths failed at the first record (``unhashable type: 'dict'``, blamed
     on a user function; a user probe, session 56). Refused before the run on every path."""
-    if not what.startswith("key_by(") or not (_declared_type(source, field) or "").startswith("MAP<"):
+    kind = _declared_type(source, field) if what.startswith("key_by(") else None
+    if kind is None or not kind.startswith("MAP<"):
         return
     raise ConfigurationError(
-        "fields", f"{what} keys by {field!r}, a {_declared_type(source, field)} column: Spark groups maps "
+        "fields", f"{what} keys by {field!r}, a {kind} column: Spark groups maps "
         f"with a null value and with 0 as one key, and a map is no key Python can hash. Hint: {_KEY_HINT}")
 
 

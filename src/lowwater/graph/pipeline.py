@@ -89,7 +89,8 @@ class Pipeline:
         identities: dict[str, str] = {}
         types: dict[str, dict[str, str]] = {}
         strategies: dict[str, dict[str, str]] = {}
-        for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id)):
+        made = sorted(self.transformations, key=lambda t: t.id)  # numbered in the order they were made
+        for i, t in enumerate(made):
             desc: list[str] = [type(t).__name__]
             strategy = t.strategy if isinstance(t, SourceTransformation | AssignTransformation) else None
             settings = strategy.settings() if strategy is not None else None
@@ -118,7 +119,7 @@ class Pipeline:
             elif isinstance(t, SinkTransformation):
                 desc.append(type(t.sink).__name__)
             parts[f"{i:03d}"] = " | ".join(desc)
-        position = {t.id: i for i, t in enumerate(sorted(self.transformations, key=lambda t: t.id))}
+        position = {t.id: i for i, t in enumerate(made)}
         if len(self.sources) > 1:  # the order Spark numbers them in, and their offsets in its checkpoint
             parts[SOURCE_ORDER_KEY] = [f"{position[t.id]:03d} {t.name}" for t in self.sources]
         # the order the general path compiles and restores its operators in (the walk from the sinks)

@@ -890,10 +890,10 @@ class KeyedProcessor:
         self.key = key
         self.compact_every = compact_every
         self.json_frames = JsonFrames()
+        """The schemas of the outputs' JSON rows, inferred once per set of shapes (:mod:`.json_rows`)."""
         self.input_schema: StructType | None = None
         """The schema of the query's batches (the engine sets it before any step): the end-of-input step,
         which has no batch, types its outputs from it as the batches do (:meth:`_result_seed`)."""
-        """The schemas of the outputs' JSON rows, inferred once per set of shapes (:mod:`.json_rows`)."""
 
     def empty_state(self) -> KeyedState:
         return KeyedState.for_inputs(len(self.plan.key_selectors))
