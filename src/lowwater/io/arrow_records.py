@@ -20,13 +20,13 @@ limit (about 1,000 levels) is a dead letter through the codec but a record on th
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from lowwater.io.fields import FieldError, column_type, decimal_type, has_decimals, read_element
 from lowwater.io.log import LogRecord, PartitionedLogReader
 
-__all__ = ["ARROW_ROWS", "arrow_schema", "read_arrow", "to_arrow"]
+__all__ = ["ARROW_ROWS", "arrow_schema", "elements_to_arrow", "read_arrow", "to_arrow"]
 
 ARROW_ROWS = 65_536
 """The most rows in one Arrow batch."""
@@ -228,3 +228,22 @@ def read_arrow(reader: PartitionedLogReader, partition: int, start: int, end: in
         pos = stop
     if pos < end:
         yield to_arrow(reader.read({partition: pos}, {partition: end}, exact_numbers=exact), fields)
+
+
+def elements_to_arrow(rows: Sequence[tuple[int, int | None, int | None, int | None, Mapping[str, Any] | None,
+                                           str | None]],
+                      fields: Sequence[tuple[str, str]]) -> Any:
+    """``(partition, offset, source_ts, seq, element, reason)`` rows, each element already read
+    (:func:`~lowwater.io.fields.read_element`; ``None`` with the reason of a dead letter), as one
+    Arrow batch of :func:`arrow_schema`."""
+    import pyarrow as pa
+
+    arrays = [
+        pa.array([r[0] for r in rows], pa.int32()),
+        pa.array([r[1] for r in rows], pa.int64()),
+        pa.array([r[2] for r in rows], pa.int64()),
+        pa.array([r[3] for r in rows], pa.int64()),
+        *(pa.array([None if r[4] is None else r[4][name] for r in rows], _arrow_type(t)) for name, t in fields),
+        pa.array([r[5] for r in rows], pa.string()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(fields))

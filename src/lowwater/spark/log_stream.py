@@ -43,12 +43,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FORMAT_NAME", "LogDataSource", "log_stream"]
+__all__ = ["FORMAT_NAME", "LogDataSource", "log_stream", "register_source", "schema_ddl"]
 
 FORMAT_NAME = "lowwater_partitioned_log"
 
 
-def _schema_ddl(fields: Sequence[tuple[str, str]]) -> str:
+def schema_ddl(fields: Sequence[tuple[str, str]]) -> str:
     cols = ["_partition INT", "_offset BIGINT", "_source_ts BIGINT", "_seq BIGINT"]
     cols += [f"`{name.replace('`', '``')}` {column_type(t)}" for name, t in fields]
     return ", ".join([*cols, "_corrupt STRING"])
@@ -56,15 +56,15 @@ def _schema_ddl(fields: Sequence[tuple[str, str]]) -> str:
 
 def log_stream(spark: SparkSession, root: str, fields: Sequence[tuple[str, str]], batching: LogBatching) -> DataFrame:
     """The log at ``root`` as a streaming DataFrame with the standard columns and ``_corrupt``."""
-    _register(spark)
+    register_source(spark, LogDataSource)
     options = {"root": root, "fields": json.dumps([list(f) for f in fields]),
                "records_per_batch": json.dumps(batching.records_per_batch),
                "segments_per_batch": json.dumps(batching.segments_per_batch)}
-    return spark.readStream.format(FORMAT_NAME).schema(_schema_ddl(fields)).options(**options).load()
+    return spark.readStream.format(FORMAT_NAME).schema(schema_ddl(fields)).options(**options).load()
 
 
-def _register(spark: SparkSession) -> None:
-    """Register :class:`LogDataSource` with ``spark``, made the active session while it is.
+def register_source(spark: SparkSession, source: type[DataSource]) -> None:
+    """Register the Python data source ``source`` with ``spark``, made the active session while it is.
 
     Spark checks that the name is new by looking it up in the *active* session: in a second
     session of the application (``spark.newSession()``, or one made active elsewhere), after
@@ -76,10 +76,10 @@ def _register(spark: SparkSession) -> None:
     ("The data source ... replaced a previously registered data source")."""
     jvm = getattr(spark, "_jvm", None)
     if jvm is None:  # Spark Connect: no sessions of the JVM's to juggle
-        spark.dataSource.register(LogDataSource)
+        spark.dataSource.register(source)
         return
     try:
-        if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(FORMAT_NAME):
+        if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(source.name()):
             return
     except Exception:  # py4j errors: a Spark without the call registers, as before
         pass
@@ -87,7 +87,7 @@ def _register(spark: SparkSession) -> None:
     active = sessions.getActiveSession()
     sessions.setActiveSession(spark._jsparkSession)
     try:
-        spark.dataSource.register(LogDataSource)
+        spark.dataSource.register(source)
     finally:
         if active.isDefined():
             sessions.setActiveSession(active.get())
@@ -103,7 +103,7 @@ class LogDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> str:
-        return _schema_ddl(json.loads(self.options["fields"]))
+        return schema_ddl(json.loads(self.options["fields"]))
 
     def streamReader(self, schema: Any) -> LogStreamReader:
         quiet_when_the_jvm_hangs_up()

@@ -17,7 +17,6 @@ is in :mod:`lowwater.spark.source_base`, the DataFrame and Kafka-shaped sources 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import ConfigurationError
 from lowwater.graph.sources import SourceBatch, SourceRecord
+from lowwater.io.batch_files import BatchFileError, batch_files, read_batch_file
 from lowwater.metrics.dead_letters import exact_json
 from lowwater.spark.dataframe_source import DataFrameSource, KafkaShapedSource
 from lowwater.spark.source_base import STANDARD_COLUMNS, SparkSource
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from lowwater.io.log_batches import LogBatching
 
 __all__ = [
-    "STANDARD_COLUMNS", "BatchFilesSource", "DataFrameSource", "KafkaShapedSource", "PartitionedLogSource",
-    "SparkSource",
+    "STANDARD_COLUMNS", "BatchFileError", "BatchFilesSource", "DataFrameSource", "KafkaShapedSource",
+    "PartitionedLogSource", "SparkSource",
 ]
 
 
@@ -56,15 +56,28 @@ class BatchFilesSource(SparkSource):
     """Micro-batches written as JSON-lines files, one file per batch, read in order.
 
     Each line is ``{"partition": p, "offset": o, "seq": i, "timestamp": ms|null, "value": {...}}``.
-    Spark reads one file per micro-batch (``maxFilesPerTrigger=1``); an empty file is an
-    empty micro-batch. The scenario runner and tests use it to cut Spark's micro-batches
-    exactly where a transcript does; the reference runtime reads the same files.
+    Every micro-batch is the next file in name order (``batch-00000000.jsonl``, ...); an empty
+    file is an empty micro-batch. The scenario runner and tests use it to cut Spark's
+    micro-batches exactly where a transcript does.
+
+    Both runtimes read a file with one function (:func:`~lowwater.io.batch_files.read_batch_file`;
+    on Spark inside a Python streaming data source, :mod:`lowwater.spark.batch_files_stream`), so
+    they see the same
+    elements: ``value_fields`` are read by the rules of :mod:`lowwater.io.fields` (``STRING``
+    takes a string, ``BIGINT`` an integer in its range, a ``DECIMAL`` exactly, ``TIMESTAMP`` an
+    ISO-8601 string as epoch ms, ...), and a record whose value is not an object or has a field
+    of another type is a dead letter with the reason. A line that is not a record of the format
+    (not JSON, no integer ``partition``) fails the run with :class:`BatchFileError`, naming the
+    file and line: no partition can count it.
     """
 
     def __init__(self, directory: str | os.PathLike[str], value_fields: Sequence[tuple[str, str]],
                  partitions: Sequence[int], processing_times_ms: Sequence[int] | None = None) -> None:
+        from lowwater.io.fields import parse_fields
+
         self.directory = Path(directory)
         self.value_fields = list(value_fields)
+        self.declared_fields = parse_fields(value_fields)
         self._partitions = list(partitions)
         self._processing_times = list(processing_times_ms) if processing_times_ms is not None else None
 
@@ -72,7 +85,7 @@ class BatchFilesSource(SparkSource):
     def write(directory: str | os.PathLike[str], batches: Sequence[Sequence[dict[str, Any]]],
               partition_of: str = "partition") -> None:
         """Write ``batches`` of element dicts as batch files (offsets per partition, seq per batch); a
-        ``Decimal`` is a JSON number with exactly its digits, as a ``DECIMAL`` field is read on Spark."""
+        ``Decimal`` is a JSON number with exactly its digits, as a ``DECIMAL`` field reads it."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         offsets: dict[int, int] = {}
@@ -87,7 +100,6 @@ class BatchFilesSource(SparkSource):
                                         allow_nan=False))
                 lines.append("\n")
             atomic_write(path, "".join(lines), fsync=False)
-            os.utime(path, (1_000_000 + i, 1_000_000 + i))  # Spark orders new files by mtime
 
     def partitions(self) -> list[int]:
         return list(self._partitions)
@@ -123,37 +135,20 @@ class BatchFilesSource(SparkSource):
         return out
 
     def batches(self) -> Iterator[SourceBatch]:
-        files = sorted(self.directory.glob("batch-*.jsonl"))
-        names = self.fields()
-        for i, path in enumerate(files):
-            items, seqs = [], []
-            for line in path.read_text().splitlines():
-                r = json.loads(line)
-                # the element Spark's schema reads: the declared fields, a missing one None, no other
-                # (a dead letter's record had a missing field absent here and None on Spark)
-                value = {n: r["value"].get(n) for n in names}
-                items.append(SourceRecord(value, r["partition"], r["offset"], r.get("timestamp")))
-                seqs.append(r.get("seq"))
+        for i, path in enumerate(batch_files(self.directory)):
+            read = read_batch_file(path, self.declared_fields)
+            seqs = [seq for _, seq in read]
             pt = self._processing_times[i] if self._processing_times is not None else None
             # each line's seq is its place in the batch across sources, the order Spark's paths
             # take (seq, source, partition, offset): without it the reference runtime fed one
             # source's batch after the other's, and a two-input operator saw another order
-            arrival = tuple(seqs) if all(isinstance(q, int) for q in seqs) else None
-            yield SourceBatch(tuple(items), pt, arrival)
+            arrival = tuple(q for q in seqs if q is not None) if all(isinstance(q, int) for q in seqs) else None
+            yield SourceBatch(tuple(r for r, _ in read), pt, arrival)
 
     def spark_stream(self, spark: SparkSession) -> DataFrame:
-        from pyspark.sql import functions as F
+        from lowwater.spark.batch_files_stream import batch_files_stream
 
-        struct = ", ".join(f"`{n}`: {t}" for n, t in self.value_fields)
-        schema = f"partition INT, offset BIGINT, seq BIGINT, timestamp BIGINT, value STRUCT<{struct}>"
-        df = (
-            spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
-            .option("recursiveFileLookup", "true").json(str(self.directory))
-        )
-        return df.select(
-            F.col("partition").cast("int").alias("_partition"), F.col("offset").alias("_offset"),
-            F.col("timestamp").alias("_source_ts"), F.col("seq").alias("_seq"), "value.*",
-        )
+        return batch_files_stream(spark, str(self.directory), self.declared_fields)
 
 
 class PartitionedLogSource(SparkSource):

@@ -1,0 +1,43 @@
+"""BatchFilesSource: both runtimes read a batch file's values by one set of rules.
+
+Spark's JSON file source read them before, and the reference runtime read them with
+``json.loads`` and no check: a number in a ``STRING`` field was its text on Spark and a number
+in the element on the reference runtime, a ``DECIMAL`` with a place too many was rounded on
+Spark, and a value of another type was null on Spark (a user probe, session 56)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.api import CollectSink
+from lowwater.runtime.reference import ReferenceRuntime
+from tests.io.test_batch_files import DEAD, LINES, _pipeline
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.mark.parametrize("runtime", ["reference", "spark"])
+def test_both_runtimes_read_the_same_elements_and_dead_letters(spark: Any, tmp_path: Path, runtime: str) -> None:
+    from lowwater.spark.engine import SparkRuntime
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "batch-00000000.jsonl").write_text("\n".join(LINES) + "\n")
+    (tmp_path / "in" / "batch-00000001.jsonl").write_text("")  # an empty micro-batch
+    (tmp_path / "in" / "batch-00000002.jsonl").write_text(
+        '{"partition": 0, "offset": 8, "seq": 0, "value": {"key": "a", "ts": 5000, "amount": 0.01}}\n')
+    env, sums = _pipeline(tmp_path / "in")
+    dead = CollectSink()
+    if runtime == "spark":
+        job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead,  # type: ignore[arg-type]
+                           end_of_input=True).execute(env)
+        assert str(job.accounting()) == "9 rows in = 4 windowed + 0 late + 5 dead-lettered"
+    else:
+        ReferenceRuntime(dead_letter_sink=dead).execute(env)  # type: ignore[arg-type]
+    assert sorted((r.key, r.window_start, r.value) for r in sums.results) == [
+        ("a", 0, Decimal("10.60")), ("a", 5000, Decimal("0.01")), ("b", 0, Decimal("100.00"))]
+    assert sorted((d["offset"], d["reason"]) for d in dead.results) == [
+        (offset, f"record does not parse: {reason!r}") for offset, reason in DEAD]
