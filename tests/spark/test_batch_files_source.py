@@ -7,6 +7,7 @@ Spark, and a value of another type was null on Spark (a user probe, session 56).
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ def test_both_runtimes_read_the_same_elements_and_dead_letters(spark: Any, tmp_p
     (tmp_path / "in" / "batch-00000001.jsonl").write_text("")  # an empty micro-batch
     (tmp_path / "in" / "batch-00000002.jsonl").write_text(
         '{"partition": 0, "offset": 8, "seq": 0, "value": {"key": "a", "ts": 5000, "amount": 0.01}}\n')
+    for i in range(3):  # Spark takes new files in modification-time order, as BatchFilesSource.write sets it
+        os.utime(tmp_path / "in" / f"batch-{i:08d}.jsonl", (1_000_000 + i, 1_000_000 + i))
     env, sums = _pipeline(tmp_path / "in")
     dead = CollectSink()
     if runtime == "spark":

@@ -18,20 +18,29 @@ from lowwater.core.errors import LowwaterError
 from lowwater.graph.sources import SourceRecord
 from lowwater.io.fields import FieldError, decode_json, has_decimals, read_element
 
-__all__ = ["BatchFileError", "batch_files", "read_batch_file"]
+__all__ = ["FILE_GLOB", "BatchFileError", "batch_files", "read_batch_data", "read_batch_file"]
 
 
 class BatchFileError(LowwaterError):
     """A line of a batch file that is not a record of the format."""
 
 
+FILE_GLOB = "batch-*.jsonl"
+"""The names of a directory's batch files (``batch-00000000.jsonl``, ...)."""
+
+
 def batch_files(directory: str | os.PathLike[str]) -> list[Path]:
     """The batch files of ``directory``, in the order they are read."""
-    return sorted(Path(directory).glob("batch-*.jsonl"))
+    return sorted(Path(directory).glob(FILE_GLOB))
 
 
 def read_batch_file(path: Path, fields: Sequence[tuple[str, str]]) -> list[tuple[SourceRecord, int | None]]:
-    """Each record of the batch file at ``path`` with its ``seq``: the element of its value's
+    """:func:`read_batch_data` of the file at ``path``."""
+    return read_batch_data(path.read_bytes(), str(path), fields)
+
+
+def read_batch_data(data: bytes, name: str, fields: Sequence[tuple[str, str]]) -> list[tuple[SourceRecord, int | None]]:
+    """Each record of the batch file ``name`` whose bytes are ``data``, with its ``seq``: the element of its value's
     declared ``fields`` (canonical, :func:`~lowwater.io.fields.parse_fields`), or a dead letter
     (``error`` the reason) when the value is not an object or a field is not its type.
 
@@ -43,16 +52,16 @@ def read_batch_file(path: Path, fields: Sequence[tuple[str, str]]) -> list[tuple
     """
     exact = has_decimals(fields)  # a DECIMAL field reads numbers' texts
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BatchFileError(f"{path} is not UTF-8 ({e})") from None
+        raise BatchFileError(f"{name} is not UTF-8 ({e})") from None
     out: list[tuple[SourceRecord, int | None]] = []
     # split at \n alone: str.splitlines also splits at U+2028 and others, which a JSON string may hold
     lines = text.split("\n")
     if lines[-1] == "":  # after the last newline (an empty file has no line)
         lines.pop()
     for number, line in enumerate(lines, 1):
-        where = f"{path}, line {number}"
+        where = f"{name}, line {number}"
         try:
             r = decode_json(line) if exact else json.loads(line)
         except (json.JSONDecodeError, RecursionError) as e:

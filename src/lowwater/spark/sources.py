@@ -56,13 +56,14 @@ class BatchFilesSource(SparkSource):
     """Micro-batches written as JSON-lines files, one file per batch, read in order.
 
     Each line is ``{"partition": p, "offset": o, "seq": i, "timestamp": ms|null, "value": {...}}``.
-    Every micro-batch is the next file in name order (``batch-00000000.jsonl``, ...); an empty
-    file is an empty micro-batch. The scenario runner and tests use it to cut Spark's
+    Every micro-batch is the next file in name order (``batch-00000000.jsonl``, ...; on Spark in
+    modification-time order, which :meth:`write` sets to the name order); an empty file is an
+    empty micro-batch. The scenario runner and tests use it to cut Spark's
     micro-batches exactly where a transcript does.
 
-    Both runtimes read a file with one function (:func:`~lowwater.io.batch_files.read_batch_file`;
-    on Spark inside a Python streaming data source, :mod:`lowwater.spark.batch_files_stream`), so
-    they see the same
+    Both runtimes read a file with one function (:func:`~lowwater.io.batch_files.read_batch_data`;
+    on Spark in ``mapInArrow`` over Spark's binary file source, :mod:`lowwater.spark.batch_files_stream`),
+    so they see the same
     elements: ``value_fields`` are read by the rules of :mod:`lowwater.io.fields` (``STRING``
     takes a string, ``BIGINT`` an integer in its range, a ``DECIMAL`` exactly, ``TIMESTAMP`` an
     ISO-8601 string as epoch ms, ...), and a record whose value is not an object or has a field
@@ -100,6 +101,7 @@ class BatchFilesSource(SparkSource):
                                         allow_nan=False))
                 lines.append("\n")
             atomic_write(path, "".join(lines), fsync=False)
+            os.utime(path, (1_000_000 + i, 1_000_000 + i))  # Spark takes new files in mtime order
 
     def partitions(self) -> list[int]:
         return list(self._partitions)
