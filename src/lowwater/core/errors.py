@@ -106,6 +106,10 @@ class BadRecordError(LowwaterError):
             BadRecordError.no_timestamp_marker(field)
 
     @staticmethod
+    def out_of_range(field: str, value: object) -> str:
+        return f"timestamp out of the 64-bit millisecond range ({field}): {value!r}"
+
+    @staticmethod
     def no_timestamp_marker(field: str) -> str:
         return f"timestamp is Long.MIN_VALUE, Flink's no-timestamp marker ({field})"
 

@@ -560,6 +560,7 @@ class NativeProcessor:
         fields = [f for f in p.source.fields() if f in base.columns]
         reasons = [
             ("_why IS NOT NULL", "_why") if "_why" in base.columns else None,
+            _out_of_range_sql(p.timestamp_field, dict(base.dtypes).get(p.timestamp_field or "")),
             ("_ts IS NULL", literal(BadRecordError.missing_timestamp(field))),
             (f"_ts = {MIN_TIMESTAMP}", literal(BadRecordError.no_timestamp_marker(field))),
             ("_edge", f"concat('timestamp ', _ts, ' is within {self.margin_ms} ms of the 64-bit range''s end: its "
@@ -590,13 +591,17 @@ class NativeProcessor:
         out = []
         corrupt = "_corrupt" in base.columns
         why = "_why" in base.columns  # a BadRecordError's reason, from an assigner on an executor
+        fields_of_row = set(base.columns)
         for r in base.filter("_bad OR _edge").orderBy("_seq", "_partition", "_offset").collect():
             if corrupt and r["_corrupt"] is not None:
                 out.append(unparsed_dead_letter(r))
                 continue
             field = p.timestamp_field or BadRecordError.SOURCE_TIMESTAMP
+            raw = r[p.timestamp_field] if p.timestamp_field in fields_of_row else None
             if why and r["_why"] is not None:
                 reason = r["_why"]
+            elif r["_ts"] is None and isinstance(raw, float) and math.isfinite(raw):
+                reason = BadRecordError.out_of_range(field, raw)  # beyond BIGINT: TRY_CAST made it null
             elif r["_ts"] is None:
                 reason = BadRecordError.missing_timestamp(field)
             elif r["_ts"] == MIN_TIMESTAMP:
@@ -655,6 +660,21 @@ def _select(columns: dict[str, str]) -> str:
 
 NUMBER_TYPES = (*INTEGRAL, "float", "double")
 """The SQL types a sum or average takes, with ``decimal(p,s)``."""
+
+
+def _out_of_range_sql(field: str | None, field_type: str | None) -> tuple[str, str] | None:
+    """The condition and SQL of :meth:`BadRecordError.out_of_range`'s reason, for a ``DOUBLE`` or
+    ``FLOAT`` timestamp field whose finite value ``TRY_CAST`` to ``BIGINT`` could not hold (the
+    reference runtime's assigner says so; this path said "missing or non-numeric"). The value is
+    shown as Python's ``repr`` shows a float that large: ``1e+19``, ``9.3e+18`` (Java writes
+    ``1.0E19``)."""
+    if field is None or field_type not in ("double", "float"):
+        return None
+    v = f"CAST({quote(field)} AS DOUBLE)"
+    shown = f"regexp_replace(regexp_replace(CAST({v} AS STRING), '\\\\.0E', 'E'), 'E', 'e+')"
+    prefix = literal(BadRecordError.out_of_range(field, 0.0).rsplit(": ", 1)[0] + ": ")
+    return (f"_ts IS NULL AND {v} IS NOT NULL AND NOT isnan({v}) AND abs({v}) <> double('infinity')",
+            f"concat({prefix}, {shown})")
 
 
 def _python_repr_sql(field: str, value_type: str) -> str:

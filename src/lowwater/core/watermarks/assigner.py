@@ -94,7 +94,7 @@ class FieldTimestampAssigner(TimestampAssigner[Any]):
         else:
             raise BadRecordError(BadRecordError.missing_timestamp(self.field))
         if not MIN_TIMESTAMP <= ts <= MAX_TIMESTAMP:
-            raise BadRecordError(f"timestamp out of the 64-bit millisecond range ({self.field}): {v!r}")
+            raise BadRecordError(BadRecordError.out_of_range(self.field, v))
         if ts == MIN_TIMESTAMP:
             raise BadRecordError(BadRecordError.no_timestamp_marker(self.field))
         return ts
