@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError, shown
+from lowwater.core.keys import canonical_key
 from lowwater.core.process import KeyedCoProcessFunction, KeyedProcessFunction
 from lowwater.core.time import DurationLike, to_millis
 from lowwater.core.time_characteristic import TimeCharacteristic
@@ -90,25 +91,6 @@ def _function(fn: object, method: str) -> Callable[..., Any]:
             if callable(getattr(fn, method, None)) else ""
         raise ConfigurationError("fn", f"{method} takes a function of the element, got {shown(fn)}{hint}")
     return fn
-
-
-_NAN = float("nan")
-"""The one NaN every key's NaN becomes (:func:`canonical_key`)."""
-
-
-def canonical_key(key: Any) -> Any:
-    """``key`` as the one object every equal key is: a float NaN is :data:`_NAN` (a NaN is not equal to
-    itself, so each record's NaN was a key of its own in a Python dict, a window per record) and
-    ``-0.0`` is ``0.0`` (one key, where it was one only when the keyed path's buckets put them
-    together), in a tuple as well. Spark's grouping does the same to a key column (the native path),
-    so every path groups alike; Flink's ``Double.equals`` makes NaN one key too, but ``-0.0`` and
-    ``0.0`` two (docs/semantics.md)."""
-    t = type(key)
-    if t is float:
-        return _NAN if key != key else 0.0 if key == 0.0 else key
-    if t is tuple and any(type(k) is float or type(k) is tuple for k in key):
-        return tuple(canonical_key(k) for k in key)
-    return key
 
 
 def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: str = "field") -> Callable[[Any], Any]:

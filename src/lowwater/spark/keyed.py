@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from lowwater.core.clock import ManualClock
 from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
+from lowwater.core.keys import canonical_key
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import (
@@ -779,7 +780,7 @@ def _per_bucket(plan: KeyedPlan, key: StateKey, w_prev: int, steps: list[int], c
             what = f"the keyed state of {kb}"
             data = to_slice(key_of(kb), rows_of(blob, what), w_prev, lateness) if is_sessions(blob) \
                 else unseal(blob, key, what)
-            op.put_key_slice(data["key"], data)
+            op.put_key_slice(canonical_key(data["key"]), data)  # a NaN unsealed is not the elements' NaN
             visited.add(kb)
         # arrival order, as the general path orders them (no sequence number or offset first; stable:
         # a missing one sorts as its type's smallest number, which no source numbers a record with)

@@ -7,6 +7,7 @@ from typing import Any
 
 from lowwater.core.clock import Clock
 from lowwater.core.errors import BadRecordError, LowwaterError, UserFunctionError
+from lowwater.core.keys import canonicalize_operator
 from lowwater.core.process import Emitted, KeyedProcessOperator, SideEmitted
 from lowwater.graph.transformations import OutputTag
 from lowwater.runtime.nodes.node import Node, _fn_name
@@ -56,6 +57,7 @@ class KeyedProcessNode(_SingleLaneNode):
         assert isinstance(old, KeyedProcessNode)
         super().restore(old)
         self.operator.restore(old.operator.snapshot())  # data; the function is the current code's
+        canonicalize_operator(self.operator)  # its NaN keys, unpickled, are the elements' NaN again
 
     def on_record(self, record: Record, input_index: int) -> None:
         self.rows_in += 1

@@ -7,6 +7,7 @@ from typing import Any
 
 from lowwater.core.clock import Clock
 from lowwater.core.errors import BadRecordError, ConfigurationError, blamed
+from lowwater.core.keys import canonicalize_operator
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.windows import LateElement, SideOutput, WindowFired, WindowOperator
 from lowwater.core.windows.aggregations import BuiltinAggregate
@@ -67,6 +68,7 @@ class WindowNode(_SingleLaneNode):
         assert isinstance(old, WindowNode)
         super().restore(old)
         self.operator.restore(old.operator.snapshot())
+        canonicalize_operator(self.operator)  # its NaN keys, unpickled, are the elements' NaN again
 
     @property
     def exchange(self) -> UnionInput:

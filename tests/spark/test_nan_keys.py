@@ -1,0 +1,92 @@
+"""A NaN key is one key across micro-batches and restarts, on every path.
+
+``canonical_key`` makes every NaN key the one object ``_NAN``, which a dict finds by identity (a
+NaN is not equal to itself). A key restored from stored state is another NaN object: on the keyed
+path each batch's stored slice came back under it, so the key's state and windows started afresh
+every batch, the earlier elements lost without a word (a user probe, session 57); the general
+path's state did the same after a restart."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lowwater.api import StreamExecutionEnvironment
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import EventTimeSessionWindows, TumblingEventTimeWindows
+from lowwater.runtime.reference import ReferenceRuntime
+from lowwater.spark.engine import SparkRuntime
+from lowwater.spark.sources import BatchFilesSource
+
+pytestmark = pytest.mark.spark
+
+BATCHES = [[{"ts": 1000, "x": 1}, {"ts": 1100, "x": 2}], [{"ts": 3000, "x": 3}], [{"ts": 4000, "x": 4}]]
+
+
+def _write(directory: Path, batches: list[list[dict[str, Any]]], first: int = 0) -> None:
+    """``batches`` as the batch files ``first, first + 1, ...`` (their offsets go on from ``first``'s)."""
+    offset = sum(len(b) for b in BATCHES[:first])
+    directory.mkdir(parents=True, exist_ok=True)
+    for i, batch in enumerate(batches, first):
+        path = directory / f"batch-{i:08d}.jsonl"
+        lines = []
+        for seq, e in enumerate(batch):
+            lines.append(f'{{"partition": 0, "offset": {offset}, "seq": {seq}, "value": {{"ts": {e["ts"]}, '
+                         f'"x": {e["x"]}}}}}\n')
+            offset += 1
+        path.write_text("".join(lines))
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+
+
+def _pipelines(directory: Path, kind: str) -> tuple[StreamExecutionEnvironment, Any]:
+    from lowwater.core.process import KeyedProcessFunction
+    from lowwater.core.process.state import ValueStateDescriptor
+
+    class Count(KeyedProcessFunction):
+        def open(self, runtime_context: Any) -> None:
+            self.n = runtime_context.get_state(ValueStateDescriptor("n"))
+
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            n = (self.n.value() or 0) + value["x"]
+            self.n.update(n)
+            yield n
+
+    env = StreamExecutionEnvironment()
+    keyed = (env.from_source(BatchFilesSource(directory, [("ts", "BIGINT"), ("x", "BIGINT")], [0]),
+                             WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+             .key_by(lambda r: float("nan")))
+    if kind != "process":
+        windows = TumblingEventTimeWindows.of(10_000) if kind == "window" else EventTimeSessionWindows.with_gap(10_000)
+        out = keyed.window(windows).reduce(lambda a, b: {**a, "x": a["x"] + b["x"]})
+    else:
+        out = keyed.process(Count())
+    return env, out.collect()
+
+
+def _values(kind: str, results: list[Any]) -> list[Any]:
+    return list(results) if kind == "process" else [(r.window_start, r.value["x"]) for r in results]
+
+
+@pytest.mark.parametrize("kind", ["window", "session", "process"])
+@pytest.mark.parametrize("path", ["keyed", "general"])
+def test_a_nan_key_keeps_its_state_across_batches_and_a_restart(spark: Any, tmp_path: Path, kind: str,
+                                                                path: str) -> None:
+    _write(tmp_path / "all", BATCHES)
+    env, out = _pipelines(tmp_path / "all", kind)
+    ReferenceRuntime().execute(env)
+    expected = _values(kind, out.results)
+    assert expected == {"window": [(0, 10)], "session": [(1000, 10)], "process": [1, 3, 6, 10]}[kind]
+
+    _write(tmp_path / "in", BATCHES[:2])  # two batches, then a restart on the same checkpoint, then the third
+    got = []
+    for end in (False, True):
+        if end:
+            _write(tmp_path / "in", BATCHES[2:], first=2)
+        env, out = _pipelines(tmp_path / "in", kind)
+        job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, end_of_input=end).execute(env)
+        assert job.path == path
+        got += _values(kind, out.results)
+    assert got == expected
