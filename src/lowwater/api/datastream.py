@@ -215,6 +215,10 @@ class SingleOutputStream(DataStream):
     """The output of a window or keyed process operator, with its side outputs."""
 
     def get_side_output(self, tag: OutputTag) -> DataStream:
+        if not isinstance(tag, OutputTag):
+            hint = f"OutputTag({tag!r})" if isinstance(tag, str) else "an OutputTag"
+            raise ConfigurationError("tag", f"get_side_output takes an OutputTag, got {type(tag).__name__} "
+                                            f"{tag!r:.60}: pass {hint}, the tag the function outputs to")
         return self._then(SideOutputTransformation(f"side output {tag.name}", self.transformation, tag))
 
 

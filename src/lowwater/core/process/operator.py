@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lowwater.core.clock import Clock
+from lowwater.core.errors import not_an_output_tag
 from lowwater.core.process.functions import Collector, ProcessContext, RuntimeContext, TimeDomain
 from lowwater.core.process.state import InMemoryKeyedStateBackend, KeyedStateBackend
 from lowwater.core.time import MIN_TIMESTAMP
@@ -112,6 +113,8 @@ class KeyedProcessOperator:
             self._out.append(Emitted(value, self.current_timestamp))
 
     def side_output(self, tag: Any, value: Any) -> None:
+        if self.is_tag is not None and not self.is_tag(tag):  # raised in the function, which it names
+            raise TypeError(not_an_output_tag(tag))
         self._out.append(SideEmitted(tag, value, self.current_timestamp))
 
     def _drain(self) -> list[Emitted | SideEmitted]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lowwater.core.errors import not_an_output_tag
 from lowwater.graph.transformations import OutputTag
 from lowwater.runtime.nodes.dead_letters import DeadLetters
 from lowwater.runtime.records import Lane, LaneEvent, Record
@@ -41,6 +42,8 @@ class Node:
             node.on_record(record, idx)
 
     def emit_side(self, tag: OutputTag, record: Record) -> None:
+        if not isinstance(tag, OutputTag):  # a name alone reached no side output, without a word
+            raise TypeError(not_an_output_tag(tag))
         for node, idx in self.side_outputs.get(tag, ()):
             node.on_record(record, idx)
 

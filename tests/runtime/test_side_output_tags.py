@@ -1,0 +1,67 @@
+"""A side output is found by its OutputTag: a name alone is refused where it is given.
+
+``ctx.output("late_orders", v)`` reached no side output, and ``get_side_output(OutputTag(
+"late_orders"))`` got nothing: the value was lost and the account balanced (a user probe,
+session 57). ``get_side_output("late_orders")`` failed with ``'str' object has no attribute
+'name'``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lowwater.api import OutputTag, StreamExecutionEnvironment
+from lowwater.core.errors import ConfigurationError, UserFunctionError
+from lowwater.core.process import KeyedProcessFunction
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.windows import ProcessWindowFunction, TumblingEventTimeWindows
+
+ELEMENTS = [{"k": "a", "ts": 1000, "v": 1}, {"k": "a", "ts": 2000, "v": 2}]
+
+SAYS = r"ctx.output takes an OutputTag, got str 'late_orders': pass OutputTag\('late_orders'\)"
+
+
+def _keyed(env: StreamExecutionEnvironment) -> Any:
+    return (env.from_collection(ELEMENTS)
+            .assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(0)
+                                              .with_timestamp_assigner("ts"))
+            .key_by("k"))
+
+
+def test_a_process_function_s_output_to_a_name_fails_naming_the_function_and_the_tag_to_pass() -> None:
+    class Late(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            ctx.output("late_orders", value)
+            yield value["v"]
+
+    env = StreamExecutionEnvironment()
+    stream = _keyed(env).process(Late())
+    stream.collect()
+    stream.get_side_output(OutputTag("late_orders")).collect()
+    with pytest.raises(UserFunctionError, match="process function of .*" + SAYS):
+        env.execute()
+
+
+def test_a_process_window_function_s_output_to_a_name_fails_with_the_tag_to_pass() -> None:
+    class Totals(ProcessWindowFunction):  # type: ignore[type-arg]
+        def process(self, key: Any, context: Any, elements: Any) -> Any:
+            context.output("late_orders", key)
+            yield sum(e["v"] for e in elements)
+
+    env = StreamExecutionEnvironment()
+    _keyed(env).window(TumblingEventTimeWindows.of(10_000)).process(Totals()).collect()
+    with pytest.raises(UserFunctionError, match="window function of .*" + SAYS):
+        env.execute()
+
+
+def test_get_side_output_of_a_name_is_a_configuration_error_with_the_tag_to_pass() -> None:
+    env = StreamExecutionEnvironment()
+    class Nothing(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield value
+
+    stream = _keyed(env).process(Nothing())
+    with pytest.raises(ConfigurationError, match=r"get_side_output takes an OutputTag, got str 'late_orders': "
+                                                 r"pass OutputTag\('late_orders'\)"):
+        stream.get_side_output("late_orders")  # type: ignore[arg-type]
