@@ -86,15 +86,28 @@ class _Handle:
         self._backend = backend
         self._key = current_key
 
+    def _current(self) -> Hashable:
+        """The current key; outside a keyed context (``open``) there is none, and Flink fails with "No
+        key set". Here a write there went under the key ``None``, which no element has (a null key is
+        a dead letter), so every key started without it, and the job failed later, far from the cause,
+        or gave wrong results (a user probe, session 57)."""
+        key = self._key()
+        if key is None:
+            raise RuntimeError(
+                f"No key set: the keyed state {self._name!r} is read or written outside a keyed context (open() "
+                "has no current key). Use it in process_element or on_timer, where it is the current key's; "
+                "give a key its first value there when value() is None")
+        return key
+
     def _get(self) -> Any:
-        return self._backend.get(self._name, self._key())
+        return self._backend.get(self._name, self._current())
 
     def _put(self, value: Any) -> None:
-        self._backend.put(self._name, self._key(), value)
+        self._backend.put(self._name, self._current(), value)
 
     def clear(self) -> None:
         """Remove the current key's entry."""
-        self._backend.delete(self._name, self._key())
+        self._backend.delete(self._name, self._current())
 
 
 class ValueState(_Handle):

@@ -1,9 +1,14 @@
-"""A side output is found by its OutputTag: a name alone is refused where it is given.
+"""Process functions used as a user might by mistake fail where the mistake is, not later.
+
+A side output is found by its OutputTag: a name alone is refused where it is given.
 
 ``ctx.output("late_orders", v)`` reached no side output, and ``get_side_output(OutputTag(
 "late_orders"))`` got nothing: the value was lost and the account balanced (a user probe,
 session 57). ``get_side_output("late_orders")`` failed with ``'str' object has no attribute
-'name'``."""
+'name'``.
+
+Keyed state in ``open()``, where there is no current key, is refused as Flink refuses it ("No key
+set"): a write there went under the key ``None``, and the job failed later, far from the cause."""
 
 from __future__ import annotations
 
@@ -65,3 +70,22 @@ def test_get_side_output_of_a_name_is_a_configuration_error_with_the_tag_to_pass
     with pytest.raises(ConfigurationError, match=r"get_side_output takes an OutputTag, got str 'late_orders': "
                                                  r"pass OutputTag\('late_orders'\)"):
         stream.get_side_output("late_orders")  # type: ignore[arg-type]
+
+
+def test_keyed_state_in_open_fails_there_as_flink_s_no_key_set() -> None:
+    from lowwater.core.process import ValueStateDescriptor
+
+    class StartAt100(KeyedProcessFunction):
+        def open(self, runtime_context: Any) -> None:
+            self.total = runtime_context.get_state(ValueStateDescriptor("total"))
+            self.total.update(100)
+
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            self.total.update(self.total.value() + value["v"])
+            yield self.total.value()
+
+    env = StreamExecutionEnvironment()
+    _keyed(env).process(StartAt100()).collect()
+    with pytest.raises(UserFunctionError, match=r"process function of .* \(open\) raised RuntimeError: No key set: "
+                                                r"the keyed state 'total' is read or written outside a keyed context"):
+        env.execute()
