@@ -89,3 +89,30 @@ def test_keyed_state_in_open_fails_there_as_flink_s_no_key_set() -> None:
     with pytest.raises(UserFunctionError, match=r"process function of .* \(open\) raised RuntimeError: No key set: "
                                                 r"the keyed state 'total' is read or written outside a keyed context"):
         env.execute()
+
+
+@pytest.mark.parametrize("returned", ["a:1", {"k": "a", "v": 1}, 7])
+def test_a_process_function_that_returns_a_text_a_dict_or_a_number_fails_saying_to_yield(returned: Any) -> None:
+    """Iterated, a returned text made an output per character and a dict one per field name, without
+    a word; a number failed with ``'int' object is not iterable``. A tuple or a list is outputs, as
+    in PyFlink."""
+    class Returns(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            return returned
+
+    env = StreamExecutionEnvironment()
+    _keyed(env).process(Returns()).collect()
+    with pytest.raises(UserFunctionError, match=rf"process_element returned {type(returned).__name__} .*, not "
+                                                r"outputs: a process function yields each output"):
+        env.execute()
+
+
+def test_a_returned_tuple_or_list_is_its_outputs_as_in_pyflink() -> None:
+    class Returns(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            return (value["k"], value["v"]) if value["v"] == 1 else [value["v"]]
+
+    env = StreamExecutionEnvironment()
+    out = _keyed(env).process(Returns()).collect()
+    env.execute()
+    assert out.results == ["a", 1, 2]

@@ -103,6 +103,11 @@ class KeyedProcessOperator:
         else:
             result = method(first, ctx)
         if result is not None:
+            if isinstance(result, str | bytes | bytearray | dict) or not hasattr(result, "__iter__"):
+                # iterated, a returned text made an output per character and a dict one per field name
+                raise TypeError(f"{getattr(method, '__name__', 'the function')} returned {type(result).__name__} "
+                                f"{result!r:.60}, not outputs: a process function yields each output (or returns "
+                                "a list of them): yield the value, or return [value]")
             for v in result:
                 self._collect(v)
 
