@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError, shown
+from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError, not_an_output_tag, shown
 from lowwater.core.keys import canonical_key
 from lowwater.core.process import KeyedCoProcessFunction, KeyedProcessFunction
 from lowwater.core.time import DurationLike, to_millis
@@ -216,9 +216,7 @@ class SingleOutputStream(DataStream):
 
     def get_side_output(self, tag: OutputTag) -> DataStream:
         if not isinstance(tag, OutputTag):
-            hint = f"OutputTag({tag!r})" if isinstance(tag, str) else "an OutputTag"
-            raise ConfigurationError("tag", f"get_side_output takes an OutputTag, got {type(tag).__name__} "
-                                            f"{tag!r:.60}: pass {hint}, the tag the function outputs to")
+            raise ConfigurationError("tag", not_an_output_tag(tag, "get_side_output", "the function outputs to"))
         return self._then(SideOutputTransformation(f"side output {tag.name}", self.transformation, tag))
 
 

@@ -223,10 +223,9 @@ def shown(o: object) -> str:
     return repr(o) if "__repr__" in vars(type(o)) else type(o).__name__
 
 
-def not_an_output_tag(tag: object) -> str:
-    """What ``ctx.output(tag, value)`` with something else than an ``OutputTag`` is told: a side
-    output is found by its tag, so a name alone reached none, and the value was lost without a word
-    (a user probe, session 57)."""
+def not_an_output_tag(tag: object, call: str = "ctx.output", reads: str = "get_side_output(...) reads") -> str:
+    """What ``call`` (``ctx.output(tag, value)``, ``get_side_output(tag)``) with something else than an
+    ``OutputTag`` is told: a side output is found by its tag, so a name alone reached none, and the
+    value was lost without a word (a user probe, session 57). ``reads`` names the tag's other end."""
     hint = f"OutputTag({tag!r})" if isinstance(tag, str) else "an OutputTag"
-    return (f"ctx.output takes an OutputTag, got {type(tag).__name__} {tag!r:.60}: pass {hint}, the tag that "
-            "get_side_output(...) reads")
+    return f"{call} takes an OutputTag, got {type(tag).__name__} {tag!r:.60}: pass {hint}, the tag that {reads}"

@@ -55,30 +55,16 @@ def arrow_schema(fields: Sequence[tuple[str, str]]) -> Any:
 
 def to_arrow(records: Sequence[LogRecord], fields: Sequence[tuple[str, str]]) -> Any:
     """Decoded records as one Arrow batch; ``_corrupt`` is the reason a record is not an element."""
-    import pyarrow as pa
-
-    elements: list[dict[str, Any] | None] = []
-    corrupt: list[str | None] = []
+    rows: list[tuple[int, int | None, int | None, int | None, Mapping[str, Any] | None, str | None]] = []
     for rec in records:
-        if rec.value is None:
-            elements.append(None)
-            corrupt.append(rec.error)
-            continue
-        try:
-            elements.append(read_element(rec.value, fields))
-            corrupt.append(None)
-        except FieldError as e:
-            elements.append(None)
-            corrupt.append(str(e))
-    arrays = [
-        pa.array([rec.partition for rec in records], pa.int32()),
-        pa.array([rec.offset for rec in records], pa.int64()),
-        pa.array([rec.timestamp for rec in records], pa.int64()),
-        pa.nulls(len(records), pa.int64()),
-        *(pa.array([None if e is None else e[name] for e in elements], _arrow_type(t)) for name, t in fields),
-        pa.array(corrupt, pa.string()),
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(fields))
+        element, reason = None, rec.error
+        if rec.value is not None:
+            try:
+                element, reason = read_element(rec.value, fields), None
+            except FieldError as e:
+                reason = str(e)
+        rows.append((rec.partition, rec.offset, rec.timestamp, None, element, reason))
+    return elements_to_arrow(rows, fields)
 
 
 def _fast(lines: list[bytes], partition: int, first: int, fields: Sequence[tuple[str, str]]) -> Any | None:

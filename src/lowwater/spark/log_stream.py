@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FORMAT_NAME", "LogDataSource", "log_stream", "register_source", "schema_ddl"]
+__all__ = ["FORMAT_NAME", "LogDataSource", "log_stream", "schema_ddl"]
 
 FORMAT_NAME = "lowwater_partitioned_log"
 
@@ -56,15 +56,15 @@ def schema_ddl(fields: Sequence[tuple[str, str]]) -> str:
 
 def log_stream(spark: SparkSession, root: str, fields: Sequence[tuple[str, str]], batching: LogBatching) -> DataFrame:
     """The log at ``root`` as a streaming DataFrame with the standard columns and ``_corrupt``."""
-    register_source(spark, LogDataSource)
+    _register(spark)
     options = {"root": root, "fields": json.dumps([list(f) for f in fields]),
                "records_per_batch": json.dumps(batching.records_per_batch),
                "segments_per_batch": json.dumps(batching.segments_per_batch)}
     return spark.readStream.format(FORMAT_NAME).schema(schema_ddl(fields)).options(**options).load()
 
 
-def register_source(spark: SparkSession, source: type[DataSource]) -> None:
-    """Register the Python data source ``source`` with ``spark``, made the active session while it is.
+def _register(spark: SparkSession) -> None:
+    """Register :class:`LogDataSource` with ``spark``, made the active session while it is.
 
     Spark checks that the name is new by looking it up in the *active* session: in a second
     session of the application (``spark.newSession()``, or one made active elsewhere), after
@@ -76,10 +76,10 @@ def register_source(spark: SparkSession, source: type[DataSource]) -> None:
     ("The data source ... replaced a previously registered data source")."""
     jvm = getattr(spark, "_jvm", None)
     if jvm is None:  # Spark Connect: no sessions of the JVM's to juggle
-        spark.dataSource.register(source)
+        spark.dataSource.register(LogDataSource)
         return
     try:
-        if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(source.name()):
+        if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(FORMAT_NAME):
             return
     except Exception:  # py4j errors: a Spark without the call registers, as before
         pass
@@ -87,7 +87,7 @@ def register_source(spark: SparkSession, source: type[DataSource]) -> None:
     active = sessions.getActiveSession()
     sessions.setActiveSession(spark._jsparkSession)
     try:
-        spark.dataSource.register(source)
+        spark.dataSource.register(LogDataSource)
     finally:
         if active.isDefined():
             sessions.setActiveSession(active.get())
