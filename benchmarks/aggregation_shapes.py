@@ -15,7 +15,11 @@ round the median wall and JVM CPU ms (``/proc``) of the runs after the first thr
 * ``C``: the (key, start) grouping with the per-partition figures as ``3 * partitions``
   conditional aggregates of each group (the per-partition rows would then be global aggregates
   over the groups: ``observe()``);
-* ``D``: grouped by (partition, key, start), the per-partition figures left to a second level.
+* ``D``: grouped by (partition, key, start), the per-partition figures left to a second level;
+* ``E``: ``B`` with ``observe()`` of three global aggregates over the elements, below the
+  grouping: a lower bound for any design that gathers the per-partition figures as metrics of the
+  elements (one aggregate function of its own over ``(partition, last start)``, say) in place of the
+  ``Expand``.
 
 The SQL mirrors the native path's layers (``_element_layers``), not its exact text.
 """
@@ -75,6 +79,14 @@ def main() -> None:
         "D (partition, key, start)": (f"SELECT _partition, _k, _last, count(1) AS n, max(_ts) AS m, {sums} "
                                       f"FROM ({elements}) GROUP BY _partition, _k, _last"),
     }
+    from pyspark.sql import functions as F
+
+    spark.sql(elements).observe(
+        "elements", F.expr("max(CASE WHEN _tsok THEN _ts END)").alias("m"),
+        F.expr("count(CASE WHEN NOT _bad THEN 1 END)").alias("n"),
+        F.expr("count(CASE WHEN _bad THEN 1 END)").alias("b")).createOrReplaceTempView("observed")
+    shapes["E (key, start), the elements observed"] = (f"SELECT _k, _last, count(1) AS n, {sums} FROM observed "
+                                                       "GROUP BY _k, _last")
     pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[attr-defined]
     tick = os.sysconf("SC_CLK_TCK")
 
