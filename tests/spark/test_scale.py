@@ -16,7 +16,7 @@ import pytest
 
 from lowwater.api import CollectSink, OutputTag, StreamExecutionEnvironment
 from lowwater.core.errors import PipelineError
-from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.core.watermarks import Watermark, WatermarkGenerator, WatermarkStrategy
 from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
 from lowwater.spark.analyzed import AnalyzedQuery
 from lowwater.spark.engine import SparkRuntime
@@ -247,6 +247,52 @@ def test_integers_with_a_null_beside_them_reach_the_executor_paths_assigner_exac
     assert job.path == "executor"
     assert sorted((r.window_start - base, r.value) for r in results.results) == [(-5000, 1), (0, 10)]
     assert [d["record"]["value"] for d in dead.results] == ([100] if assigner == "field" else [])
+
+
+class _MarkerGenerator(WatermarkGenerator[Any]):
+    """A punctuated generator: a watermark at an element's timestamp when its ``marker`` is set."""
+
+    def on_event(self, event: Any, event_timestamp: int, output: Any) -> None:
+        if event["marker"] is not None:
+            output.emit_watermark(Watermark(event_timestamp))
+
+    def on_periodic_emit(self, output: Any) -> None:
+        pass
+
+
+def _seconds_or_ts(element: dict[str, Any], previous: int) -> int:
+    """A Python assigner reading a nullable DOUBLE: seconds when set, else the ``ts`` field."""
+    return int(element["marker"] * 1000) if element["marker"] is not None else int(element["ts"])
+
+
+@pytest.mark.parametrize("user_code", ["generator", "assigner"])
+def test_a_null_double_reaches_the_executor_paths_user_code_as_none_not_nan(
+    spark: Any, tmp_path: Path, user_code: str
+) -> None:
+    """On the executor path pandas made a null DOUBLE NaN, and the user's code got NaN where every
+    other path gives None: a punctuated generator emitting for ``marker is not None`` emitted for
+    every element, so the watermark jumped and an on-time element went to the late output; an
+    assigner computing ``int(marker * 1000)`` failed the query (a user probe, session 58)."""
+    batches = [[{"key": "a", "ts": 5000, "marker": None, "value": 1}, {"key": "a", "ts": 1000, "marker": 1.0, "value": 2}],
+               [{"key": "a", "ts": 2000, "marker": None, "value": 3}],
+               [{"key": "a", "ts": 9000, "marker": 9.0, "value": 4}]]
+    env = StreamExecutionEnvironment()
+    if user_code == "generator":
+        strategy = WatermarkStrategy.for_generator(_MarkerGenerator).with_timestamp_assigner("ts")
+    else:
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(_seconds_or_ts)
+    late = OutputTag("late")
+    out = (env.from_source(_source(tmp_path, batches), strategy).key_by("key")
+           .window(TumblingEventTimeWindows.of(1000)).side_output_late_data(late).sum("value"))
+    results, late_rows = out.collect(), out.get_side_output(late).collect()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="executor", end_of_input=True).execute(env)
+    assert job.path == "executor"
+    if user_code == "generator":  # only the elements with a marker emit: W(1000), so 2000 is on time
+        assert sorted((r.window_start, r.value) for r in results.results) == [(1000, 2), (2000, 3), (5000, 1), (9000, 4)]
+        assert late_rows.results == []
+    else:  # bounded by 0 after 5000 and 1 s (the marker): 2000 is late
+        assert sorted((r.window_start, r.value) for r in results.results) == [(1000, 2), (5000, 1), (9000, 4)]
+        assert [e["ts"] for e in late_rows.results] == [2000]
 
 
 def test_an_integer_sum_wraps_around_like_a_java_long_on_time_and_when_refired(spark: Any, tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from lowwater.core.watermarks.assigner import timestamp_or_none
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["PartitionState", "decode", "exact_integers", "with_executor_timestamps"]
+__all__ = ["PartitionState", "decode", "exact_numbers", "with_executor_timestamps"]
 
 PartitionState = tuple[ManualClock, PartitionWatermarking[Any]]
 """A partition's own clock (set to the batch's time) with its assigner and generator."""
@@ -55,11 +55,12 @@ def with_executor_timestamps(
 ) -> DataFrame:
     """``df`` with ``_ts`` (assigned on the executors) and one control row per partition.
 
-    Integer columns that may hold a null (:func:`exact_integers`) cross to pandas without their
-    nulls, each with a column that says where they were, and reach the assigner and the generator
-    as Python ints and None: a null in one row made pandas give the whole column as float64, so a
-    timestamp past 2**53 ms was rounded (by up to 1,024 ms near 2**62) and its element went to
-    another window, and a user's assigner got ``3.0`` for ``3``."""
+    Number columns that may hold a null (:func:`exact_numbers`) cross to pandas each with a column
+    that says where the nulls were, and reach the assigner and the generator as Python numbers and
+    None, as on every other path: a null in one row made pandas give an integer column as float64,
+    so a timestamp past 2**53 ms was rounded (by up to 1,024 ms near 2**62) and its element went to
+    another window, and a user's assigner got ``3.0`` for ``3``; and a null DOUBLE reached the
+    user's code as NaN, so ``e["x"] is not None`` was true for it (a user probe, session 58)."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     # every column nullable: a control row carries only its partition and its state
@@ -67,12 +68,12 @@ def with_executor_timestamps(
     schema = StructType([*fields_, StructField("_ts", LongType()), StructField("_ctl", StringType()),
                          StructField("_why", StringType())])
     columns = [f.name for f in schema.fields]
-    df, integers = exact_integers(df)
+    df, numbers = exact_numbers(df)
 
     def per_partition(pdf: Any) -> Any:
         import pandas as pd
 
-        for name, nulls in integers.items():  # ints, and None where the column had a null
+        for name, nulls in numbers.items():  # numbers, and None where the column had a null
             where = pdf.pop(nulls)
             if where.any():
                 pdf[name] = pdf[name].astype(object).where(~where, None)
@@ -120,22 +121,26 @@ def with_executor_timestamps(
 _NEVER_NULL = frozenset({"_partition", "_offset"})
 
 
-def exact_integers(df: DataFrame) -> tuple[DataFrame, dict[str, str]]:
-    """``df`` with each integer column that may hold a null (not ``_partition``, ``_offset``) given
-    0 for its nulls and a BOOLEAN column that is true where they were, and those columns' names
-    (column: its nulls' column). pandas took an integer column with a null as float64, rounding
-    past 2**53; without nulls it stays int64, exact, and the nulls are put back from the flags."""
+def exact_numbers(df: DataFrame) -> tuple[DataFrame, dict[str, str]]:
+    """``df`` with each number column that may hold a null (not ``_partition``, ``_offset``) given a
+    BOOLEAN column that is true where its nulls are, and those columns' names (column: its nulls'
+    column). An integer column's nulls are also made 0: pandas took an integer column with a null
+    as float64, rounding past 2**53; without nulls it stays int64, exact. A float column keeps its
+    NaN (a DOUBLE can hold one), and pandas makes its nulls NaN too, so only the flags tell them
+    apart."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
+    from pyspark.sql.types import ByteType, DoubleType, FloatType, IntegerType, LongType, ShortType
 
-    names = [f.name for f in df.schema.fields if isinstance(f.dataType, (LongType, IntegerType, ShortType, ByteType))
+    integer = (LongType, IntegerType, ShortType, ByteType)
+    names = [f.name for f in df.schema.fields if isinstance(f.dataType, (*integer, DoubleType, FloatType))
              and f.name not in _NEVER_NULL]
     if not names:
         return df, {}
     flags = {n: f"_null{i}_" for i, n in enumerate(names)}
     quoted = {n: F.col("`" + n.replace("`", "``") + "`") for n in names}
-    return df.withColumns({**{flags[n]: quoted[n].isNull() for n in names},
-                           **{n: F.coalesce(quoted[n], F.lit(0).cast(df.schema[n].dataType)) for n in names}}), flags
+    zeros = {n: F.coalesce(quoted[n], F.lit(0).cast(df.schema[n].dataType)) for n in names
+             if isinstance(df.schema[n].dataType, integer)}
+    return df.withColumns({**{flags[n]: quoted[n].isNull() for n in names}, **zeros}), flags
 
 
 def with_control_row(rows: Any, partition: int, ctl: str) -> Any:
