@@ -10,7 +10,14 @@ from lowwater.api import CollectionSource, StreamExecutionEnvironment
 from lowwater.core.errors import ConfigurationError
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import WatermarkStrategy
-from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.core.windows import (
+    EventTimeTrigger,
+    ProcessingTimeSessionWindows,
+    SlidingProcessingTimeWindows,
+    TimeWindow,
+    TumblingEventTimeWindows,
+    WindowAssigner,
+)
 from lowwater.graph import Pipeline, as_pipeline
 from lowwater.graph.transformations import SourceTransformation
 from lowwater.runtime.job import CompiledJob
@@ -62,6 +69,48 @@ def test_a_pipeline_keeps_the_environment_settings_it_was_made_with() -> None:
 
 def test_the_fingerprint_is_the_same_for_the_same_pipeline_built_twice() -> None:
     assert three_sources().pipeline().fingerprint() == three_sources().pipeline().fingerprint()
+
+
+class _EveryElementItsOwnSecond(WindowAssigner[TimeWindow]):
+    """A user's assigner, without a ``__repr__`` of its own."""
+
+    def assign_windows(self, element: Any, timestamp: int, ctx: Any) -> list[TimeWindow]:
+        return [TimeWindow(timestamp - timestamp % 1000, timestamp - timestamp % 1000 + 1000)]
+
+    def default_trigger(self) -> Any:
+        return EventTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("assigner", [
+    lambda: ProcessingTimeSessionWindows.with_gap(800), lambda: SlidingProcessingTimeWindows.of(2000, 1000),
+    _EveryElementItsOwnSecond])
+def test_the_fingerprint_holds_no_memory_address_of_a_window_assigner(assigner: Any) -> None:
+    """The fingerprint took the assigner's ``repr``, and these assigners had none of their own, so it
+    held the object's address: every run of the same job refused its own checkpoint as another
+    pipeline's (a user probe, session 58)."""
+    def fingerprint() -> dict[str, Any]:
+        env = StreamExecutionEnvironment()
+        env.from_source(_source("a"), WM).key_by("key").window(assigner()).sum("value").collect()
+        return env.pipeline().fingerprint()
+
+    first = fingerprint()
+    assert first == fingerprint()
+    assert " at 0x" not in str(first)
+
+
+def test_the_fingerprint_tells_processing_time_assigners_settings_apart() -> None:
+    def fingerprint(assigner: Any) -> dict[str, Any]:
+        env = StreamExecutionEnvironment()
+        env.from_source(_source("a"), WM).key_by("key").window(assigner).sum("value").collect()
+        return env.pipeline().fingerprint()
+
+    sessions = ProcessingTimeSessionWindows
+    assert fingerprint(sessions.with_gap(800)) != fingerprint(sessions.with_gap(900))
+    assert fingerprint(SlidingProcessingTimeWindows.of(2000, 1000)) != \
+        fingerprint(SlidingProcessingTimeWindows.of(2000, 500))
 
 
 def _read_by(source: Any) -> dict[str, Any]:

@@ -273,7 +273,8 @@ def test_a_null_double_reaches_the_executor_paths_user_code_as_none_not_nan(
     other path gives None: a punctuated generator emitting for ``marker is not None`` emitted for
     every element, so the watermark jumped and an on-time element went to the late output; an
     assigner computing ``int(marker * 1000)`` failed the query (a user probe, session 58)."""
-    batches = [[{"key": "a", "ts": 5000, "marker": None, "value": 1}, {"key": "a", "ts": 1000, "marker": 1.0, "value": 2}],
+    batches = [[{"key": "a", "ts": 5000, "marker": None, "value": 1},
+                {"key": "a", "ts": 1000, "marker": 1.0, "value": 2}],
                [{"key": "a", "ts": 2000, "marker": None, "value": 3}],
                [{"key": "a", "ts": 9000, "marker": 9.0, "value": 4}]]
     env = StreamExecutionEnvironment()
@@ -288,7 +289,8 @@ def test_a_null_double_reaches_the_executor_paths_user_code_as_none_not_nan(
     job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path="executor", end_of_input=True).execute(env)
     assert job.path == "executor"
     if user_code == "generator":  # only the elements with a marker emit: W(1000), so 2000 is on time
-        assert sorted((r.window_start, r.value) for r in results.results) == [(1000, 2), (2000, 3), (5000, 1), (9000, 4)]
+        expected = [(1000, 2), (2000, 3), (5000, 1), (9000, 4)]
+        assert sorted((r.window_start, r.value) for r in results.results) == expected
         assert late_rows.results == []
     else:  # bounded by 0 after 5000 and 1 s (the marker): 2000 is late
         assert sorted((r.window_start, r.value) for r in results.results) == [(1000, 2), (5000, 1), (9000, 4)]

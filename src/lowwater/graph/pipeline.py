@@ -113,7 +113,7 @@ class Pipeline:
             elif isinstance(t, AssignTransformation):
                 desc.append(repr(t.strategy))
             elif isinstance(t, WindowTransformation):
-                desc += [repr(t.assigner), _describe(t.trigger), str(t.allowed_lateness_ms),
+                desc += [_describe(t.assigner), _describe(t.trigger), str(t.allowed_lateness_ms),
                          getattr(t.key_selector, "field_name", "function"),
                          _describe(getattr(t.contents, "function", t.contents)), _describe(t.window_function)]
             elif isinstance(t, SinkTransformation):

@@ -91,3 +91,6 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner[TimeWindow]):
 
     def is_event_time(self) -> bool:
         return False
+
+    def __repr__(self) -> str:
+        return f"ProcessingTimeSessionWindows(gap {self.gap_ms} ms)"

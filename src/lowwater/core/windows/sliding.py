@@ -94,3 +94,6 @@ class SlidingProcessingTimeWindows(WindowAssigner[TimeWindow]):
 
     def is_event_time(self) -> bool:
         return False
+
+    def __repr__(self) -> str:
+        return f"SlidingProcessingTimeWindows({self.size_ms} ms, slide {self.slide_ms} ms, offset {self.offset_ms} ms)"
