@@ -483,7 +483,7 @@ def test_status_shows_every_window_operators_watermark_counts_and_accounting(
             "window aggregate#2: 1 late, 2 fired") in capsys.readouterr().out.splitlines()
     assert main(["status", str(ck)]) == 0
     out = capsys.readouterr().out.splitlines()
-    at = out.index("operators (2; the lines above are the first one's):")
+    at = out.index("operators (2; above, rows in and dead letters are the job's, the rest the first one's):")
     assert out[at + 1].split() == ["operator", "watermark", "rows", "in", "windowed", "late", "dead-lettered", "fired",
                                    "open", "windows", "accounting"]
     # the first: 5 elements (a 6th, without a timestamp, dead-lettered before it); its 10 s windows

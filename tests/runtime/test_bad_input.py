@@ -439,3 +439,30 @@ def test_a_custom_trigger_on_session_windows_without_can_merge_says_what_to_impl
     with pytest.raises(ConfigurationError, match=r"EveryElement cannot be used with merging windows .*: implement "
                                                  r"can_merge\(\) to return True and on_merge"):
         env.execute(clock=ManualClock(0))
+
+
+def test_a_record_that_several_operators_reject_for_one_reason_is_one_dead_letter() -> None:
+    """A Spark ``agg(sum, count, avg, max)`` becomes four window operators over one source: each
+    rejected a bad record, and each wrote it to the dead-letter output, so the table held every bad
+    record three or four times and the job's ``rows_dead_lettered`` (11) exceeded its ``rows_in`` (4)
+    (a user probe, session 58). One letter per record and reason now; each operator still counts
+    what it rejected, and a record one operator takes (``count`` needs no value) is in its windows."""
+    base = 1_704_067_200_000
+    batch = [{"user": "a", "ts": base + 1000, "amount": 1.0, "p": 0},
+             {"user": "a", "ts": None, "amount": 1.0, "p": 0},
+             {"user": None, "ts": base + 2000, "amount": 1.0, "p": 0},
+             {"user": "b", "ts": base + 3000, "amount": None, "p": 0}]
+    env = StreamExecutionEnvironment()
+    source = env.from_source(CollectionSource([batch], partition_of="p", timestamp_of=lambda e: e["ts"]),
+                             WatermarkStrategy.for_bounded_out_of_orderness("10 seconds"))
+    outs = {a: source.key_by("user").window(TumblingEventTimeWindows.of("1 minute"))
+            .aggregate(a, field=None if a == "count" else "amount").collect() for a in ("sum", "count", "avg", "max")}
+    result = env.execute()
+    assert sorted((d["offset"], d["reason"]) for d in result.dead_letters) == [
+        (1, "missing or non-numeric timestamp (source timestamp)"), (2, "missing key (user)"),
+        (3, "missing value (amount)")]
+    assert [b.rows_dead_lettered for b in result.batches] == [3, 0]
+    assert sorted((r.key, r.value) for r in outs["count"].results) == [("a", 1), ("b", 1)]
+    assert sorted((r.key, r.value) for r in outs["sum"].results) == [("a", 1.0)]
+    # each operator's own account: count rejects two of them, the three others three
+    assert sorted(w["operator_rows_dead_lettered"] for w in result.batches[-1].windows.values()) == [2, 3, 3, 3]

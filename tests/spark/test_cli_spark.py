@@ -408,7 +408,7 @@ def test_status_of_a_job_with_two_window_operators_shows_each_ones_late_rows_and
             "window aggregate#2: 1 late, 2 fired") in ran.splitlines()
     assert main(["status", ck]) == 0
     out = capsys.readouterr().out.splitlines()
-    at = out.index("operators (2; the lines above are the first one's):")
+    at = out.index("operators (2; above, rows in and dead letters are the job's, the rest the first one's):")
     # the second gets the first's 3 results ([0, 10 s) twice, [40 s, 50 s) at the end of input); the
     # re-firing of [0, 10 s) is late for its [0, 30 s), which fired at the watermark 39999
     assert [x.split()[2:] for x in out[at + 2:at + 4]] == [["39999", "5", "5", "0", "0", "3", "0", "balanced"],

@@ -139,7 +139,8 @@ def render_status(checkpoint: str | os.PathLike[str], lines: Sequence[dict[str, 
     accounting = s["accounting"]
     out.append(f"accounting: {accounting}" + (" (balanced)" if accounting.balanced else ""))
     if s["operators"]:
-        out.append(f"operators ({len(s['operators'])}; the lines above are the first one's):")
+        out.append(f"operators ({len(s['operators'])}; above, rows in and dead letters are the job's, "
+                   "the rest the first one's):")
         out += _operator_table(s["operators"])
     if s["rows_dead_lettered"]:
         from lowwater.metrics.dead_letters import describe_reasons, merge_reasons, sample_place

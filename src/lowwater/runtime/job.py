@@ -83,7 +83,7 @@ class CompiledJob:
         if not self.started:
             self.start()
         self.clock.set(processing_time_ms)
-        self.dead.rows = []
+        self.dead.new_batch()
         rows = 0
         live = [(s, b) for s, b in zip(self.sources, batches, strict=True) if b is not None]
         if any(b.arrival is not None for _, b in live):  # several sources: in arrival order
@@ -112,7 +112,7 @@ class CompiledJob:
         """End of bounded input: a MAX watermark fires every remaining window."""
         if not self.started:
             self.start()
-        self.dead.rows = []
+        self.dead.new_batch()
         for n in self.nodes:
             n.on_batch_end(batch_id, True)
         return self.metrics(batch_id, 0, True)
