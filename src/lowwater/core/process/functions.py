@@ -155,7 +155,10 @@ class _Function:
         """Called once before the first element; get state handles here."""
 
     def close(self) -> None:
-        """Called when the operator ends."""
+        """PyFlink's ``Function.close``. lowwater does not call it: a micro-batch job's operators
+        have no last moment (a run stops, the next one resumes from the checkpoint, and on the
+        keyed path a task ends every batch), so hold nothing here that needs closing. (Until
+        session 58 this said it was called when the operator ends, and it never was.)"""
 
     def get_runtime_context(self) -> RuntimeContext:
         """The runtime context (Java's ``getRuntimeContext()``), set before ``open``."""

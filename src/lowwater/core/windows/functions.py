@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
+from lowwater.core.errors import ConfigurationError
 from lowwater.core.windows.window import Window
 
 __all__ = [
@@ -13,6 +14,8 @@ __all__ = [
     "ProcessWindowFunction",
     "ReduceFunction",
     "WindowContext",
+    "WindowRuntimeContext",
+    "open_once",
 ]
 
 IN = TypeVar("IN")
@@ -67,3 +70,42 @@ class ProcessWindowFunction(ABC, Generic[IN, OUT]):
 
     def clear(self, context: WindowContext) -> None:
         """Called when the window's state is cleaned up."""
+
+    def open(self, runtime_context: WindowRuntimeContext) -> None:
+        """PyFlink's ``Function.open``: called once before the operator's first firing (or clean-up)
+        in each process that runs it (a restart, and on Spark's keyed path each task, opens it
+        again), with the operator's runtime context. Until session 58 it was never called, so
+        what it set up was missing at the first firing (a user probe)."""
+
+    def close(self) -> None:
+        """PyFlink's ``Function.close``. lowwater does not call it: a micro-batch job's operators
+        have no last moment (a run stops, the next one resumes from the checkpoint, and on the
+        keyed path a task ends every batch), so hold nothing here that needs closing."""
+
+
+class WindowRuntimeContext:
+    """What a :class:`ProcessWindowFunction`'s ``open`` receives. It has no keyed state (PyFlink's
+    ``get_state`` from a window function's runtime context): ask for it and you are told so, where
+    a value kept in memory would be lost at the next batch or restart."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def get_task_name(self) -> str:
+        return self._name
+
+    def get_state(self, descriptor: Any) -> Any:
+        raise ConfigurationError(
+            "runtime_context", f"a ProcessWindowFunction has no keyed state in lowwater (asked for "
+            f"{getattr(descriptor, 'name', descriptor)!r}): keep what a window needs in its contents "
+            "(an aggregate or reduce before the function), or use a KeyedProcessFunction with timers")
+
+    get_list_state = get_map_state = get_reducing_state = get_aggregating_state = get_state
+
+
+def open_once(operator: Any, function: Any) -> None:
+    """Open ``operator``'s window ``function`` (a :class:`ProcessWindowFunction`) before its first
+    use by that operator; an operator built in another process (a restart, a task) opens it again."""
+    if isinstance(function, ProcessWindowFunction) and not getattr(operator, "_function_opened", False):
+        operator._function_opened = True
+        function.open(WindowRuntimeContext("window operator"))  # the same on every path

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from lowwater.core.clock import Clock, ManualClock
 from lowwater.core.errors import BadRecordError, ConfigurationError, PipelineError, blame, shown
+from lowwater.core.process.state import ListStateDescriptor, ValueStateDescriptor
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP, timer_time
 from lowwater.core.windows.assigner import MergingWindowAssigner, WindowAssigner
 from lowwater.core.windows.contents import ReducingContents, WindowContents
@@ -25,7 +26,7 @@ from lowwater.core.windows.events import (
     WindowFired,
     WindowResult,
 )
-from lowwater.core.windows.functions import ProcessWindowFunction
+from lowwater.core.windows.functions import ProcessWindowFunction, open_once
 from lowwater.core.windows.key_slice import KeySlice, KeySlices, new_key_slice, put_timers, take_timers
 from lowwater.core.windows.merging import MergingWindowSet
 from lowwater.core.windows.timers import Timer, TimerQueue
@@ -291,6 +292,7 @@ class WindowOperator:
         self.trigger_state.pop((key, window), None)
         self.fire_counts.pop((key, window), None)
         if isinstance(self.window_function, ProcessWindowFunction):
+            open_once(self, self.window_function)
             self.window_function.clear(WindowFunctionContext(self, window))
         if self.is_merging:
             mset = self.merging_sets.get(key)
@@ -349,6 +351,7 @@ class WindowOperator:
         if self.window_function is not None:
             ctx = WindowFunctionContext(self, window)
             fn = self.window_function
+            open_once(self, fn)
             produced = fn.process(key, ctx, inputs) if isinstance(fn, ProcessWindowFunction) else fn(key, ctx, inputs)
             outputs = tuple(produced) if produced is not None else ()
         else:
@@ -458,6 +461,56 @@ class _ReducingStateView:
         self.store.pop(self.descriptor.name, None)
 
 
+class _ValueStateView:
+    """A trigger's ``ValueState`` for its key and window (PyFlink's ``value``, ``update``, ``clear``)."""
+
+    def __init__(self, store: dict[str, Any], name: str) -> None:
+        self.store = store
+        self.name = name
+
+    def value(self) -> Any:
+        return self.store.get(self.name)
+
+    def update(self, value: Any) -> None:
+        if value is None:  # Flink: updating to null clears
+            self.store.pop(self.name, None)
+        else:
+            self.store[self.name] = value
+
+    def clear(self) -> None:
+        self.store.pop(self.name, None)
+
+
+class _ListStateView:
+    """A trigger's ``ListState`` for its key and window (PyFlink's ``get``, ``add``, ``add_all``,
+    ``update``, ``clear``)."""
+
+    def __init__(self, store: dict[str, Any], name: str) -> None:
+        self.store = store
+        self.name = name
+
+    def get(self) -> list[Any]:
+        return list(self.store.get(self.name, ()))
+
+    def add(self, value: Any) -> None:
+        self.store.setdefault(self.name, []).append(value)
+
+    def add_all(self, values: Iterable[Any]) -> None:
+        self.store.setdefault(self.name, []).extend(values)
+
+    def update(self, values: Iterable[Any]) -> None:
+        self.store[self.name] = list(values)
+
+    def clear(self) -> None:
+        self.store.pop(self.name, None)
+
+
+def _not_a_trigger_state(descriptor: object) -> TypeError:
+    return TypeError(
+        f"a trigger's get_partitioned_state takes a ReducingStateDescriptor, a ValueStateDescriptor or a "
+        f"ListStateDescriptor, got {type(descriptor).__name__} {descriptor!r:.80}")
+
+
 class _TriggerContext:
     def __init__(self, op: WindowOperator, key: Hashable, window: Any, merged: Collection[Any] = ()) -> None:
         self.op = op
@@ -470,6 +523,9 @@ class _TriggerContext:
 
     def current_watermark(self) -> int:
         return self.op.current_watermark
+
+    get_current_processing_time = current_processing_time  # PyFlink's names
+    get_current_watermark = current_watermark
 
     def register_event_time_timer(self, time: int) -> None:
         self.op.event_timers.register(Timer(timer_time(time), self.key, self.window))
@@ -486,11 +542,25 @@ class _TriggerContext:
     def _store(self, window: Any) -> dict[str, Any]:
         return self.op.trigger_state.setdefault((self.key, window), {})
 
-    def get_partitioned_state(self, descriptor: ReducingStateDescriptor[Any]) -> _ReducingStateView:
-        return _ReducingStateView(self._store(self.window), descriptor)
+    def get_partitioned_state(self, descriptor: Any) -> Any:
+        """The state ``descriptor`` names, for this key and window: reducing (lowwater's and Flink's
+        built-in triggers'), or a value or a list, as a PyFlink trigger keeps its count. Until
+        session 58 any descriptor was taken as a reducing one, so a ``ValueStateDescriptor``'s
+        ``value()`` failed with an ``AttributeError`` naming lowwater's internals (a user probe)."""
+        store = self._store(self.window)
+        if isinstance(descriptor, ReducingStateDescriptor):
+            return _ReducingStateView(store, descriptor)
+        if isinstance(descriptor, ValueStateDescriptor):
+            return _ValueStateView(store, descriptor.name)
+        if isinstance(descriptor, ListStateDescriptor):
+            return _ListStateView(store, descriptor.name)
+        raise _not_a_trigger_state(descriptor)
 
     def merge_partitioned_state(self, descriptor: ReducingStateDescriptor[Any]) -> None:
-        target = self.get_partitioned_state(descriptor)
+        if not isinstance(descriptor, ReducingStateDescriptor):  # Flink merges mergeable states only
+            raise TypeError(f"merge_partitioned_state merges a ReducingStateDescriptor's state only, got "
+                            f"{type(descriptor).__name__} {descriptor!r:.80}")
+        target = _ReducingStateView(self._store(self.window), descriptor)
         for m in self.merged:
             src = self.op.trigger_state.get((self.key, m), {})
             value = src.pop(descriptor.name, None)

@@ -43,7 +43,7 @@ from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.windows.assigner import WindowAssigner
 from lowwater.core.windows.contents import WindowContents
 from lowwater.core.windows.events import FireCause, LateElement, SideOutput, WindowFired, WindowResult
-from lowwater.core.windows.functions import ProcessWindowFunction
+from lowwater.core.windows.functions import ProcessWindowFunction, open_once
 from lowwater.core.windows.key_slice import KeySlice, KeySlices, new_key_slice
 from lowwater.core.windows.operator import WindowFunctionContext
 from lowwater.core.windows.session import EventTimeSessionWindows
@@ -277,6 +277,7 @@ class SessionWindowOperator:
             self.live_timers.discard((end - 1, key, start, end))
             k.fires.pop(window, None)
             if isinstance(self.window_function, ProcessWindowFunction):
+                open_once(self, self.window_function)
                 self.window_function.clear(WindowFunctionContext(self, TimeWindow(start, end)))
             del k.mapping[window]
             if not k.mapping and not k.states and not k.fires:
@@ -305,6 +306,7 @@ class SessionWindowOperator:
         fn = self.window_function
         if fn is not None:
             ctx = WindowFunctionContext(self, tw)
+            open_once(self, fn)
             produced = fn.process(key, ctx, inputs) if isinstance(fn, ProcessWindowFunction) else fn(key, ctx, inputs)
             outputs = tuple(produced) if produced is not None else ()
         else:

@@ -71,7 +71,18 @@ class TriggerContext(Protocol):
 
     def delete_processing_time_timer(self, time: int) -> None: ...
 
-    def get_partitioned_state(self, descriptor: ReducingStateDescriptor[Any]) -> ReducingState[Any]: ...
+    def get_current_processing_time(self) -> int:
+        """PyFlink's name for :meth:`current_processing_time`."""
+
+    def get_current_watermark(self) -> int:
+        """PyFlink's name for :meth:`current_watermark`."""
+
+    def get_partitioned_state(self, descriptor: Any) -> Any:
+        """The state for this key and window: a :class:`ReducingState` for a
+        :class:`ReducingStateDescriptor`, PyFlink's ``ValueState`` (``value``, ``update``,
+        ``clear``) for a ``ValueStateDescriptor``, its ``ListState`` (``get``, ``add``, ``add_all``,
+        ``update``, ``clear``) for a ``ListStateDescriptor``. Only reducing state merges
+        (:meth:`OnMergeContext.merge_partitioned_state`)."""
 
 
 class OnMergeContext(TriggerContext, Protocol):
@@ -82,7 +93,7 @@ class Trigger(ABC, Generic[W]):
     """Decides, per key and window, when to fire and when to purge.
 
     Subclass it for a user-defined trigger. A trigger keeps its state through the
-    context (timers and :class:`ReducingStateDescriptor` state), never on ``self``.
+    context (timers, and reducing, value or list state), never on ``self``.
     """
 
     @abstractmethod
