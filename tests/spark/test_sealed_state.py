@@ -36,6 +36,25 @@ class _Acc:
         self.total = total
 
 
+def test_unsealing_in_the_process_that_sealed_leaves_its_own_classes_as_they_are() -> None:
+    """A class that cloudpickle takes by value (defined in ``__main__``, here in a function) was one
+    class per process: unsealing a checkpoint where it was sealed set the sealed copy's attributes
+    and methods on the live class, so a general-path restart in the same process (a notebook) ran
+    the checkpoint's window function in place of the fixed one, and the user's own class changed
+    (a user probe, session 58)."""
+    class Scaled:
+        factor = 1
+
+        def scale(self, v: int) -> int:
+            return v * self.factor
+
+    sealed = seal({"function": Scaled()}, KEY)
+    Scaled.factor = 10  # the user's fix between the runs
+    back = unseal(sealed, KEY, "x")
+    assert Scaled.factor == 10 and Scaled().scale(2) == 20, "the live class is the user's, as fixed"
+    assert back["function"].scale(2) == 2 and type(back["function"]) is not Scaled, "the sealed copy, apart"
+
+
 @pytest.mark.parametrize("how", ["raw pickle", "payload swapped", "other key", "truncated"])
 def test_a_tampered_file_is_refused_before_anything_is_unpickled(tmp_path: Path, how: str) -> None:
     marker = tmp_path / "pwned"

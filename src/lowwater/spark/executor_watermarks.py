@@ -29,6 +29,7 @@ from lowwater.core.watermarks import (
     WatermarkStrategy,
 )
 from lowwater.core.watermarks.assigner import timestamp_or_none
+from lowwater.spark.sealed import loads
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -45,8 +46,9 @@ def new_partition(strategy: WatermarkStrategy[Any], partition: int) -> Partition
 
 
 def decode(ctl: str) -> tuple[PartitionState, RecordingOutput]:
-    """A control row's partition state and the watermark events its generator emitted."""
-    state, rows = pickle.loads(base64.b64decode(ctl))
+    """A control row's partition state and the watermark events its generator emitted (read on the
+    driver: :func:`~lowwater.spark.sealed.loads` leaves the driver's own classes as they are)."""
+    state, rows = loads(base64.b64decode(ctl))
     return state, RecordingOutput.from_rows(rows)
 
 

@@ -30,6 +30,7 @@ import hmac
 import os
 import pickle
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,26 @@ def dumps(obj: Any) -> bytes:
     return bytes(cloudpickle.dumps(obj, protocol=5))  # type: ignore[no-untyped-call]
 
 
+def loads(payload: bytes) -> Any:
+    """``payload`` (:func:`dumps`) unpickled without touching this process's own classes.
+
+    cloudpickle keeps a class defined in ``__main__`` (pickled by value) as one class per process:
+    unpickling it where it was pickled from finds the live class and sets the pickled copy's
+    methods on it, with a copy of their module's globals. So a restart in the same process (a
+    notebook, a driver that runs its job again) put the checkpoint's window function back in place
+    of the one the user had fixed, and changed the user's own class outside lowwater too (a user
+    probe, session 58). Here a class is new unless this load made it, as in a new process."""
+    from pyspark.cloudpickle import cloudpickle as cp
+
+    saved = cp._DYNAMIC_CLASS_TRACKER_BY_ID, cp._DYNAMIC_CLASS_TRACKER_BY_CLASS
+    cp._DYNAMIC_CLASS_TRACKER_BY_ID, cp._DYNAMIC_CLASS_TRACKER_BY_CLASS = weakref.WeakValueDictionary(), \
+        weakref.WeakKeyDictionary()
+    try:
+        return pickle.loads(payload)
+    finally:
+        cp._DYNAMIC_CLASS_TRACKER_BY_ID, cp._DYNAMIC_CLASS_TRACKER_BY_CLASS = saved
+
+
 def seal(obj: Any, key: StateKey) -> bytes:
     """``obj`` serialized (:func:`dumps`: state can hold user classes) and sealed under ``key``."""
     payload = dumps(obj)
@@ -147,4 +168,4 @@ def unseal(data: bytes, key: StateKey, what: str) -> Any:
             f"{what} failed its integrity check under the state key from {key.origin}: it was changed after "
             f"lowwater wrote it, or sealed under another key (set ${ENV_VAR} or --conf {SPARK_CONF} to the key "
             "the job was started with). Nothing in it was loaded")
-    return pickle.loads(payload)
+    return loads(payload)
