@@ -142,6 +142,25 @@ class DataFrameSource(SparkSource):
             if col is not None and self._type_of(col, what) not in allowed:
                 raise ConfigurationError(what, f"{col!r} is a {self._type_of(col, what)}; it must be one of "
                                          f"{', '.join(allowed)}")
+        if partition is not None and self._is_kafka_partition(partition):
+            several = _several_kafka_topics(df)
+            if several is not None:
+                raise ConfigurationError(
+                    "partition", f"is Spark's Kafka `partition` column, and the DataFrame reads {several}: each "
+                    "topic numbers its partitions from 0, so partition 0 of every topic would share one watermark, "
+                    "and the records of a topic that lags would be late. Number each topic's partitions apart, "
+                    "e.g. partition=F.col('partition') + F.when(F.col('topic') == 'second-topic', 1000)"
+                    ".otherwise(0), or read the topics with KafkaShapedSource(df, fields, topics=[...])")
+
+    def _is_kafka_partition(self, col: ColumnLike) -> bool:
+        """Whether ``col`` is the DataFrame's ``partition`` column as it is, not an expression over it
+        (a user's own numbering of several topics)."""
+        if isinstance(col, str):
+            return col == "partition"
+        try:
+            return self.df.select(col).columns == ["partition"] and "partition" in self._types
+        except Exception:  # a Column this DataFrame cannot select: _type_of said so above
+            return False
 
     def check_before_run(self) -> None:
         """A batch DataFrame cannot feed a streaming query: Spark says so only once the query

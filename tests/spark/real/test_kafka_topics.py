@@ -249,6 +249,35 @@ def test_a_kafka_dataframe_of_several_topics_is_refused_without_topics(spark: An
     assert KafkaShapedSource(kafka(subscribe="a,b"), FIELDS, topics=["a", "b"]).topics == ["a", "b"]
 
 
+def test_a_dataframe_source_over_several_kafka_topics_is_refused_their_bare_partition_column(spark: Any) -> None:
+    """A Spark job ported with its own ``from_json`` into a DataFrameSource took the Kafka reader's
+    ``partition`` column as it is: with two topics, partition 0 of each shared one watermark, which
+    followed the leading topic, and 180 of 400 records of the lagging one were late (a user probe,
+    session 58), where KafkaShapedSource refused the same DataFrame. No broker is asked."""
+    from pyspark.sql import functions as F
+
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.spark.sources import DataFrameSource
+
+    def kafka(**options: str) -> Any:
+        reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
+        for name, value in options.items():
+            reader = reader.option(name, value)
+        value = F.from_json(F.col("value").cast("string"), "user STRING, ts TIMESTAMP").alias("j")
+        parsed = reader.load().select("topic", "partition", "offset", "timestamp", value)
+        return parsed.select("topic", "partition", "offset", "j.*")
+
+    two = kafka(subscribe="eu,us")
+    for partition in ("partition", F.col("partition")):
+        with pytest.raises(ConfigurationError) as e:
+            DataFrameSource(two, partition=partition, offset="offset", timestamp="ts")
+        assert e.value.parameter == "partition" and "reads 2 topics (subscribe=eu,us)" in str(e.value), str(e.value)
+        assert "partition 0 of every topic would share one watermark" in str(e.value)
+    numbered = F.col("partition") + F.when(F.col("topic") == "us", 1000).otherwise(0)
+    assert DataFrameSource(two, partition=numbered, offset="offset", timestamp="ts").partition is numbered
+    DataFrameSource(kafka(subscribe="eu"), partition="partition", offset="offset", timestamp="ts")  # one topic
+
+
 def test_a_kafka_dataframe_told_to_skip_deleted_records_warns_that_they_go_uncounted(spark: Any) -> None:
     """A KafkaShapedSource over the user's own Kafka reader took its ``failOnDataLoss=false`` as
     given: Spark then skips records Kafka deleted before they were read, with a line in its log,
