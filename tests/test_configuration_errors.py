@@ -186,7 +186,13 @@ def test_a_new_job_refuses_a_delta_table_another_job_appended_to_and_not_its_own
     ours = {results.app_id: 0, late.app_id: 0}  # this job's first attempt, cut before its first commit
     assert refuse_on_new_job([results, late], {}) is None
     assert refuse_on_new_job([results, late], ours) is None
-    assert refuse_on_new_job([results, late], {"spark-query-7": 12}) is None  # not lowwater's: not told apart
+    assert refuse_on_new_job([results, late], ours, files=3) is None
+    # another writer: a Spark query's transactions, or files and no transaction of this job's
+    refused = refuse_on_new_job([results, late], {"spark-query-7": 12})
+    assert refused is not None and "another job (app id spark-query-7)" in str(refused)
+    refused = refuse_on_new_job([results, late], {}, files=3)
+    assert refused is not None and "holds rows another writer appended (3 data files" in str(refused)
+    assert refuse_on_new_job([DeltaSink("/t", shared=True)], {}, files=3) is None
     refused = refuse_on_new_job([results, late], {**ours, other.app_id: 9})
     assert refused is not None and refused.parameter == "path" and other.app_id in str(refused)
     assert refuse_on_new_job([DeltaSink("/t", shared=True), DeltaSink("/t", name="late", shared=True)],

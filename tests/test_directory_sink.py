@@ -277,3 +277,33 @@ def test_a_reference_run_refuses_a_directory_an_earlier_run_wrote(tmp_path: Path
     with pytest.raises(ConfigurationError, match="holds the batches of another job"):
         run(1000)  # batches 0..1: the first run's batches 2..4 would have stayed beside them
     assert sorted((r["key"], r["window_start"], r["value"]) for r in read_directory(tmp_path / "out")) == first
+
+
+def test_a_new_job_refuses_a_directory_of_another_writers_files(tmp_path: Path) -> None:
+    """A Spark job's part files in the directory (a job being ported to lowwater, pointed at its old
+    output): lowwater wrote ``batch=<id>/`` beside them, and a reader of the directory then read
+    lowwater's rows alone, the old ones hidden by partition discovery, without a word (a user probe,
+    session 58). Hidden files (``_SUCCESS``, ``.crc``) are readers' and do not count."""
+    import pytest
+
+    from lowwater.api import CollectionSource, StreamExecutionEnvironment
+    from lowwater.core.errors import ConfigurationError
+    from lowwater.core.watermarks import WatermarkStrategy
+
+    def run(out: Path) -> None:
+        env = StreamExecutionEnvironment()
+        (env.from_source(CollectionSource([[{"key": "a", "ts": 1000, "value": 1}]]),
+                         WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts"))
+         .key_by("key").time_window(1000).sum("value").add_sink(DirectorySink(out, "jsonl")))
+        env.execute()
+
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "part-00000-1b2c.snappy.parquet").write_bytes(b"PAR1")
+    with pytest.raises(ConfigurationError, match=r"holds files another writer made \(part-00000-1b2c.snappy.parquet\)"):
+        run(tmp_path / "theirs")
+    assert sorted(p.name for p in (tmp_path / "theirs").iterdir()) == ["part-00000-1b2c.snappy.parquet"]
+    (tmp_path / "hidden").mkdir()
+    for name in ("_SUCCESS", ".part-00000.crc"):
+        (tmp_path / "hidden" / name).write_bytes(b"")
+    run(tmp_path / "hidden")
+    assert (tmp_path / "hidden" / "batch=0").is_dir()

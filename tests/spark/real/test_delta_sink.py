@@ -184,7 +184,7 @@ def test_a_new_checkpoint_on_a_table_another_job_appended_to_is_refused(spark: A
     once = [("a", 0, 1), ("a", 10_000, 2), ("b", 20_000, 4)]
     assert rows() == once
     _one_window_job(spark, tmp_path, table, tmp_path / "ck1")  # a restart of the job: nothing new, no refusal
-    with pytest.raises(ConfigurationError, match=r"holds the appends of another lowwater job .*would append their "
+    with pytest.raises(ConfigurationError, match=r"holds the appends of another job .*would append their "
                                                  r"rows again.*shared=True"):
         _one_window_job(spark, tmp_path, table, tmp_path / "ck2")
     assert rows() == once
@@ -200,9 +200,30 @@ def test_a_new_checkpoint_on_a_table_another_job_appended_to_is_refused(spark: A
 
     reference = tmp_path / "reference"  # each reference run is a new job: its second appended every row again
     _one_window_job(spark, tmp_path, reference, None)
-    with pytest.raises(ConfigurationError, match=r"holds the appends of another lowwater job"):
+    with pytest.raises(ConfigurationError, match=r"holds the appends of another job"):
         _one_window_job(spark, tmp_path, reference, None)
     assert spark.read.format("delta").load(str(reference)).count() == 3
+
+
+def test_a_new_checkpoint_on_a_table_another_writer_made_is_refused_and_an_empty_one_taken(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A ported Spark job's Delta table (rows, no transaction of lowwater's): the new job appended to
+    it, and ``mergeSchema`` widened the table to hold both kinds of rows, without a word (a user
+    probe, session 58). An empty table made ahead of the job (``CREATE TABLE``) is the job's."""
+    from lowwater.core.errors import ConfigurationError
+
+    theirs = tmp_path / "theirs"
+    spark.createDataFrame([("u", 3.0)], "user STRING, total DOUBLE").write.format("delta").save(str(theirs))
+    with pytest.raises(ConfigurationError, match=r"holds rows another writer appended \(1 data files, and no "
+                                                 r"transaction of this job's\).*shared=True"):
+        _one_window_job(spark, tmp_path, theirs, tmp_path / "ck1")
+    table = spark.read.format("delta").load(str(theirs))
+    assert table.columns == ["user", "total"] and table.count() == 1
+    empty = tmp_path / "empty"
+    spark.createDataFrame([], "key STRING").write.format("delta").save(str(empty))
+    _one_window_job(spark, tmp_path, empty, tmp_path / "ck2")
+    assert spark.read.format("delta").load(str(empty)).count() == 3
 
 
 def test_a_path_that_holds_files_but_no_delta_table_is_refused_before_the_run(spark: Any, tmp_path: Path) -> None:

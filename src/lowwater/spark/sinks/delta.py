@@ -210,20 +210,20 @@ class DeltaSink(DataFrameSink):
         return StructType([f for f in schema.fields if f.name not in computed])
 
 
-def _transactions(spark: SparkSession, path: str) -> dict[str, int]:
+def _table_state(spark: SparkSession, path: str) -> tuple[dict[str, int], int]:
     """The table's ``txnAppId``s and the last ``txnVersion`` each committed (Delta's ``SetTransaction``
-    actions, from its snapshot); empty when there is no table yet."""
+    actions, from its snapshot), and its number of data files; empty and 0 when there is no table yet."""
     from lowwater.spark.fs import resolve
 
     jvm: Any = spark._jvm
     try:
         delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, resolve(path, spark))
     except TypeError:  # no Delta on the class path (py4j's JavaPackage is not callable): the write says so
-        return {}
+        return {}, 0
     none = jvm.scala.Option.empty()
     snapshot = delta_log.update(False, none, none)
     got = jvm.scala.jdk.javaapi.CollectionConverters.asJava(snapshot.transactions())
-    return {str(k): int(v) for k, v in dict(got).items()}
+    return {str(k): int(v) for k, v in dict(got).items()}, int(snapshot.numOfFiles())
 
 
 def check_new_job(sinks: Sequence[Any]) -> None:
@@ -251,14 +251,21 @@ def check_new_job(sinks: Sequence[Any]) -> None:
 
     spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()  # as write_batch
     for group in tables.values():
-        refusal = refuse_on_new_job(group, _transactions(spark, group[0].path))
+        refusal = refuse_on_new_job(group, *_table_state(spark, group[0].path))
         if refusal is not None:
             raise refusal
 
 
-def refuse_on_new_job(group: Sequence[DeltaSink], txns: Mapping[str, int]) -> ConfigurationError | None:
+def refuse_on_new_job(group: Sequence[DeltaSink], txns: Mapping[str, int], files: int = 0
+                      ) -> ConfigurationError | None:
     """:func:`check_new_job`'s decision for the sinks of a new job that write one table, given the
-    table's transactions (app id: last batch id recorded)."""
+    table's transactions (app id: last batch id recorded) and how many data files it holds.
+
+    Another writer is any app id not this job's, lowwater's or not, and a table with files but no
+    transaction of this job's: until session 58 only ``lowwater-`` app ids counted, so a ported
+    Spark job's table took this job's appends, its schema widened by ``mergeSchema`` to hold both
+    kinds of rows, without a word (a user probe). An empty table (``CREATE TABLE`` ahead of the
+    job) is this job's to fill."""
     path = group[0].path
     for sink in group:
         last = txns.get(sink.app_id)
@@ -271,12 +278,17 @@ def refuse_on_new_job(group: Sequence[DeltaSink], txns: Mapping[str, int]) -> Co
     if all(sink.shared for sink in group):
         return None
     ours = {sink.app_id for sink in group}
-    others = sorted(a for a in txns if a.startswith("lowwater-") and a not in ours)
-    if not others:
-        return None
-    return ConfigurationError(
-        "path", f"the Delta table {path} holds the appends of another lowwater job (app id "
-        f"{', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), and this job's checkpoint is "
-        "new: it reads its sources anew, from their starting offsets, and would append their rows again. "
-        "Hint: give the sink a new table, or delete this one if its rows are no longer wanted; "
-        "DeltaSink(..., shared=True) if other jobs append to this table too")
+    others = sorted(a for a in txns if a not in ours)
+    hint = ("Hint: give the sink a new table, or delete this one if its rows are no longer wanted; "
+            "DeltaSink(..., shared=True) if other jobs append to this table too")
+    if others:
+        return ConfigurationError(
+            "path", f"the Delta table {path} holds the appends of another job (app id "
+            f"{', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), and this job's checkpoint is "
+            f"new: it reads its sources anew, from their starting offsets, and would append their rows again. {hint}")
+    if files and not ours & txns.keys():
+        return ConfigurationError(
+            "path", f"the Delta table {path} holds rows another writer appended ({files} data files, and no "
+            f"transaction of this job's): this job would append its rows beside theirs, in one table of two "
+            f"kinds of rows, and widen its schema to hold both. {hint}")
+    return None

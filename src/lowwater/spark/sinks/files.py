@@ -112,11 +112,22 @@ class DirectorySink(DataFrameSink):
         recorded = fs.read(marker)
         if recorded is not None and recorded.decode().strip() == job_id:
             return
-        if recorded is not None or any(n.startswith("batch=") for n in fs.names(location)):
+        names = fs.names(location)
+        if recorded is not None or any(n.startswith("batch=") for n in names):
             raise ConfigurationError(
                 "path", f"{self.location} holds the batches of another job (another checkpoint): this job's "
                 "batch ids start at 0 and would replace them, beside the old job's later ones. Hint: give the "
                 "sink a new directory, or delete this one if its rows are no longer wanted")
+        # another writer's files (a Spark job's part files): a reader of the directory found this
+        # job's batch=<id>/ beside them and read lowwater's rows alone, the others hidden by
+        # partition discovery, without a word (a user probe, session 58). Hidden names are readers'
+        theirs = sorted(n for n in names if not n.startswith(("_", ".")))
+        if theirs:
+            raise ConfigurationError(
+                "path", f"{self.location} holds files another writer made ({', '.join(theirs[:3])}"
+                f"{', ...' if len(theirs) > 3 else ''}): this job's batch=<id>/ directories beside them would hide "
+                "them from a reader of the directory (Spark's partition discovery reads one kind). Hint: give "
+                "the sink a new directory")
         fs.mkdirs(location)
         fs.write_atomic(marker, job_id.encode())
 
