@@ -379,3 +379,57 @@ def test_a_failed_query_raises_the_line_that_names_the_cause_not_the_jvms_trace(
     assert failed.value.__cause__ is None and failed.value.__suppress_context__
     printed = "".join(traceback.format_exception(failed.value))
     assert len(printed.splitlines()) < 25 and "at org.apache.spark" not in printed, printed
+
+
+_M, _E = -(2**63), 2**63 - 1
+_TWO_FAULTS = [(None, _M, 1), (None, _E, 1), ("a", _E, None), (None, None, None), ("a", None, None), ("a", _M, None),
+               (None, 5, None)]
+"""(key, ts, value): records with two things wrong, and one right, in one each."""
+
+
+def _by_field_or_python(kind: str) -> Any:
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
+    if kind == "field":
+        return strategy.with_timestamp_assigner("ts")
+    return strategy.with_timestamp_assigner(_ts_or_marker) if kind == "python" else strategy
+
+
+def _ts_or_marker(e: dict[str, Any], previous: int) -> int:
+    return _M if e["ts"] is None else int(e["ts"])
+
+
+@pytest.mark.parametrize(("kind", "path"), [("field", "native"), ("field", "keyed"), ("field", "general"),
+                                            ("python", "executor"), ("source", "native"), ("source", "keyed")])
+def test_a_record_with_two_faults_gets_the_reference_runtimes_reason_on_every_path(
+    spark: Any, tmp_path: Path, kind: str, path: str
+) -> None:
+    """The native path judged the timestamp before the key and the value; the reference runtime lets a
+    timestamp field's assigner judge the timestamp first, then the window the key and the value, and
+    with the source's timestamp (or a Python assigner's marker) the window judges the key and the
+    value first. One bad record had two reasons, by path (a user probe, session 58)."""
+    from pyspark.sql import functions as F
+
+    from lowwater.api import CollectionSource
+    from lowwater.spark.sources import DataFrameSource
+
+    rows = [{"user": k, "ts": t, "v": v, "o": i} for i, (k, t, v) in enumerate(_TWO_FAULTS)]
+
+    def pipeline(source: Any) -> tuple[StreamExecutionEnvironment, CollectSink]:
+        env = StreamExecutionEnvironment()
+        env.from_source(source, _by_field_or_python(kind)).key_by("user").window(
+            TumblingEventTimeWindows.of(10)).sum("v").collect()
+        return env, CollectSink()
+
+    env, _ = pipeline(CollectionSource([rows], timestamp_of=(lambda e: e["ts"]) if kind == "source" else None))
+    expected = sorted((d["offset"], d["reason"]) for d in env.execute().dead_letters)
+    assert [o for o, _ in expected] == list(range(len(rows)))  # every one of them is bad, at its offset
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "rows.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    stream = spark.readStream.schema("user STRING, ts BIGINT, v BIGINT, o BIGINT").json(str(tmp_path / "in"))
+    env, dead = pipeline(DataFrameSource(stream.withColumn("p", F.lit(0)), partition="p", offset="o",
+                                         timestamp="ts" if kind == "source" else None))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, dead_letter_sink=dead, path=path,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+    assert job.path == path
+    assert sorted((d["offset"], d["reason"].replace("(source timestamp)", "(ts)")) for d in dead.results) == \
+        [(o, r.replace("(source timestamp)", "(ts)")) for o, r in expected]

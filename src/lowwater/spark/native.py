@@ -558,25 +558,30 @@ class NativeProcessor:
         p = self.plan
         field = p.timestamp_field or BadRecordError.SOURCE_TIMESTAMP
         fields = [f for f in p.source.fields() if f in base.columns]
+        value_reason = literal(BadRecordError.missing("value", str(p.value_field)))
+        value_type = dict(base.dtypes).get(p.value_field) if p.value_field else None
+        takes = value_type is None or self._takes(value_type)
+        if p.value_field and value_type is not None and not takes:
+            value_reason = (f"CASE WHEN {quote(p.value_field)} IS NULL THEN {value_reason} "
+                            f"ELSE {_python_repr_sql(p.value_field, value_type)} END")
+        value_bad = "false" if not p.value_field else f"{quote(p.value_field)} IS NULL" if takes else "true"
+        timestamp = [("_ts IS NULL", literal(BadRecordError.missing_timestamp(field))),
+                     (f"_ts = {MIN_TIMESTAMP}", literal(BadRecordError.no_timestamp_marker(field)))]
+        key_and_value = [("_k IS NULL", literal(BadRecordError.missing("key", str(p.key_field)))),
+                         (value_bad, value_reason)]
+        edge = ("_edge", f"concat('timestamp ', _ts, ' is within {self.margin_ms} ms of the 64-bit range''s end: its "
+                         f"window or cleanup time cannot be represented')")
         reasons = [
             ("_why IS NOT NULL", "_why") if "_why" in base.columns else None,
             _out_of_range_sql(p.timestamp_field, dict(base.dtypes).get(p.timestamp_field or "")),
-            ("_ts IS NULL", literal(BadRecordError.missing_timestamp(field))),
-            (f"_ts = {MIN_TIMESTAMP}", literal(BadRecordError.no_timestamp_marker(field))),
-            ("_edge", f"concat('timestamp ', _ts, ' is within {self.margin_ms} ms of the 64-bit range''s end: its "
-                      f"window or cleanup time cannot be represented')"),
-            ("_k IS NULL", literal(BadRecordError.missing("key", str(p.key_field)))),
+            # the reference runtime's order (_dead_reason): a timestamp field's assigner first
+            *(timestamp + key_and_value if p.timestamp_field else key_and_value + timestamp), edge,
         ]
         if "_corrupt" in base.columns:
             # BadRecordError.unparsed: the reader's reason as Python's repr shows it, on every path
             reasons.insert(0, ("_corrupt IS NOT NULL",
                                f"concat('record does not parse: ', {python_repr_sql('substr(_corrupt, 1, 200)')})"))
         whens = " ".join(f"WHEN {c} THEN {r}" for c, r in (x for x in reasons if x is not None))
-        value_reason = literal(BadRecordError.missing("value", str(p.value_field)))
-        value_type = dict(base.dtypes).get(p.value_field) if p.value_field else None
-        if p.value_field and value_type is not None and not self._takes(value_type):
-            value_reason = (f"CASE WHEN {quote(p.value_field)} IS NULL THEN {value_reason} "
-                            f"ELSE {_python_repr_sql(p.value_field, value_type)} END")
         file = "_file" if "_file" in base.columns else "CAST(NULL AS STRING)"
         record = f"to_json(named_struct({', '.join(f'{literal(f)}, {quote(f)}' for f in fields)}))"
         if "_corrupt" in base.columns:  # a record that did not parse has no fields: what was read, if the
@@ -592,6 +597,8 @@ class NativeProcessor:
         corrupt = "_corrupt" in base.columns
         why = "_why" in base.columns  # a BadRecordError's reason, from an assigner on an executor
         fields_of_row = set(base.columns)
+        value_type = dict(base.dtypes).get(p.value_field) if p.value_field else None
+        takes = value_type is None or self._takes(value_type)
         for r in base.filter("_bad OR _edge").orderBy("_seq", "_partition", "_offset").collect():
             if corrupt and r["_corrupt"] is not None:
                 out.append(unparsed_dead_letter(r))
@@ -602,21 +609,39 @@ class NativeProcessor:
                 reason = r["_why"]
             elif r["_ts"] is None and isinstance(raw, float) and math.isfinite(raw):
                 reason = BadRecordError.out_of_range(field, raw)  # beyond BIGINT: TRY_CAST made it null
-            elif r["_ts"] is None:
-                reason = BadRecordError.missing_timestamp(field)
-            elif r["_ts"] == MIN_TIMESTAMP:
-                reason = BadRecordError.no_timestamp_marker(field)
-            elif r["_edge"]:
-                reason = BadRecordError.edge_timestamp(int(r["_ts"]), self.margin_ms)
-            elif r["_k"] is None:
-                reason = BadRecordError.missing("key", str(p.key_field))
-            elif p.value_field and r[p.value_field] is not None:
-                reason = BadRecordError.non_numeric(p.value_field, r[p.value_field])
             else:
-                reason = BadRecordError.missing("value", str(p.value_field))
+                reason = self._dead_reason(r, field, takes)
             record = {f: r[f] for f in p.source.fields()}
             out.append({"reason": reason, "partition": r["_partition"], "offset": r["_offset"], "record": record})
         return out
+
+    def _dead_reason(self, r: Any, field: str, takes: bool) -> str:
+        """A dead letter's reason (:meth:`_dead_frame`'s, for row lists), in the reference runtime's
+        order: a timestamp field's assigner judges the timestamp first, then the window its key and
+        value; the source's timestamp is the window's to judge, after the key and the value. Until
+        session 58 the timestamp came first here in both cases (a user probe)."""
+        p = self.plan
+        value = r[p.value_field] if p.value_field else None
+
+        def timestamp() -> str | None:
+            if r["_ts"] is None:
+                return BadRecordError.missing_timestamp(field)
+            return BadRecordError.no_timestamp_marker(field) if r["_ts"] == MIN_TIMESTAMP else None
+
+        def key_and_value() -> str | None:
+            if r["_k"] is None:
+                return BadRecordError.missing("key", str(p.key_field))
+            if p.value_field and value is None:
+                return BadRecordError.missing("value", str(p.value_field))
+            return BadRecordError.non_numeric(p.value_field, value) if p.value_field and not takes else None
+
+        first, second = (timestamp, key_and_value) if p.timestamp_field else (key_and_value, timestamp)
+        said = first() or second()
+        if said is not None:
+            return said
+        if r["_edge"]:
+            return BadRecordError.edge_timestamp(int(r["_ts"]), self.margin_ms)
+        return BadRecordError.missing("value", str(p.value_field))
 
     def _metrics(self, st: NativeState, rows_in: int, windowed: int, late: int, dead: int,
                  fired_starts: int, refired_starts: int) -> dict[str, Any]:
