@@ -94,3 +94,35 @@ def test_a_nan_value_is_the_max_and_never_the_min_wherever_it_comes(order: list[
         merged = agg.merge(halves[0], halves[1])
         got[agg.name] = (repr(agg.get_result(acc)), repr(agg.get_result(merged)))
     assert got == {"max": ("nan", "nan"), "min": ("1.0", "1.0")}
+
+
+def test_a_processing_time_timers_outputs_carry_no_event_time_and_an_event_time_timers_carry_its() -> None:
+    """Flink's KeyedProcessOperator erases the timestamp of what a processing-time timer emits; an
+    event-time timer stamps its outputs with its time. lowwater stamped both with the timer's time,
+    so an event-time window downstream grouped the processing-time timer's outputs by the wall clock
+    (a user probe, session 58). Without a timestamp they are dead letters there, counted."""
+    from lowwater.api import KeyedProcessFunction
+    from lowwater.core.watermarks import WatermarkStrategy
+    from lowwater.core.windows import TumblingEventTimeWindows
+
+    class Ping(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 10)
+            ctx.timer_service().register_event_time_timer(value["ts"] + 500)
+            yield {"k": value["k"], "what": "element"}
+
+        def on_timer(self, t: int, ctx: Any) -> Any:
+            assert ctx.timestamp() == t  # the timer's time, in either domain
+            yield {"k": ctx.get_current_key(), "what": f"{ctx.time_domain().name.lower()}@{t}"}
+
+    env = StreamExecutionEnvironment()
+    source = CollectionSource([[{"k": "a", "ts": 1000}], [{"k": "a", "ts": 12_000}], []],
+                              processing_times_ms=[50_000, 60_000, 70_000])
+    windows = (env.from_source(source, WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts"))
+               .key_by("k").process(Ping()).key_by("k").window(TumblingEventTimeWindows.of(10_000))
+               .process(lambda key, ctx, elements: [(ctx.window.start, sorted(e["what"] for e in elements))])
+               .collect())
+    result = env.execute()
+    assert sorted(windows.results) == [(0, ["element", "event_time@1500"]), (10_000, ["element", "event_time@12500"])]
+    dead = sorted(d["record"]["what"] for d in result.dead_letters)
+    assert dead == ["processing_time@50010", "processing_time@60010"]

@@ -115,12 +115,21 @@ class KeyedProcessOperator:
         if self.is_tag is not None and isinstance(value, tuple) and len(value) == 2 and self.is_tag(value[0]):
             self.side_output(value[0], value[1])
         else:
-            self._out.append(Emitted(value, self.current_timestamp))
+            self._out.append(Emitted(value, self._output_timestamp()))
 
     def side_output(self, tag: Any, value: Any) -> None:
         if self.is_tag is not None and not self.is_tag(tag):  # raised in the function, which it names
             raise TypeError(not_an_output_tag(tag))
-        self._out.append(SideEmitted(tag, value, self.current_timestamp))
+        self._out.append(SideEmitted(tag, value, self._output_timestamp()))
+
+    def _output_timestamp(self) -> int | None:
+        """An output's timestamp: the element's, or the event-time timer's. A processing-time timer's
+        outputs have none (Flink's ``collector.eraseTimestamp()``), though ``ctx.timestamp()`` is its
+        time: until session 58 they carried the wall clock as event time, and an event-time window
+        downstream grouped them by it (a user probe)."""
+        if self.current_time_domain is TimeDomain.PROCESSING_TIME:
+            return None
+        return self.current_timestamp
 
     def _drain(self) -> list[Emitted | SideEmitted]:
         out, self._out = self._out, []
