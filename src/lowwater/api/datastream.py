@@ -115,7 +115,10 @@ def field_getter(selector: str | Callable[[Any], Any], *, parameter: str, what: 
 
         return keyed
     if not isinstance(selector, str):
-        raise ConfigurationError(parameter, f"expected a field name or a function, got {type(selector).__name__}")
+        hint = f"; for a PyFlink {type(selector).__name__}, pass its method: .key_by(k.get_key)" \
+            if callable(getattr(selector, "get_key", None)) else ""
+        raise ConfigurationError(parameter, f"expected a field name or a function, got {type(selector).__name__}"
+                                            f"{hint}")
     name = selector
     reason = BadRecordError.missing(what, name)
 
@@ -227,6 +230,15 @@ class KeyedStream:
     stream: DataStream
     key_selector: Callable[[Any], Any]
 
+    def connect(self, other: KeyedStream) -> ConnectedStreams:
+        """PyFlink's ``ds1.key_by(k1).connect(ds2.key_by(k2))``: the two inputs keyed as they are,
+        as ``ds1.connect(ds2).key_by(k1, k2)``, for ``process(KeyedCoProcessFunction)``."""
+        if not isinstance(other, KeyedStream):
+            raise ConfigurationError("other", f"a keyed stream connects to another keyed stream, got "
+                                              f"{type(other).__name__}: key it first (.key_by(...)), or connect "
+                                              "the unkeyed streams and key both (a.connect(b).key_by(k1, k2))")
+        return ConnectedStreams(self.stream, other.stream, self.key_selector, other.key_selector)
+
     def window(self, assigner: WindowAssigner[Any]) -> WindowedStream:
         if not isinstance(assigner, WindowAssigner):
             raise ConfigurationError("assigner", f"expected a WindowAssigner, got {type(assigner).__name__}")
@@ -318,7 +330,9 @@ class WindowedStream:
     ) -> SingleOutputStream:
         """Reduce each window's elements pairwise; emits ``WindowResult`` rows by default."""
         if not callable(function):
-            raise ConfigurationError("reduce", "expected a function (a, b) -> c")
+            hint = f"; for a PyFlink {type(function).__name__}, pass its method: .reduce(f.reduce)" \
+                if callable(getattr(function, "reduce", None)) else ""
+            raise ConfigurationError("reduce", f"expected a function (a, b) -> c, got {shown(function)}{hint}")
         return self._build("reduce", ReducingContents(function), window_function)
 
     def process(self, function: WindowFunction) -> SingleOutputStream:

@@ -34,9 +34,11 @@ _ids = itertools.count(1)
 
 @dataclass(frozen=True)
 class OutputTag:
-    """Names a side output, e.g. ``OutputTag("late")`` for late data."""
+    """Names a side output, e.g. ``OutputTag("late")`` for late data. ``type_info`` is accepted for
+    PyFlink compatibility (``OutputTag("late", Types.ROW(...))``) and not used: a tag is its name."""
 
     name: str
+    type_info: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, eq=False)

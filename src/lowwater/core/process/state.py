@@ -144,7 +144,23 @@ class ListState(_Handle):
 
 class MapState(_Handle):
     """The current key's mapping: ``get``, ``put``, ``put_all``, ``remove``, ``contains``,
-    ``keys``, ``values``, ``items``, ``is_empty``, ``clear``."""
+    ``keys``, ``values``, ``items``, ``is_empty``, ``clear``, and PyFlink's item syntax
+    (``m[k]``, ``m[k] = v``, ``del m[k]``, ``k in m``, ``for k in m``)."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.get(key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.remove(key)
+
+    def __contains__(self, key: Any) -> bool:
+        return self.contains(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
 
     def _map(self) -> dict[Any, Any]:
         return dict(self._get() or {})
