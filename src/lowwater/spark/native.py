@@ -564,7 +564,8 @@ class NativeProcessor:
         if p.value_field and value_type is not None and not takes:
             value_reason = (f"CASE WHEN {quote(p.value_field)} IS NULL THEN {value_reason} "
                             f"ELSE {_python_repr_sql(p.value_field, value_type)} END")
-        value_bad = "false" if not p.value_field else f"{quote(p.value_field)} IS NULL" if takes else "true"
+        # a value column this batch lacks is judged by the ELSE below, as before
+        value_bad = "false" if value_type is None else f"{quote(str(p.value_field))} IS NULL" if takes else "true"
         timestamp = [("_ts IS NULL", literal(BadRecordError.missing_timestamp(field))),
                      (f"_ts = {MIN_TIMESTAMP}", literal(BadRecordError.no_timestamp_marker(field)))]
         key_and_value = [("_k IS NULL", literal(BadRecordError.missing("key", str(p.key_field)))),
