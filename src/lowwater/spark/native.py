@@ -553,18 +553,22 @@ class NativeProcessor:
         rows = df.orderBy("_seq", "_partition", "_offset").select(*[quote(f) for f in fields]).collect()
         return [{f: r[i] for i, f in enumerate(fields)} for r in rows]
 
-    def _dead_frame(self, base: DataFrame) -> DataFrame:
-        """Dead letters as a DataFrame: reason, partition, offset, file, record (the fields as JSON)."""
+    def _reason_sql(self, base: DataFrame) -> str:
+        """A dead letter's reason, as SQL over the columns of :meth:`_base`: one expression for the
+        DataFrame letters and the row lists alike. In the reference runtime's order: a timestamp
+        field's assigner judges the timestamp first, then the window the key, the value and the
+        range's edge; the source's timestamp (or a Python assigner's marker) is the window's to
+        judge, after the key and the value. Until session 58 the timestamp came first in both cases,
+        here and in a second, Python copy of the order for row lists (a user probe)."""
         p = self.plan
         field = p.timestamp_field or BadRecordError.SOURCE_TIMESTAMP
-        fields = [f for f in p.source.fields() if f in base.columns]
         value_reason = literal(BadRecordError.missing("value", str(p.value_field)))
         value_type = dict(base.dtypes).get(p.value_field) if p.value_field else None
         takes = value_type is None or self._takes(value_type)
         if p.value_field and value_type is not None and not takes:
             value_reason = (f"CASE WHEN {quote(p.value_field)} IS NULL THEN {value_reason} "
                             f"ELSE {_python_repr_sql(p.value_field, value_type)} END")
-        # a value column this batch lacks is judged by the ELSE below, as before
+        # a value column this batch lacks is judged by the ELSE below
         value_bad = "false" if value_type is None else f"{quote(str(p.value_field))} IS NULL" if takes else "true"
         timestamp = [("_ts IS NULL", literal(BadRecordError.missing_timestamp(field))),
                      (f"_ts = {MIN_TIMESTAMP}", literal(BadRecordError.no_timestamp_marker(field)))]
@@ -575,7 +579,6 @@ class NativeProcessor:
         reasons = [
             ("_why IS NOT NULL", "_why") if "_why" in base.columns else None,
             _out_of_range_sql(p.timestamp_field, dict(base.dtypes).get(p.timestamp_field or "")),
-            # the reference runtime's order (_dead_reason): a timestamp field's assigner first
             *(timestamp + key_and_value if p.timestamp_field else key_and_value + timestamp), edge,
         ]
         if "_corrupt" in base.columns:
@@ -583,66 +586,35 @@ class NativeProcessor:
             reasons.insert(0, ("_corrupt IS NOT NULL",
                                f"concat('record does not parse: ', {python_repr_sql('substr(_corrupt, 1, 200)')})"))
         whens = " ".join(f"WHEN {c} THEN {r}" for c, r in (x for x in reasons if x is not None))
+        return f"CASE {whens} ELSE {value_reason} END"
+
+    def _dead_frame(self, base: DataFrame) -> DataFrame:
+        """Dead letters as a DataFrame: reason, partition, offset, file, record (the fields as JSON)."""
+        fields = [f for f in self.plan.source.fields() if f in base.columns]
         file = "_file" if "_file" in base.columns else "CAST(NULL AS STRING)"
         record = f"to_json(named_struct({', '.join(f'{literal(f)}, {quote(f)}' for f in fields)}))"
         if "_corrupt" in base.columns:  # a record that did not parse has no fields: what was read, if the
             raw = "_raw" if "_raw" in base.columns else "CAST(NULL AS STRING)"  # source keeps it ('{}' was)
             record = f"CASE WHEN _corrupt IS NULL THEN {record} ELSE {raw} END"
-        return base.selectExpr(f"CASE {whens} ELSE {value_reason} END AS reason", "_partition AS partition",
+        return base.selectExpr(f"{self._reason_sql(base)} AS reason", "_partition AS partition",
                                "_offset AS offset", f"{file} AS file", f"{record} AS record")
 
     def _dead_rows(self, base: DataFrame) -> list[dict[str, Any]]:
-        """Records that cannot be windowed, with the reason and their source position (for row-list sinks)."""
-        p = self.plan
+        """Records that cannot be windowed, with the reason (:meth:`_reason_sql`) and their source
+        position (for row-list sinks), the record's fields as Python values."""
+        from pyspark.sql import functions as F
+
         out = []
         corrupt = "_corrupt" in base.columns
-        why = "_why" in base.columns  # a BadRecordError's reason, from an assigner on an executor
-        fields_of_row = set(base.columns)
-        value_type = dict(base.dtypes).get(p.value_field) if p.value_field else None
-        takes = value_type is None or self._takes(value_type)
-        for r in base.filter("_bad OR _edge").orderBy("_seq", "_partition", "_offset").collect():
+        bad = base.filter("_bad OR _edge").withColumn("_lw_reason", F.expr(self._reason_sql(base)))
+        for r in bad.orderBy("_seq", "_partition", "_offset").collect():
             if corrupt and r["_corrupt"] is not None:
                 out.append(unparsed_dead_letter(r))
                 continue
-            field = p.timestamp_field or BadRecordError.SOURCE_TIMESTAMP
-            raw = r[p.timestamp_field] if p.timestamp_field in fields_of_row else None
-            if why and r["_why"] is not None:
-                reason = r["_why"]
-            elif r["_ts"] is None and isinstance(raw, float) and math.isfinite(raw):
-                reason = BadRecordError.out_of_range(field, raw)  # beyond BIGINT: TRY_CAST made it null
-            else:
-                reason = self._dead_reason(r, field, takes)
-            record = {f: r[f] for f in p.source.fields()}
-            out.append({"reason": reason, "partition": r["_partition"], "offset": r["_offset"], "record": record})
+            record = {f: r[f] for f in self.plan.source.fields()}
+            out.append({"reason": r["_lw_reason"], "partition": r["_partition"], "offset": r["_offset"],
+                        "record": record})
         return out
-
-    def _dead_reason(self, r: Any, field: str, takes: bool) -> str:
-        """A dead letter's reason (:meth:`_dead_frame`'s, for row lists), in the reference runtime's
-        order: a timestamp field's assigner judges the timestamp first, then the window its key and
-        value; the source's timestamp is the window's to judge, after the key and the value. Until
-        session 58 the timestamp came first here in both cases (a user probe)."""
-        p = self.plan
-        value = r[p.value_field] if p.value_field else None
-
-        def timestamp() -> str | None:
-            if r["_ts"] is None:
-                return BadRecordError.missing_timestamp(field)
-            return BadRecordError.no_timestamp_marker(field) if r["_ts"] == MIN_TIMESTAMP else None
-
-        def key_and_value() -> str | None:
-            if r["_k"] is None:
-                return BadRecordError.missing("key", str(p.key_field))
-            if p.value_field and value is None:
-                return BadRecordError.missing("value", str(p.value_field))
-            return BadRecordError.non_numeric(p.value_field, value) if p.value_field and not takes else None
-
-        first, second = (timestamp, key_and_value) if p.timestamp_field else (key_and_value, timestamp)
-        said = first() or second()
-        if said is not None:
-            return said
-        if r["_edge"]:
-            return BadRecordError.edge_timestamp(int(r["_ts"]), self.margin_ms)
-        return BadRecordError.missing("value", str(p.value_field))
 
     def _metrics(self, st: NativeState, rows_in: int, windowed: int, late: int, dead: int,
                  fired_starts: int, refired_starts: int) -> dict[str, Any]:
