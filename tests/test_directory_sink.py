@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lowwater.core.windows import WindowResult
 from lowwater.spark.sinks import DirectorySink
 
@@ -307,3 +309,35 @@ def test_a_new_job_refuses_a_directory_of_another_writers_files(tmp_path: Path) 
         (tmp_path / "hidden" / name).write_bytes(b"")
     run(tmp_path / "hidden")
     assert (tmp_path / "hidden" / "batch=0").is_dir()
+
+
+MIXED = [{"value": ("a", 1, 0.5, None), "detail": {"n": 1, "m": "x"}},
+         {"value": ("b", 2, 1.0, "even"), "detail": {"n": "none"}},
+         {"value": None, "detail": None}]
+SPARK_READS_MIXED = [{"value": ["a", "1", "0.5", None], "detail": {"n": "1", "m": "x"}},
+                     {"value": ["b", "2", "1.0", "even"], "detail": {"n": "none", "m": None}},
+                     {"value": None, "detail": None}]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_a_field_whose_kinds_part_inside_a_list_or_object_is_typed_there_as_spark_types_it(
+        tmp_path: Path, fmt: str) -> None:
+    """A PyFlink-style tuple of a word and numbers (a process function's ``yield (key, v, v / 2)``),
+    and an object whose field is a number in one row and a word in another. The keyed and general
+    paths write what Spark's JSON inference reads: a list of the elements' texts, a struct with that
+    field a STRING (``tests/spark/test_json_rows.py`` checks it against Spark). The reference runtime
+    wrote the whole tuple as one JSON text in Parquet, and the tuple as it was in JSON lines: the same
+    job's files read back three ways (a user probe, session 59)."""
+    import pyarrow.parquet as pq
+
+    from lowwater.spark.sinks import read_directory
+
+    sink = DirectorySink(tmp_path / "out", fmt)
+    sink.write_batch(0, MIXED)
+    if fmt == "parquet":
+        assert {f.name: str(f.type) for f in pq.read_schema(tmp_path / "out" / "batch=0" / "part.parquet")} == {
+            "value": "list<element: string>", "detail": "struct<n: string, m: string>"}
+    rows = read_directory(tmp_path / "out")
+    if fmt == "jsonl":  # a JSON line leaves a null out where Parquet has one
+        rows = [r if r["detail"] is None else {**r, "detail": {"m": None, **r["detail"]}} for r in rows]
+    assert rows == SPARK_READS_MIXED

@@ -457,3 +457,22 @@ def test_a_global_window_s_result_reaches_a_dataframe_sink_with_a_null_window_st
     assert [(r["key"], r["window_start"], r["window_end"], r["value"], r["fire_index"]) for r in rows] == [
         ("a", MIN_TIMESTAMP, MAX_TIMESTAMP, 3, 0)]
     assert [r["window"] for r in rows] == [{}]  # as Spark's JSON writer writes a struct of nulls
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_the_keyed_paths_frame_of_mixed_tuples_and_objects_reads_back_as_the_reference_runtimes_files(
+        spark: Any, tmp_path: Path, fmt: str) -> None:
+    """The values the pure test of the reference runtime's ``DirectorySink`` writes
+    (``tests/test_directory_sink.py``), as the keyed and general paths make their frame
+    (``settled_rows``) and Spark writes it: the same rows read back."""
+    from lowwater.spark.json_rows import settled_rows
+    from lowwater.spark.sinks import DirectorySink, read_directory
+    from tests.test_directory_sink import MIXED, SPARK_READS_MIXED
+
+    df, _ = settled_rows(spark, MIXED, JsonFrames(), None, "test", 0)
+    DirectorySink(str(tmp_path / "spark"), fmt).write(df, 0)
+    rows = read_directory(tmp_path / "spark")
+    if fmt == "json":  # Spark's JSON writer leaves nulls out
+        rows = [{"value": None, "detail": None, **r} for r in rows]
+        rows = [r if r["detail"] is None else {**r, "detail": {"m": None, **r["detail"]}} for r in rows]
+    assert sorted(rows, key=str) == sorted(SPARK_READS_MIXED, key=str)

@@ -163,7 +163,7 @@ class DirectorySink(DataFrameSink):
         tmp.mkdir()
         if self.fmt in ("jsonl", "json"):
             with open(tmp / "part.jsonl", "w") as f:
-                for r in records:
+                for r in _kinds_settled(records):
                     f.write(spark_json(r) + "\n")  # as Spark writes a row: a Decimal a number
         elif table is not None:
             import pyarrow.parquet as pq
@@ -224,7 +224,7 @@ def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id
     empty lists) so far is no column yet, nor is such a field of a struct; a new field is a column
     after the others; a kept column the records lack is null; a DOUBLE column takes integers and
     a top-level STRING column any value (a list or struct as its JSON text); a field whose values
-    no one type holds (a number and a word) is a STRING column (:func:`_column`); any other change
+    no one type holds (a number and a word) is typed as Spark infers it (:func:`_column`); any other change
     of type raises
     :class:`~lowwater.core.errors.OutputSchemaError`, naming the field. Every record's fields count,
     in first-seen order (``from_pylist`` alone takes the first record's names and drops the fields
@@ -262,19 +262,69 @@ def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
+def _kinds_settled(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` with each field whose values no one type holds as Spark's JSON inference reads
+    it (:func:`_inferred`), for a JSON lines batch: the values the keyed and general paths write
+    for it (``[1, "a"]`` as ``["1", "a"]``). Fields of one type are left as they are."""
+    import pyarrow as pa
+
+    mixed: dict[str, list[Any]] = {}
+    for name in dict.fromkeys(k for r in records for k in r):
+        values = [r.get(name) for r in records]
+        try:
+            _typed(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # not OverflowError: JSON writes a long integer as it is
+            mixed[name] = _inferred(values).to_pylist()
+    if not mixed:
+        return records
+    return [{k: mixed[k][i] if k in mixed else v for k, v in r.items()} for i, r in enumerate(records)]
+
+
 def _column(values: list[Any]) -> Any:
     """``values`` as an Arrow array; where no one type holds them all (a number and a word, a
-    boolean and a number, an integer past 64 bits), a STRING array of their JSON texts (a string
-    as it is), as Spark's JSON inference reads such a field on the keyed path."""
+    boolean and a number, an integer past 64 bits), as Spark's JSON inference reads such a field
+    on the keyed path (:func:`_inferred`): a STRING array of their JSON texts (a string as it is),
+    or lists or structs of them where the kinds part below the top."""
+    import pyarrow as pa
+
+    try:
+        return _typed(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return _inferred(values)
+
+
+def _typed(values: list[Any]) -> Any:
+    """``values`` as the Arrow array of their one type (integers beside Decimals are Decimals);
+    raises pyarrow's error where there is none."""
     import pyarrow as pa
 
     if any(type(v) is Decimal for v in values) and all(
             v is None or isinstance(v, Decimal) or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
         values = [v if v is None or isinstance(v, Decimal) else Decimal(v) for v in values]  # integers beside them
-    try:
-        return pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return _texts(values)
+    return pa.array(values)
+
+
+def _inferred(values: list[Any]) -> Any:
+    """``values``, which no one Arrow type holds, typed as Spark's JSON inference types their
+    texts, at the deepest level where the kinds part: lists whose elements are of two kinds are a
+    list of the elements' texts (``("a", 1, 0.5)`` is ``["a", "1", "0.5"]``, as the keyed and
+    general paths write a PyFlink-style tuple), objects whose field is of two kinds a struct with
+    that field a STRING; else (a number and a word, a list and an object) a STRING of the values'
+    texts."""
+    import pyarrow as pa
+
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, (list, tuple)) for v in present):
+        offsets = [0]
+        for v in values:
+            offsets.append(offsets[-1] + (0 if v is None else len(v)))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), _column([x for v in present for x in v]),
+                                        mask=pa.array([v is None for v in values]))
+    if present and all(isinstance(v, dict) and all(type(k) is str for k in v) for v in present):
+        names = list(dict.fromkeys(k for v in present for k in v))
+        return pa.StructArray.from_arrays([_column([None if v is None else v.get(n) for v in values]) for n in names],
+                                          names=names, mask=pa.array([v is None for v in values]))
+    return _texts(values)
 
 
 def _wide(t: Any) -> Any:
