@@ -23,7 +23,7 @@ from typing import Any
 from lowwater.api import StreamExecutionEnvironment
 from lowwater.api.sinks import Sink
 from lowwater.core.watermarks import WatermarkStrategy
-from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
 from lowwater.io import PartitionedLogReader, PartitionedLogWriter, SyntheticStream
 from lowwater.spark.sinks import DataFrameSink
 
@@ -217,6 +217,13 @@ def bench_source() -> str:
     return source
 
 
+def bench_slide_ms() -> int | None:
+    """``LOWWATER_BENCH_SLIDE_MS``: both engines' windows slide by it (Spark's ``window(ts, size,
+    slide)``, lowwater's ``SlidingEventTimeWindows.of(size, slide)``); unset, they are tumbling."""
+    slide = os.environ.get("LOWWATER_BENCH_SLIDE_MS")
+    return int(slide) if slide else None
+
+
 def typed_copy(log: Path) -> Path:
     """Where :func:`write_log` writes the log's records as typed Parquet columns (``partition,
     offset, key, ts, value``), one file per partition per batch: a stream with nothing to parse,
@@ -239,7 +246,9 @@ def spark_native(spark: Any, log: Path, ckpt: Path, partitions: int, window_ms: 
     agg_col = F.sum("value") if aggregate == "sum" else F.count("*")
     agg = (
         df.withWatermark("event_time", f"{bound_ms} milliseconds")
-        .groupBy(F.window("event_time", f"{window_ms} milliseconds"), "key").agg(agg_col.alias("value"))
+        .groupBy(F.window("event_time", f"{window_ms} milliseconds",
+                          *([f"{bench_slide_ms()} milliseconds"] if bench_slide_ms() else [])), "key")
+        .agg(agg_col.alias("value"))
     )
     writer = agg.writeStream.outputMode("append").option("checkpointLocation", str(ckpt))
     if sink == "memory":
@@ -280,7 +289,9 @@ def lowwater_env(log: Path, partitions: int, window_ms: int, bound_ms: int, aggr
             src = DataFrameSource(files_stream(spark, log, partitions), partition="partition", offset="offset")
     else:
         src = PartitionedLogSource(log, FIELDS, max_files_per_trigger=partitions)
-    windowed = env.from_source(src, strategy).key_by("key").window(TumblingEventTimeWindows.of(window_ms))
+    slide = bench_slide_ms()
+    assigner = SlidingEventTimeWindows.of(window_ms, slide) if slide else TumblingEventTimeWindows.of(window_ms)
+    windowed = env.from_source(src, strategy).key_by("key").window(assigner)
     if late_tag is not None:
         windowed = windowed.side_output_late_data(late_tag)
     result = windowed.sum("value") if aggregate == "sum" else windowed.count()

@@ -45,7 +45,7 @@ fires and what is cleaned up); the SQL text it runs, one entry per built-in aggr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lowwater.core.errors import BadRecordError
@@ -114,6 +114,8 @@ class NativeProcessor:
         """How many partials the last batch this process ran wrote: the next write's task count
         (:func:`~lowwater.spark.window_store.write_tasks`). Not state: a restart leaves the
         first batch's to adaptive execution, and a write's task count changes its files, not its rows."""
+        self.panes = False
+        """Whether the state in hand keeps panes (:attr:`NativeState.panes`): set with it."""
         self.rows_written: dict[int, int] = {}
         """Per batch this process ran whose files a window still holds: how many partials it wrote
         (all its starts). A firing adds them up to choose its plan (:func:`~lowwater.spark.window_store.
@@ -124,10 +126,14 @@ class NativeProcessor:
 
     # -- state ----------------------------------------------------------------------------
     def empty_state(self) -> NativeState:
-        return NativeState()
+        st = NativeState()
+        st.panes = self.panes = self._pane_able()
+        return st
 
     def state_from_json(self, data: dict[str, Any]) -> NativeState:
-        return from_json(data, self.plan.strategy)
+        st = from_json(data, self.plan.strategy)
+        self.panes = st.panes
+        return st
 
     @staticmethod
     def state_to_json(st: NativeState) -> dict[str, Any]:
@@ -163,6 +169,7 @@ class NativeProcessor:
             self._start(st)
         st.clock.set(clock_ms)
         plan = self.plan
+        self.panes = st.panes
         w_prev = st.watermark
         if st.pending_delete:  # cleaned up by batch k-1, which Spark has committed: no replay reads them
             store.delete(st.pending_delete, st.open_starts, before=batch_id)
@@ -180,11 +187,13 @@ class NativeProcessor:
             schema = self._schema(df)
             parts, starts = self._write_partials(df, schema, batch_id)
             classes = _Classes(w_prev, plan.size_ms, plan.allowed_lateness_ms)
-            written = [ws for ws in starts if not classes.too_late(ws)]
-            late_starts = [ws for ws in written if classes.late_allowed(ws)]
-            late_fires = self._late_fires(spark, self._over(df, lambda view: self._exploded_sql(view, dict(df.dtypes))),
-                                          late_starts, st, w_prev,
-                                          schema) if late_starts else None
+            written = [ws for ws in starts if not classes.too_late(ws)]  # a pane's last window is its own start
+            late_starts = sorted({ws for pane in written for ws in self._windows_of(pane)
+                                  if classes.late_allowed(ws)}) if st.panes else \
+                [ws for ws in written if classes.late_allowed(ws)]
+            late_fires = self._late_fires(
+                spark, self._over(df, lambda view: self._exploded_sql(view, dict(df.dtypes), windows=True)),
+                late_starts, st, w_prev, schema) if late_starts else None
             emitted: set[int] = set()
             for r in parts:
                 p = int(r["_partition"])
@@ -226,13 +235,24 @@ class NativeProcessor:
         combined = st.exchange.combine()
         w_new = st.watermark
         size = plan.size_ms
-        firing = [ws for ws in sorted(st.open_starts) if w_prev < ws + size - 1 <= w_new] \
-            if combined.advanced_to is not None else []
-        fires = self._fires(spark, {ws: st.open_starts[ws] for ws in firing}, schema) if firing else None
+        fires = None
+        if combined.advanced_to is None:
+            n_firing = 0
+        elif st.panes:  # the windows over the open panes whose end the watermark passed, read from those panes
+            lo, hi = max(w_prev - size + 1, MIN_TIMESTAMP), w_new - size + 1  # no window starts at MIN
+            n_firing, read = self._windows_over(st.open_starts, lo, hi)
+            fires = self._fires(spark, {pane: st.open_starts[pane] for pane in read}, schema,
+                                (lo, hi)) if n_firing else None
+        else:
+            firing = [ws for ws in sorted(st.open_starts) if w_prev < ws + size - 1 <= w_new]
+            n_firing = len(firing)
+            fires = self._fires(spark, {ws: st.open_starts[ws] for ws in firing}, schema) if firing else None
         horizon = size - 1 + plan.allowed_lateness_ms
-        for ws in [ws for ws in st.open_starts if ws + horizon <= w_new]:
+        for ws in [ws for ws in st.open_starts if ws + horizon <= w_new]:  # a pane: its last window's
             st.pending_delete[ws] = st.open_starts.pop(ws)
             st.late_written.pop(ws, None)
+        for ws in [ws for ws in st.late_written if ws + horizon <= w_new]:  # with panes, keyed by window
+            st.late_written.pop(ws)
         live = {b for bs in st.open_starts.values() for b in bs}
         self.rows_written = {b: n for b, n in self.rows_written.items() if b in live}
         results = fires if late_fires is None else late_fires if fires is None else late_fires.unionByName(fires)
@@ -242,7 +262,7 @@ class NativeProcessor:
         st.rows_dead += dead_n
         # windows_fired counts result rows (one per key and window firing), which only Spark knows:
         # the engine counts them as the batch's sinks write them and adds them (record_fired)
-        metrics = self._metrics(st, rows_in, windowed_n, late_n, dead_n, len(firing), len(late_starts))
+        metrics = self._metrics(st, rows_in, windowed_n, late_n, dead_n, n_firing, len(late_starts))
         if schema is not None:
             st.metrics = {**metrics, "_schema": schema}
         else:
@@ -363,16 +383,17 @@ class NativeProcessor:
             sql = f"SELECT *, {_select(layer)} FROM ({sql})"
         return sql
 
-    def _exploded_sql(self, view: str, columns: Mapping[str, str]) -> str:
+    def _exploded_sql(self, view: str, columns: Mapping[str, str], windows: bool = False) -> str:
         """One row per element and window it is in (``_ws``, the window's start; ``_i`` its place
         from the last), and one row (``_i`` 0, ``_ws`` null) per element in none: bad, edge and
-        control rows. ``_first`` marks each element's first row (for the per-partition counts)."""
+        control rows. ``_first`` marks each element's first row (for the per-partition counts).
+        With panes (and not ``windows``), one row per element, ``_ws`` its pane's start."""
         p = self.plan
         ctl = ", _ctl" if p.executor_watermarks else ""
         cols = f"_partition, _seq, _offset, _ts, _k, _v, _bad, _tsok, _edge, _last{ctl}"
         elements = self._element_sql(view, columns)
         n = math.ceil(p.size_ms / p.slide_ms)
-        if n == 1:  # one window per element: one projection
+        if n == 1 or (self.panes and not windows):  # one window (or pane) per element: one projection
             return f"SELECT {cols}, _last AS _ws, 0 AS _i, _lw_data AS _first FROM ({elements})"
         ws = f"_last - _i * {p.slide_ms}"
         return (f"SELECT {cols}, _i, {ws} AS _ws, (_i = 0 AND _lw_data) AS _first FROM ("
@@ -394,12 +415,12 @@ class NativeProcessor:
         # max() over a string forces a SortAggregate (no hash map for variable-width buffers):
         # three times slower, so the control column is aggregated only when executors send one
         ctl = "max(_ctl)" if self.plan.executor_watermarks else "CAST(NULL AS STRING)"
-        ws = "_last" if self._tumbling() else "_ws"
+        ws = "_last" if self._one_row() else "_ws"
         aggregates = [
             "max(CASE WHEN _first AND _tsok THEN _ts END) AS max_ts",
             "count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n",
             "count(CASE WHEN _first AND _bad THEN 1 END) AS n_bad",
-            *partial_aggregates(self._sql(schema), count=not self._tumbling()),
+            *partial_aggregates(self._sql(schema), count=not self._one_row()),
             f"{ctl} AS ctl",
         ]
         return (f"SELECT CAST(grouping(_k) AS INT) AS g, _partition, _last, _k, {ws} AS _ws, {', '.join(aggregates)} "
@@ -408,6 +429,51 @@ class NativeProcessor:
     def _tumbling(self) -> bool:
         """One window per element (``size <= slide``): each element is one row of the aggregation."""
         return math.ceil(self.plan.size_ms / self.plan.slide_ms) == 1
+
+    def _pane_able(self) -> bool:
+        """Sliding windows whose size is a multiple of their slide: a new state keeps panes
+        (:attr:`NativeState.panes`). Each element is then one row of the batch's aggregation, in
+        its pane (its last window's start, ``slide`` long), where exploded into its ``size / slide``
+        windows it was that many, as in Spark's own sliding windows; a window's partials are its
+        panes'. Other sliding windows (a size that is not a multiple) keep exploding."""
+        p = self.plan
+        return p.size_ms > p.slide_ms and p.size_ms % p.slide_ms == 0
+
+    def _one_row(self) -> bool:
+        """Each element is one row of the aggregation: tumbling windows, or panes."""
+        return self._tumbling() or self.panes
+
+    def _windows_of(self, pane: int) -> range:
+        """The starts of the windows that hold the pane starting at ``pane``."""
+        p = self.plan
+        return range(pane - p.size_ms + p.slide_ms, pane + 1, p.slide_ms)
+
+    def _panes_of(self, ws: int) -> range:
+        """The starts of the panes of the window starting at ``ws``."""
+        return range(ws, ws + self.plan.size_ms, self.plan.slide_ms)
+
+    def _windows_over(self, panes: Iterable[int], lo: int, hi: int) -> tuple[int, list[int]]:
+        """Of the windows over ``panes``, those starting in ``(lo, hi]``: how many there are, and
+        the panes they hold. O(panes): the windows are counted as runs of starts, not listed."""
+        s = self.plan.slide_ms
+        n = self.plan.size_ms // s
+        spans: list[tuple[int, int]] = []
+        read: list[int] = []
+        for pane in sorted(panes):
+            if pane <= lo:
+                continue
+            i_max = min(n - 1, (pane - lo - 1) // s)  # the earliest window: start > lo
+            i_min = max(0, -((hi - pane) // s))  # the latest: start <= hi
+            if i_min <= i_max:
+                spans.append((pane - i_max * s, pane - i_min * s))
+                read.append(pane)
+        count, end = 0, None
+        for a, b in spans:  # sorted by a, as the panes are; every start is aligned alike
+            a = a if end is None else max(a, end + s)
+            if a <= b:
+                count += (b - a) // s + 1
+                end = b if end is None else max(end, b)
+        return count, read
 
     def _over(self, df: DataFrame, sql: Callable[[str], str]) -> DataFrame:
         """The query ``sql(view)`` over the batch ``df``, ``view`` a temporary view of it while the
@@ -451,7 +517,7 @@ class NativeProcessor:
             F.expr("collect_set(CASE WHEN g = 0 THEN _ws END)").alias("starts"),
             F.expr(f"count_if({kept})").alias("rows"))
         return observed.filter(kept).selectExpr(
-            "_ws AS start", "_k AS key", *partial_columns(self._sql(schema), "n" if self._tumbling() else "cnt"))
+            "_ws AS start", "_k AS key", *partial_columns(self._sql(schema), "n" if self._one_row() else "cnt"))
 
     def _base(self, df: DataFrame, w: int | None) -> DataFrame:
         """The batch, one row per element, with its columns (:meth:`_element_layers`) and, given the
@@ -471,9 +537,11 @@ class NativeProcessor:
         return df
 
     # -- outputs ------------------------------------------------------------------------------
-    def _fires(self, spark: SparkSession, starts: dict[int, list[int]], schema: dict[str, Any] | None
-               ) -> DataFrame | None:
-        """The windows starting at ``starts`` (start -> batches), every key with contents: fire 0."""
+    def _fires(self, spark: SparkSession, starts: dict[int, list[int]], schema: dict[str, Any] | None,
+               window_range: tuple[int, int] | None = None) -> DataFrame | None:
+        """The windows starting at ``starts`` (start -> batches), every key with contents: fire 0.
+        With panes, ``starts`` are the panes to read and ``window_range`` ``(lo, hi]`` the starts of
+        the windows that fire: each pane's partials count in each of them it is in."""
         from pyspark.sql import functions as F
 
         assert self.store is not None
@@ -487,6 +555,12 @@ class NativeProcessor:
         known = batches <= self.rows_written.keys()
         if fires_in_one_task(sum(self.rows_written[b] for b in batches) if known else None):
             parts = parts.coalesce(1)  # one partition: the merge below needs no shuffle
+        if window_range is not None:
+            lo, hi = "_lw_window_lo", "_lw_window_hi"  # as data, not literals (spark/literals.py)
+            slide, n = self.plan.slide_ms, self.plan.size_ms // self.plan.slide_ms
+            parts = with_batch_values(parts, dict(zip((lo, hi), window_range, strict=True))).withColumn(
+                "start", F.explode(F.expr(f"filter(transform(sequence(0, {n - 1}), i -> start - i * {slide}), "
+                                          f"w -> w > {lo} AND w <= {hi})"))).drop(lo, hi)
         merged = parts.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg)])
         size = self.plan.size_ms
         return merged.selectExpr(  # RESULT_COLUMNS, in one projection
@@ -510,9 +584,21 @@ class NativeProcessor:
         late = with_batch_values(exploded, {wv: w}).filter(
             f"{end} <= {wv} AND {end} + {p.allowed_lateness_ms} > {wv}").selectExpr(
             "_k AS key", "_ws AS start", "_v AS v", "_seq", "_partition", "_offset")
-        before = {ws: st.open_starts.get(ws, []) for ws in starts}
-        stored = self.store.read(spark, partial_ddl(agg, schema), before,
-                                 late={ws: st.late_written.get(ws, []) for ws in starts})
+        if st.panes:  # each window from its panes, the batches that wrote it late marked for it
+            frames = []
+            for ws in starts:
+                panes = {pane: st.open_starts[pane] for pane in self._panes_of(ws) if pane in st.open_starts}
+                read = self.store.read(spark, partial_ddl(agg, schema), panes,
+                                       late=dict.fromkeys(panes, st.late_written.get(ws, [])))
+                if read is not None:
+                    frames.append(read.withColumn("start", F.lit(ws)))
+            stored = None
+            for frame in frames:
+                stored = frame if stored is None else stored.unionByName(frame)
+        else:
+            before = {ws: st.open_starts.get(ws, []) for ws in starts}
+            stored = self.store.read(spark, partial_ddl(agg, schema), before,
+                                     late={ws: st.late_written.get(ws, []) for ws in starts})
         if stored is not None:
             base = stored.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg, "b_", late=True)])
             late = late.join(base, ["key", "start"], "left")
@@ -632,7 +718,10 @@ class NativeProcessor:
             "window_starts_fired": fired_starts,
             "window_starts_refired": refired_starts,
             "open_windows": None,
-            "open_window_starts": len(st.open_starts),
+            "open_window_starts": self._windows_over(st.open_starts, st.watermark - self.plan.size_ms
+                                                     - self.plan.allowed_lateness_ms + 1,
+                                                     max(st.open_starts))[0] if st.panes and st.open_starts
+            else len(st.open_starts),
         }
 
 

@@ -13,7 +13,8 @@ The JSON document (``state/<batch_id>.json``)::
                     "underlying_idle": false, "stream_idle": false, "advanced_once": true},
      "generators": {"0": <data of PartitionWatermarking>, ...},       # driver-side generators
      "executor": {"0": {"clock_ms": 7000, "state": <data>}, ...},    # generators run on executors
-     "open_starts": {"10000": [6, 7]}, "late_written": {"10000": [7]}, "pending_delete": {"0": [3, 4]},
+     "panes": false, "open_starts": {"10000": [6, 7]}, "late_written": {"10000": [7]},
+     "pending_delete": {"0": [3, 4]},
      "totals": {"rows_in": ..., "rows_windowed": ..., "rows_late": ..., "rows_dead": ..., "windows_fired": ...},
      "late_by_partition": {"1": 3},
      "metrics": {... this batch's counters, committed with the state ...}}
@@ -45,8 +46,13 @@ class NativeState:
     partitions: dict[int, PartitionWatermarking[Any]] = field(default_factory=dict)
     executor_states: dict[int, PartitionState] = field(default_factory=dict)
     """With watermarks on the executors: each partition's clock, assigner and generator."""
+    panes: bool = False
+    """Whether ``open_starts`` are the starts of *panes* (sliding windows whose size is a multiple of
+    their slide: each element is in one pane, ``slide`` long, and a window is the union of its
+    ``size / slide`` panes), not of windows. A checkpoint written before panes (no ``panes`` in its
+    JSON) keeps its windows' own starts."""
     open_starts: dict[int, list[int]] = field(default_factory=dict)
-    """Open window start -> the batch ids whose partials hold it."""
+    """Open window (or pane) start -> the batch ids whose partials hold it."""
     late_written: dict[int, list[int]] = field(default_factory=dict)
     """Open window start -> the batch ids of ``open_starts`` that wrote it late but allowed (after it
     fired): their every element re-fires the window, and counts in its later firings' index."""
@@ -100,6 +106,7 @@ def to_json(st: NativeState) -> dict[str, Any]:
         "generators": {str(p): to_data(pw) for p, pw in st.partitions.items()},
         "executor": {str(p): {"clock_ms": c.now_ms(), "state": to_data(pw)} for p, (c, pw) in
                      st.executor_states.items()},
+        "panes": st.panes,
         "open_starts": {str(ws): list(bs) for ws, bs in st.open_starts.items()},
         "late_written": {str(ws): list(bs) for ws, bs in st.late_written.items()},
         "pending_delete": {str(ws): list(bs) for ws, bs in st.pending_delete.items()},
@@ -131,6 +138,7 @@ def from_json(data: dict[str, Any], strategy: WatermarkStrategy[Any]) -> NativeS
         restore(item["state"], pw)
         clock.set(int(item["clock_ms"]))
         st.executor_states[p] = (clock, pw)
+    st.panes = bool(data.get("panes", False))
     st.open_starts = {int(ws): [int(b) for b in bs] for ws, bs in data["open_starts"].items()}
     st.late_written = {int(ws): [int(b) for b in bs] for ws, bs in data["late_written"].items()}
     st.pending_delete = {int(ws): [int(b) for b in bs] for ws, bs in data["pending_delete"].items()}
