@@ -68,3 +68,27 @@ def test_a_path_changed_by_the_pipeline_is_refused_without_a_hint_that_cannot_wo
     said = refusal("native", "executor")
     assert "path was 'native', now 'executor'" in said and "pass path=" not in said, said
     assert "pass path='general' to SparkRuntime" in refusal("general", "keyed")
+
+
+def test_a_damaged_control_file_is_refused_naming_it_and_what_to_do(tmp_path: Path) -> None:
+    """A state file or the pipeline's record cut in half (a torn copy or restore): the restart failed
+    with json's own ``Unterminated string starting at: line 1 column 630``, naming no file (a user
+    probe, session 59)."""
+    import pytest
+
+    from lowwater.spark.sealed import CheckpointIntegrityError
+
+    store = StateStore(tmp_path / "ck")
+    store.claim({"path": "native", "000": "SourceTransformation"})
+    store.commit_json(0, {"format": 2, "clock_ms": 7000, "open_starts": {"10000": [0]}})
+    for damaged, read in ((tmp_path / "ck" / "lowwater" / "state" / "0.json", lambda: store.load_json(0)),
+                          (tmp_path / "ck" / "lowwater" / "pipeline.json",
+                           lambda: store.claim({"path": "native", "000": "SourceTransformation"}))):
+        text = damaged.read_bytes()
+        damaged.write_bytes(text[:len(text) // 2])
+        with pytest.raises(CheckpointIntegrityError) as refused:
+            read()
+        said = str(refused.value)
+        assert f"{damaged} is damaged: it is not the JSON lowwater wrote" in said, said
+        assert "start over with a new checkpoint location" in said, said
+        damaged.write_bytes(text)

@@ -45,7 +45,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from lowwater.core.errors import ConfigurationError, LowwaterError
+from lowwater.core.errors import ConfigurationError, LowwaterError, QueryFailedError
 from lowwater.core.failures import hint_for, root_cause
 
 __all__ = ["main"]
@@ -594,7 +594,9 @@ def _error(e: BaseException, command: str, verbose: bool) -> int:
         hint = "" if e.parameter == "checkpoint_location" else \
             f"check {e.parameter}" + (" in build()" if command == "run" else "")
     else:
-        text = root_cause(str(e))  # the useful line of a long (JVM, Python worker) message
+        # the useful line of a long (JVM, Python worker) message; a failed query's message is that line
+        # already, and its hint, which the usual limit cut in the middle (a user probe, session 59)
+        text = root_cause(str(e), limit=max(400, len(str(e))) if isinstance(e, QueryFailedError) else 400)
         known = hint_for(e)  # a missing module, jar or file system; a service that does not answer
         if known and "hint:" not in text:
             hint = known

@@ -178,20 +178,36 @@ def test_a_failure_says_the_line_of_the_function_that_raised() -> None:
     assert "invalid literal for int()" in str(info.value)
 
 
-@pytest.mark.parametrize("layout", ["one line", "lines"])
+@pytest.mark.parametrize("layout", ["one line", "lines", "in foreachBatch"])
 def test_root_cause_of_kafka_data_loss_names_the_partition_and_offsets_and_the_hint_the_choices(layout: str) -> None:
     """Spark's KAFKA_DATA_LOSS message is several lines: its first ('Some data may have been lost
     ...;') was all a run said, without the topic partition and offsets of its 'Reason:'."""
     from lowwater.core.failures import hint_for, root_cause
 
     reason = "Could not read records in offset [5, 20) for topic partition clicks-1"
-    text = ("org.apache.spark.sql.streaming.StreamingQueryException: Query [id = 1] terminated with exception\n"
+    # in foreachBatch, Spark's wrapper says first that a Python proxy raised, with a Reason: of its own
+    wrapper = ("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch "
+               "sink. Reason: An exception was raised by the Python Proxy. Return Message: Traceback (most recent "
+               "call last):\n") if layout == "in foreachBatch" else ""
+    text = (wrapper
+            + "org.apache.spark.sql.streaming.StreamingQueryException: Query [id = 1] terminated with exception\n"
             "Caused by: org.apache.spark.sql.kafka010.KafkaIllegalStateException: Some data may have been lost "
             "because they are not available in Kafka any more;\neither the data was aged out by Kafka or the topic "
             "may have been deleted before all the data in the\ntopic was processed. If you don't want your streaming "
             "query to fail on such cases, set the\nsource option failOnDataLoss to false.\n"
-            + (f"Reason: {reason}\n" if layout == "one line" else f"Reason:\n{reason}\nwith consumer group g.\n")
+            + (f"Reason:\n{reason}\nwith consumer group g.\n" if layout == "lines" else f"Reason: {reason}\n")
             + "\tat org.apache.spark.sql.kafka010.KafkaExceptions$.couldNotReadOffsetRange(KafkaExceptions.scala:1)")
     assert root_cause(text).endswith(f"not available in Kafka any more: {reason}")
     hint = hint_for(text)
     assert hint is not None and "new checkpoint" in hint and "failOnDataLoss" in hint
+    # what the CLI prints of the failed query's message (its line and hint): whole, the hint not cut short
+    import contextlib
+    import io
+
+    from lowwater.cli import _error
+    from lowwater.core.errors import QueryFailedError
+
+    failed = QueryFailedError(f"the streaming query failed: {root_cause(text)}; hint: {hint}", Exception(text))
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert _error(failed, "run", verbose=False) == 2
+    assert err.getvalue().strip().endswith(f"{reason}; hint: {hint}"), err.getvalue()

@@ -8,6 +8,7 @@ committed their offsets, and the accounting still said "balanced".
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from lowwater.api import OutputTag, StreamExecutionEnvironment
 from lowwater.core.watermarks import WatermarkStrategy
-from lowwater.core.windows import TumblingEventTimeWindows
+from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
 from lowwater.io import PartitionedLogWriter
 from lowwater.spark.engine import SparkRuntime
 from lowwater.spark.sinks import DirectorySink, read_directory
@@ -160,3 +161,149 @@ def test_a_checkpoint_with_another_number_of_sources_is_refused_up_front_with_wh
     latest.write_text("\n".join(lines[:-1]))  # as an older lowwater (no tick source) wrote it
     with pytest.raises(ConfigurationError, match=r"written by a query with 1 source\(s\).*new checkpoint location"):
         _run(log, out, spark)
+
+
+def _sliding(log: Path, out: Path) -> StreamExecutionEnvironment:
+    env = StreamExecutionEnvironment()
+    late = OutputTag("late")
+    sums = (env.from_source(PartitionedLogSource(log, FIELDS, max_files_per_trigger=1),
+                            WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+            .key_by("key").window(SlidingEventTimeWindows.of(10_000, 2_000)).allowed_lateness(3_000)
+            .side_output_late_data(late).sum("value"))
+    sums.add_sink(DirectorySink(out / "results", "jsonl"))
+    sums.get_side_output(late).add_sink(DirectorySink(out / "late", "jsonl"))
+    return env
+
+
+@pytest.mark.parametrize("first_run", ["panes", "before panes"])
+def test_sliding_windows_resume_from_their_checkpoint_as_one_run(spark: Any, tmp_path: Path, first_run: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sliding windows on the native path keep panes (session 59). A run resumed from the checkpoint
+    equals one run, late re-firings and the late output included; so does a run on a checkpoint
+    written before panes, whose open starts are windows': it goes on exploding them."""
+    from lowwater.spark.native import NativeProcessor
+
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    late_ones = [{"key": "a", "ts": ts, "value": 100} for ts in (9_000, 15_500, 1_000)]  # refire; too late
+    writer.append(0, _records(0, 12) + late_ones[:1] + _records(12_000, 10))
+    writer.append(1, _records(500, 20, "b"))
+    if first_run == "before panes":
+        monkeypatch.setattr(NativeProcessor, "_pane_able", lambda self: False)
+    SparkRuntime(str(tmp_path / "inc" / "ck"), spark=spark, clock=lambda b: 1_000 * b).execute(
+        _sliding(log, tmp_path / "inc"))
+    monkeypatch.undo()
+    state = max((tmp_path / "inc" / "ck" / "lowwater" / "state").glob("*.json"), key=lambda f: int(f.stem)).read_text()
+    assert ('"panes": true' in state) == (first_run == "panes")
+    writer.append(0, late_ones[1:] + _records(22_000, 8))
+    writer.append(1, _records(20_500, 10, "b"))
+    job = SparkRuntime(str(tmp_path / "inc" / "ck"), spark=spark, clock=lambda b: 1_000 * b).execute(
+        _sliding(log, tmp_path / "inc"))
+    SparkRuntime(str(tmp_path / "one" / "ck"), spark=spark, clock=lambda b: 1_000 * b).execute(
+        _sliding(log, tmp_path / "one"))
+
+    def rows(out: Path, kind: str) -> list[str]:
+        return sorted(json.dumps(r, sort_keys=True) for r in read_directory(out / kind))
+
+    assert rows(tmp_path / "inc", "results") == rows(tmp_path / "one", "results")
+    assert rows(tmp_path / "inc", "late") == rows(tmp_path / "one", "late")
+    assert any(r["fire_index"] > 0 for r in read_directory(tmp_path / "one" / "results")), "a late re-firing"
+    assert [r["ts"] for r in read_directory(tmp_path / "one" / "late")] == [1_000], "too late for all its windows"
+    assert job.accounting().balanced
+
+
+@pytest.mark.parametrize("damage", ["spark/ deleted", "the newest offsets deleted"])
+def test_a_checkpoint_whose_spark_half_is_gone_or_behind_is_refused_before_anything_is_read(
+        spark: Any, tmp_path: Path, damage: str) -> None:
+    """``<checkpoint>/spark`` deleted (or restored from an older copy) with ``<checkpoint>/lowwater`` kept:
+    Spark started over from the sources' start as its batch 0, lowwater took it for a replay of its
+    batch 0, and the sinks got every window again beside the newer batches, the accounting balanced
+    with each record counted twice (a user probe, session 59)."""
+    import shutil
+
+    from lowwater.core.errors import ConfigurationError
+
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, _records(0, 25))
+    _run(log, tmp_path / "out", spark)
+    writer.append(0, _records(25_000, 15))
+    _run(log, tmp_path / "out", spark)
+    before = _windows(tmp_path / "out")
+    spark_half = tmp_path / "out" / "ck" / "spark"
+    if damage == "spark/ deleted":
+        shutil.rmtree(spark_half)
+    else:
+        newest = max(int(p.name) for p in (spark_half / "offsets").iterdir() if p.name.isdigit())
+        for kind in ("offsets", "commits"):
+            (spark_half / kind / str(newest)).unlink()
+    with pytest.raises(ConfigurationError) as refused:
+        _run(log, tmp_path / "out", spark)
+    said = str(refused.value)
+    assert "is incomplete: lowwater's state is after Spark's micro-batch" in said, said
+    assert "Restore the checkpoint whole" in said and "new checkpoint location" in said, said
+    assert _windows(tmp_path / "out") == before, "nothing was written"
+
+
+def test_a_second_job_under_a_running_ones_name_is_refused_naming_job_name(spark: Any, tmp_path: Path) -> None:
+    """Two jobs in one SparkSession, neither named: Spark refused the second at ``start()`` with an
+    ``IllegalArgumentException`` about a query name the user had not given, after its checkpoint was
+    claimed (a user probe, session 59). Names that become the same query name are the same."""
+    from lowwater.core.errors import ConfigurationError
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, _records(0, 5))
+    first = SparkRuntime(str(tmp_path / "one" / "ck"), spark=spark, trigger="1 second").execute(
+        _pipeline(log, tmp_path / "one"), "clicks.eu")
+    try:
+        for name in ("clicks.eu", "clicks-eu"):
+            with pytest.raises(ConfigurationError) as refused:
+                SparkRuntime(str(tmp_path / "two" / "ck"), spark=spark, trigger="1 second").execute(
+                    _pipeline(log, tmp_path / "two"), name)
+            said = str(refused.value)
+            assert said.startswith("job_name: a streaming query named 'clicks_eu'"), said
+            assert "a job_name of its own" in said, said
+            assert not (tmp_path / "two" / "ck" / "lowwater" / "pipeline.json").exists(), "nothing claimed"
+        second = SparkRuntime(str(tmp_path / "two" / "ck"), spark=spark).execute(_pipeline(log, tmp_path / "two"),
+                                                                                  "clicks.us")
+        assert second.accounting().rows_in == 5
+    finally:
+        first.stop()
+
+
+_CONNECT = """
+import os
+from pyspark.sql import SparkSession
+from lowwater.api import CollectionSource, StreamExecutionEnvironment
+from lowwater.core.errors import ConfigurationError
+from lowwater.core.watermarks import WatermarkStrategy
+from lowwater.spark.engine import SparkRuntime
+
+spark = SparkSession.builder.remote("sc://127.0.0.1:9").getOrCreate()  # a client only: nothing is asked of it
+env = StreamExecutionEnvironment()
+env.from_source(CollectionSource([[{{"k": "a", "ts": 1}}]]),
+                WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts")).collect()
+try:
+    SparkRuntime({ck!r}, spark=spark).execute(env)
+except ConfigurationError as e:
+    print("refused:", e)
+print("claimed:", os.path.exists({ck!r}), flush=True)
+os._exit(0)  # the client's exit would try to release its session with the server there is not
+"""
+
+
+def test_a_spark_connect_session_is_refused_before_the_checkpoint_is_claimed(tmp_path: Path) -> None:
+    """Over Spark Connect a job failed at once with Spark's pickling error for ``foreachBatch``,
+    which blamed a function the user had not written, after the checkpoint was claimed (a user
+    probe, session 59). A Connect client session, in a process of its own (it would be the
+    active session of this one's tests)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "connect.py"
+    script.write_text(_CONNECT.format(ck=str(tmp_path / "ck")))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "refused: spark: a Spark Connect session (SparkSession.builder.remote(...)) cannot run a lowwater job" \
+        in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    assert "claimed: False" in proc.stdout, proc.stdout

@@ -62,7 +62,9 @@ def root_cause(failure: str | BaseException, limit: int = 400) -> str:
     text = failure if isinstance(failure, str) else _chain_text(failure)
     line = _root_line(text, limit)
     if "Some data may have been lost" in line:  # Spark's Kafka data loss: its reason is lines below
-        reason = _KAFKA_LOSS_REASON.search(text)
+        # the first Reason: after the loss's own text; a foreachBatch wrapper's comes before it, and
+        # says only that a Python proxy raised (a user probe, session 59)
+        reason = _KAFKA_LOSS_REASON.search(text, max(0, text.find("Some data may have been lost")))
         if reason is not None and reason.group(1).strip() not in line:
             line = f"{line.rstrip(';')}: {reason.group(1).strip()}"[:limit]
     return line

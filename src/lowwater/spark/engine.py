@@ -21,6 +21,7 @@ master URL and a checkpoint location on shared storage.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -100,12 +101,31 @@ def signals_caught(signums: Sequence[int], received: list[int],
             setting.append(True)
             event.set()
 
+    setattr(record, _STOP_HANDLER, True)
     previous = {signum: signal.signal(signum, record) for signum in signums}
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+_STOP_HANDLER = "_lowwater_stop_handler"
+"""Marks a handler :func:`signals_caught` installed: a run under it leaves the signals to it."""
+
+
+def _check_query_name(spark: SparkSession, job_name: str) -> None:
+    """Refuse a job whose query name (:func:`query_name`) a query running in the session has, before
+    the checkpoint is claimed: Spark refused it at ``start()`` with an ``IllegalArgumentException``
+    about a name the user had not given (two unnamed jobs share the default's), or two names that
+    differ only in punctuation (a user probe, session 59)."""
+    name = query_name(job_name)
+    if any(q.name == name for q in spark.streams.active):
+        as_given = "" if name == job_name else f" (what job_name {job_name!r} becomes)"
+        raise ConfigurationError(
+            "job_name", f"a streaming query named {name!r}{as_given} is running in this SparkSession already: give "
+            "each job that runs at the same time a job_name of its own (runtime.execute(env, job_name=...)), or stop "
+            "the other one first (job.stop(), or its query in spark.streams.active)")
 
 
 def wait_for(query: StreamingQuery, stop: Callable[[], bool], timeout_s: float | None = None) -> bool:
@@ -360,6 +380,12 @@ class SparkRuntime:
 
         p = as_pipeline(pipeline)  # the graph's one walk: everything below reads p.walk()
         spark = self.spark or get_or_create_session()
+        if getattr(spark, "_jvm", None) is None:  # before the checkpoint is claimed
+            raise ConfigurationError(
+                "spark", "a Spark Connect session (SparkSession.builder.remote(...)) cannot run a lowwater job: each "
+                "micro-batch is run by lowwater in this driver process (its watermarks, state and sinks), which "
+                "Spark Connect's foreachBatch runs elsewhere, on its server. Use a classic session "
+                "(SparkSession.builder.master(...), or lowwater.spark.session.get_or_create_session())")
         sources = find_sources(p)
         times = [t for t in (getattr(s, "processing_times", lambda: None)() for s in sources) if t]
         # the sources' own clock, as the reference runtime reads it (this pipeline's, not a runtime's for good)
@@ -398,6 +424,7 @@ class SparkRuntime:
             store.snapshot_every = 1
         if path in ("keyed", "general"):
             check_composite_keys(p, path)
+        _check_query_name(spark, job_name)
         # one run at a time on a checkpoint (lease.py): taken before the checkpoint is written to
         lease = CheckpointLease(store.fs, store.location, checkpoint)
         lease.acquire()
@@ -422,6 +449,8 @@ class SparkRuntime:
         sinks = [*(t.sink for t in p.sinks), self.dead_letter_sink]
         bind_job(sinks, store.job_id())
         resumes = store.latest_version() is not None
+        if resumes:  # Spark's half of the checkpoint, gone or behind, would read the sources again
+            _check_spark_half(store, join(checkpoint, "spark"))
         if not resumes:  # a new job: a Delta table another job appends to is refused
             check_new_job(sinks)
         for sink in sinks:  # what would fail its first write (a JDBC driver missing), before the query starts
@@ -459,9 +488,19 @@ class SparkRuntime:
             writer = writer.trigger(availableNow=True)
             query = writer.start()
             job.query = query
-            # poll, so that a stop request (Ctrl-C in the CLI) is seen between py4j calls
-            if not _awaited(lambda: wait_for(query, self.stop_requested.is_set)):
+            # poll, so that a stop request (Ctrl-C in the CLI) is seen between py4j calls; in a script or
+            # a notebook, Ctrl-C (SIGINT) stops the query, then raises KeyboardInterrupt, as in
+            # SparkJob.await_termination: it raised inside a py4j call and left the query running
+            # without its lease (a user probe, session 59). The CLI's own handler (_STOP_HANDLER) stays.
+            received: list[int] = []
+            caught = threading.current_thread() is threading.main_thread() and \
+                not getattr(signal.getsignal(signal.SIGINT), _STOP_HANDLER, False)
+            with signals_caught([signal.SIGINT], received) if caught else contextlib.nullcontext():
+                finished = _awaited(lambda: wait_for(query, lambda: self.stop_requested.is_set() or bool(received)))
+            if not finished:
                 query.stop()
+                if received:
+                    raise KeyboardInterrupt
                 return
             if self.end_of_input and not self.stop_requested.is_set():
                 driver.finish()
@@ -494,6 +533,32 @@ def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
     ticks = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
     cols = [F.lit(None).cast(f.dataType).alias(f.name) for f in stream.schema.fields]
     return stream.unionByName(ticks.select(*cols).where(F.lit(False)))
+
+
+def _check_spark_half(store: StateStore, spark_checkpoint: str) -> None:
+    """Refuse a checkpoint whose lowwater state is after a Spark micro-batch whose offsets Spark's
+    own checkpoint no longer has: ``<checkpoint>/spark`` deleted, or restored from an older copy
+    than ``<checkpoint>/lowwater``. Spark writes a batch's offsets before ``foreachBatch`` runs it,
+    so a whole checkpoint always has them. Without them Spark started its query over from the
+    sources' start as its batch 0, which lowwater took for a replay of its own batch 0: every
+    record was read and windowed again on top of the state, the sinks' newer batches stayed, and
+    the accounting counted each record twice as balanced (a user probe, session 59)."""
+    latest = store.latest_version()
+    record = store.batch_record(latest) if latest is not None else None
+    if record is not None and record.get("spark_batch_id") is None and latest:  # an end-of-input step
+        record = store.batch_record(latest - 1)
+    if record is None or record.get("spark_batch_id") is None:
+        return
+    ran = int(record["spark_batch_id"])
+    offsets = [int(n) for n in store.fs.names(join(spark_checkpoint, "offsets")) if n.isdigit()]
+    if not offsets or max(offsets) < ran:
+        has = f"ends at batch {max(offsets)}" if offsets else "is missing"
+        raise ConfigurationError(
+            "checkpoint_location",
+            f"{spark_checkpoint.rsplit('/', 1)[0]} is incomplete: lowwater's state is after Spark's micro-batch "
+            f"{ran}, and Spark's offsets log ({join(spark_checkpoint, 'offsets')}) {has}, so Spark would read the "
+            "sources again from where that log ends, on top of the state. Restore the checkpoint whole (both "
+            "its spark/ and lowwater/ directories, from one copy), or start over with a new checkpoint location")
 
 
 def _check_source_count(spark_checkpoint: Path, expected: int) -> None:

@@ -39,7 +39,7 @@ from lowwater.graph.pipeline import (
     WALK_ORDER_KEY,
 )
 from lowwater.spark.fs import CheckpointFS, LocalFS, checkpoint_fs, is_uri, join
-from lowwater.spark.sealed import StateKey, seal, state_key, unseal
+from lowwater.spark.sealed import CheckpointIntegrityError, StateKey, seal, state_key, unseal
 
 __all__ = ["KEEP_BATCH_RECORDS", "KEEP_JSON_VERSIONS", "StateStore", "checkpoint_lines"]
 
@@ -87,8 +87,19 @@ class StateStore:
         return self._key
 
     def _json(self, path: str) -> Any:
+        """The JSON file at ``path`` (None if there is none); one that does not parse (a torn copy or
+        restore, a file system repaired after a crash) is refused naming the file, where json's own
+        message named neither the file nor the checkpoint (a user probe, session 59)."""
         data = self.fs.read(path)
-        return None if data is None else json.loads(data)
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as e:  # json.JSONDecodeError, or bytes that are not UTF-8
+            raise CheckpointIntegrityError(
+                f"{path} is damaged: it is not the JSON lowwater wrote ({e}), so it was cut short or changed "
+                "after it was written, and nothing of it was loaded. Restore the checkpoint from a copy, or "
+                "start over with a new checkpoint location") from None
 
     # -- which pipeline this checkpoint belongs to -------------------------------------
     def claim(self, fingerprint: dict[str, Any]) -> None:
