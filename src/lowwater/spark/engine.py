@@ -468,7 +468,7 @@ class SparkRuntime:
         names = PartitionNames.of([(labels.get(t.id, t.name), t.source) for t in p.sources])
         driver = _BatchDriver(processor, store, [t.sink for t in p.sinks], self.dead_letter_sink, self._now, job, spark,
                               self.on_metrics, several_sources=len(sources) > 1,
-                              partition_names=names)
+                              partition_names=names, sources=sources)
         log.info("lowwater %s: %s path (%s)", job_name, path, job.reason)
         latest = store.latest_version()
         if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
@@ -592,8 +592,10 @@ class _BatchDriver:
     def __init__(self, processor: Processor, store: StateStore, sinks: list[Sink], dead_letter_sink: Sink | None,
                  now: Callable[[int], int], job: SparkJob, spark: SparkSession,
                  on_metrics: Callable[[dict[str, Any]], None] | None = None, several_sources: bool = False,
-                 partition_names: PartitionNames | None = None) -> None:
+                 partition_names: PartitionNames | None = None, sources: Sequence[Any] = ()) -> None:
         self.processor = processor
+        self.sources = sources
+        """The pipeline's sources, whose identity each data batch checks (:meth:`StateStore.check_sources`)."""
         self.partition_names = partition_names
         """How the metrics name partitions (:mod:`lowwater.metrics.names`), or ``None``: by their numbers."""
         self.several_sources = several_sources
@@ -714,6 +716,8 @@ class _BatchDriver:
                 record["spark_batch_id"] = spark_batch_id
             self.store.write_batch_record(batch_id, record)
         faults.at("start", batch_id)
+        if df is not None:  # a topic deleted and made again while the job runs: before anything is written
+            self.store.check_sources(self.sources)
         state = self._state_after(batch_id - 1)
         before = self._reported(state)  # before the processor mutates the state
         self.cached = None  # the processor mutates the state in place

@@ -153,6 +153,10 @@ class KafkaSource(KafkaShapedSource):
     """
 
     _checks_reader_options = False  # it checks its options when it is made, not again at the query's start
+    checks_identity_each_batch = True
+    """The engine checks each batch that the topics are still the ones the run started on
+    (:meth:`~lowwater.spark.state.StateStore.check_sources`): one ``DescribeTopics`` request, with a
+    client kept for the run (:meth:`read_identity`)."""
 
     def __init__(self, bootstrap_servers: str, topics: Sequence[str], value_fields: Sequence[tuple[str, str]],
                  starting_offsets: str = "earliest", options: Mapping[str, str] | None = None) -> None:
@@ -209,9 +213,11 @@ class KafkaSource(KafkaShapedSource):
         from confluent_kafka import KafkaException, TopicCollection
         from confluent_kafka.admin import AdminClient
 
-        said = _ClientLog()  # the client's own lines, kept out of the run's output
-        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "logger": said.logger}
-        admin = AdminClient(config)
+        admin = self.__dict__.get("_admin")
+        if admin is None:  # one client for the run's checks, each batch's too
+            said = _ClientLog()  # the client's own lines, kept out of the run's output
+            config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "logger": said.logger}
+            admin = self.__dict__["_admin"] = AdminClient(config)
         out: dict[str, str] = {}
         for topic, future in admin.describe_topics(TopicCollection(list(self.topics or ())),
                                                    request_timeout=METADATA_TIMEOUT_S).items():
@@ -222,6 +228,9 @@ class KafkaSource(KafkaShapedSource):
             if topic_id is not None and str(topic_id) != _NO_TOPIC_ID:
                 out[topic] = str(topic_id)
         return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_admin"}  # a client of this process only
 
     def identity_changed(self, recorded: Mapping[str, str], now: Mapping[str, str]) -> str | None:
         """What :meth:`read_identity` found changed since the checkpoint recorded it, said for a person."""

@@ -892,6 +892,8 @@ class KeyedProcessor:
         self.compact_every = compact_every
         self.json_frames = JsonFrames()
         """The schemas of the outputs' JSON rows, inferred once per set of shapes (:mod:`.json_rows`)."""
+        self.registered = False
+        """Whether this run registered the sources' partitions (as :attr:`NativeProcessor.registered`)."""
         self.input_schema: StructType | None = None
         """The schema of the query's batches (the engine sets it before any step): the end-of-input step,
         which has no batch, types its outputs from it as the batches do (:meth:`_result_seed`)."""
@@ -951,11 +953,11 @@ class KeyedProcessor:
             phases[name] = round((now - mark) * 1000)
             mark = now
 
-        if not st.started:
+        if not st.started or not self.registered:  # and partitions gained while the job was stopped (native.py)
             for src, branch in enumerate(plan.branches):
                 for p in branch.source.partitions():
                     self._lane(st, (src, p))
-            st.started = True
+            st.started = self.registered = True
         for b in st.pending_delete:  # superseded by a compaction that batch k-1 committed
             self.fs.delete(self._dir(b))
         st.pending_delete = []

@@ -116,6 +116,10 @@ class NativeProcessor:
         first batch's to adaptive execution, and a write's task count changes its files, not its rows."""
         self.panes = False
         """Whether the state in hand keeps panes (:attr:`NativeState.panes`): set with it."""
+        self.registered = False
+        """Whether this run registered the source's partitions: a restarted job registers those the
+        source gained while it was stopped, as a new job's are (a Flink source restored from a
+        checkpoint discovers its splits anew); they joined at their first record before (session 59)."""
         self.rows_written: dict[int, int] = {}
         """Per batch this process ran whose files a window still holds: how many partials it wrote
         (all its starts). A firing adds them up to choose its plan (:func:`~lowwater.spark.window_store.
@@ -165,8 +169,9 @@ class NativeProcessor:
         """Batch ``batch_id``: mutates ``st`` into the state after it; returns its outputs (lazy DataFrames)."""
         assert self.store is not None, "bind(store) first"
         store = self.store
-        if not st.started:
+        if not st.started or not self.registered:  # and partitions the source gained while the job was stopped
             self._start(st)
+            self.registered = True
         st.clock.set(clock_ms)
         plan = self.plan
         self.panes = st.panes

@@ -73,6 +73,8 @@ class StateStore:
         self.keep_snapshots = keep_snapshots
         self._spark = spark
         self._key: StateKey | None = None
+        self._bound: dict[str, Any] = {}
+        """What :meth:`bind_sources` bound this run's sources to, by source index: each batch's check."""
         self._legacy_end: Any = _UNREAD
         """An end of input that records written before the marker existed say, read once: the engine
         asks at every batch (:meth:`end_of_input`), and reading every batch record each time cost
@@ -156,6 +158,22 @@ class StateStore:
         merged = {**recorded, **{i: {**(recorded.get(i) or {}), **ids} for i, ids in now.items()}}
         if merged != recorded:
             self.fs.write_atomic(path, json.dumps(merged, sort_keys=True, indent=1).encode())
+        self._bound = {i: merged[i] for i in now}
+
+    def check_sources(self, sources: Sequence[Any]) -> None:
+        """Before a batch is processed: refuse it when a source that reads something another can take
+        the name of (``checks_identity_each_batch``: a Kafka topic, deleted and made again under its
+        name while the job runs) reads another now than :meth:`bind_sources` bound this run to. The
+        check at the start alone let a running job read the new topic from the old offsets on, its
+        first records skipped without a word (a user probe, session 59)."""
+        for i, bound in self._bound.items():
+            source = sources[int(i)]
+            if not getattr(source, "checks_identity_each_batch", False):
+                continue
+            said = source.identity_changed(bound, source.read_identity())
+            if said:
+                raise ConfigurationError("checkpoint_location", f"{self.location.rsplit('/', 1)[0]}, while this "
+                                                                f"run read it: {said}")
 
     def recorded_path(self) -> str | None:
         """The engine path (``native``, ``keyed``, ``general``...) of the pipeline this checkpoint

@@ -100,6 +100,29 @@ def test_two_topics_in_one_source_and_a_partition_added_while_running(spark: Any
     assert lates.results == []
 
 
+def test_a_partition_added_while_the_job_is_stopped_holds_the_watermark_from_the_restart_on(
+        spark: Any, kafka: KafkaBroker, tmp_path: Path) -> None:
+    """A restarted job registers the partitions the topic gained while it was stopped, as a new job
+    registers every partition (and a Flink source restored from a checkpoint discovers its splits):
+    an empty one holds the combined watermark until it has data or is idle. It was registered at its
+    first record, as one added while the job runs, so the restart fired what a fresh start would
+    not (a user probe, session 59)."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    topic = new_topic(kafka, "grown", 1)
+    env, results, _ = _sum_job(KafkaSource(kafka.bootstrap_servers, [topic], FIELDS))
+    produce(kafka, topic, [(0, {"user": "ann", "amount": 1}, 5_000)])
+    SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})  # kept: its futures need it alive
+    admin.create_partitions([NewPartitions(topic, 2)])[topic].result(timeout=30)
+    produce(kafka, topic, [(0, {"user": "ann", "amount": 2}, 30_000)])
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark).execute(env)
+    marks = job.batches()[-1]["metrics"]
+    assert set(marks["partition_watermarks"]) == {"0", "1"}, marks
+    assert marks["combined_watermark"] == 4_999, "the empty partition 1 holds it, as on a fresh start"
+    assert results.results == []
+
+
 def test_a_topic_deleted_and_made_again_under_its_name_is_refused_on_resume(spark: Any, kafka: KafkaBroker,
                                                                              tmp_path: Path) -> None:
     """Spark's checkpoint holds offsets only: in a topic made again with at least as many records, it
@@ -136,6 +159,50 @@ def test_a_topic_deleted_and_made_again_under_its_name_is_refused_on_resume(spar
     env, results, _ = _sum_job(KafkaSource(kafka.bootstrap_servers, [topic], FIELDS))
     SparkRuntime(str(tmp_path / "ck2"), spark=spark, end_of_input=True).execute(env)
     assert sorted((r.key, r.value) for r in results.results) == [("bob", 11111)]  # every record of the new topic
+
+
+def _remake(kafka: KafkaBroker, topic: str, partitions: int) -> None:
+    """Delete ``topic`` and make it again under its name (the broker deletes asynchronously)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})  # kept: its futures need it alive
+    admin.delete_topics([topic])[topic].result(timeout=30)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            create_topic(kafka.bootstrap_servers, topic, partitions)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_a_topic_deleted_and_made_again_while_the_job_runs_stops_it_at_its_next_batch(
+        spark: Any, kafka: KafkaBroker, tmp_path: Path) -> None:
+    """The topic's id was checked when a run started only: a running job read the new topic from the
+    old offsets on, its first records skipped without a word, and only the next start refused the
+    checkpoint (a user probe, session 59). Now each batch checks it before anything is written."""
+    from lowwater.core.errors import QueryFailedError
+
+    topic = new_topic(kafka, "remade-running", 1)
+    produce(kafka, topic, [(0, {"user": "ann", "amount": 1}, 1_000), (0, {"user": "ann", "amount": 2}, 2_000)])
+    env, results, _ = _sum_job(KafkaSource(kafka.bootstrap_servers, [topic], FIELDS))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger="12 seconds").execute(env)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(int(m.get("rows_in") or 0) for m in job.metrics()):  # the first batch read them
+            assert time.monotonic() < deadline, "the first batch should have read the topic"
+            time.sleep(0.2)
+        _remake(kafka, topic, 1)  # between two batches: the next comes 12 s after the first
+        produce(kafka, topic, [(0, {"user": "bob", "amount": 10 ** k}, 30_000 + k) for k in range(5)])
+        with pytest.raises(QueryFailedError, match=rf"while this run read it: topic '{topic}' .* is not the topic "
+                                                   r"this checkpoint read: it was deleted and made again"):
+            job.await_termination(120)
+    finally:
+        job.stop()
+    assert sum(int(m.get("rows_in") or 0) for m in job.metrics()) == 2, "nothing of the new topic was read"
+    assert not [r for r in results.results if r.key == "bob"]
 
 
 def test_a_kafka_dataframe_changed_to_another_topic_is_refused_on_resume(spark: Any, kafka: KafkaBroker,
