@@ -341,3 +341,17 @@ def test_a_field_whose_kinds_part_inside_a_list_or_object_is_typed_there_as_spar
     if fmt == "jsonl":  # a JSON line leaves a null out where Parquet has one
         rows = [r if r["detail"] is None else {**r, "detail": {"m": None, **r["detail"]}} for r in rows]
     assert rows == SPARK_READS_MIXED
+
+
+def test_a_json_lines_field_of_values_json_has_no_kind_for_is_written_as_before(tmp_path: Path) -> None:
+    """The settling of mixed kinds leaves alone a field whose values are objects JSON has no kind for:
+    each is its text, as ``spark_json`` writes it, not that text quoted once more."""
+    from lowwater.spark.sinks import read_directory
+
+    class Colour:
+        def __str__(self) -> str:
+            return "red"
+
+    sink = DirectorySink(tmp_path / "out", "jsonl")
+    sink.write_batch(0, [{"c": Colour(), "n": 1}, {"c": "blue", "n": "x"}])
+    assert read_directory(tmp_path / "out") == [{"c": "red", "n": "1"}, {"c": "blue", "n": "x"}]

@@ -262,6 +262,9 @@ def _settled_table(records: list[dict[str, Any]], kept: Any, what: str, batch_id
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
+_JSON_KINDS = (bool, int, float, str, Decimal, list, tuple, dict)
+
+
 def _kinds_settled(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``records`` with each field whose values no one type holds as Spark's JSON inference reads
     it (:func:`_inferred`), for a JSON lines batch: the values the keyed and general paths write
@@ -271,6 +274,8 @@ def _kinds_settled(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     mixed: dict[str, list[Any]] = {}
     for name in dict.fromkeys(k for r in records for k in r):
         values = [r.get(name) for r in records]
+        if not all(v is None or isinstance(v, _JSON_KINDS) for v in values):
+            continue  # a value JSON has no kind for: spark_json writes it (its text), as before
         try:
             _typed(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # not OverflowError: JSON writes a long integer as it is
