@@ -546,33 +546,47 @@ class NativeProcessor:
                window_range: tuple[int, int] | None = None) -> DataFrame | None:
         """The windows starting at ``starts`` (start -> batches), every key with contents: fire 0.
         With panes, ``starts`` are the panes to read and ``window_range`` ``(lo, hi]`` the starts of
-        the windows that fire: each pane's partials count in each of them it is in."""
-        from pyspark.sql import functions as F
+        the windows that fire: each pane's partials count in each of them it is in.
 
+        One SQL text over the store's scan, analysed once: built as a chain of DataFrame calls, each
+        call analysed the plan so far again, 180 ms of the driver's per firing (session 60,
+        docs/performance.md), and a sliding window fires in every batch."""
         assert self.store is not None
         if schema is None:
             return None
         agg = self._sql(schema)
-        parts = self.store.read(spark, partial_ddl(agg, schema), starts)
+        parts = self.store.read(spark, partial_ddl(agg, schema), starts, batch_column=True)
         if parts is None:
             return None
         batches = {b for bs in starts.values() for b in bs}
         known = batches <= self.rows_written.keys()
-        if fires_in_one_task(sum(self.rows_written[b] for b in batches) if known else None):
-            parts = parts.coalesce(1)  # one partition: the merge below needs no shuffle
-        if window_range is not None:
-            lo, hi = "_lw_window_lo", "_lw_window_hi"  # as data, not literals (spark/literals.py)
-            slide, n = self.plan.slide_ms, self.plan.size_ms // self.plan.slide_ms
-            parts = with_batch_values(parts, dict(zip((lo, hi), window_range, strict=True))).withColumn(
-                "start", F.explode(F.expr(f"filter(transform(sequence(0, {n - 1}), i -> start - i * {slide}), "
-                                          f"w -> w > {lo} AND w <= {hi})"))).drop(lo, hi)
-        merged = parts.groupBy("key", "start").agg(*[F.expr(e) for e in merge_exprs(agg)])
+        one_task = fires_in_one_task(sum(self.rows_written[b] for b in batches) if known else None)
+        merges = ", ".join(merge_exprs(agg))
         size = self.plan.size_ms
-        return merged.selectExpr(  # RESULT_COLUMNS, in one projection
-            "key", "start AS window_start", f"start + {size} AS window_end",
-            f"{value_expr(agg, 'acc', 'n')} AS value", "0 AS fire_index",
-            f"{window_sql('start', f'start + {size}')} AS window",
-            "1 AS _o1", "start AS _o2", "CAST(NULL AS BIGINT) AS _o3", "CAST(NULL AS BIGINT) AS _o4")
+
+        def query(view: str) -> str:
+            # one partition when small: the merge below needs no shuffle
+            src = f"(SELECT /*+ COALESCE(1) */ * FROM {view})" if one_task else view
+            if window_range is None:
+                grouped = f"SELECT key, start, {merges} FROM {src} GROUP BY key, start"
+            else:
+                # lo and hi are literals in a lambda, which Spark evaluates without generated code: the
+                # generated code is the same every batch without them as data (spark/literals.py),
+                # whose broadcast would be a job of its own and, with adaptive execution, a planning
+                # more (session 60, docs/performance.md)
+                slide, n = self.plan.slide_ms, size // self.plan.slide_ms
+                lo, hi = window_range
+                bounds = f"w > CAST('{lo}' AS BIGINT) AND w <= CAST('{hi}' AS BIGINT)"  # the text of MIN is no BIGINT
+                windows = f"filter(transform(sequence(0, {n - 1}), i -> start - i * {slide}), w -> {bounds})"
+                grouped = (f"SELECT key, _lw_w AS start, {merges} FROM (SELECT *, explode({windows}) AS _lw_w "
+                           f"FROM {src}) GROUP BY key, _lw_w")
+            return (  # RESULT_COLUMNS, in one projection
+                f"SELECT key, start AS window_start, start + {size} AS window_end, "
+                f"{value_expr(agg, 'acc', 'n')} AS value, 0 AS fire_index, "
+                f"{window_sql('start', f'start + {size}')} AS window, "
+                f"1 AS _o1, start AS _o2, CAST(NULL AS BIGINT) AS _o3, CAST(NULL AS BIGINT) AS _o4 FROM ({grouped})")
+
+        return self._over(parts, query)
 
     def _late_fires(self, spark: SparkSession, exploded: DataFrame, starts: list[int], st: NativeState, w: int,
                     schema: dict[str, Any]) -> DataFrame:

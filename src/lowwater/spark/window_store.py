@@ -138,7 +138,7 @@ class WindowStore:
             self.fs.delete(self.start_dir(batch_id, ws))
 
     def read(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]],
-             late: Mapping[int, Iterable[int]] | None = None) -> DataFrame | None:
+             late: Mapping[int, Iterable[int]] | None = None, batch_column: bool = False) -> DataFrame | None:
         """The partials of ``starts`` (start -> the batches holding it), with a ``start`` column; None if none.
 
         One scan of every ``batch=<k>/start=<ws>`` directory asked for, ``start`` (and ``batch``)
@@ -147,9 +147,10 @@ class WindowStore:
 
         With ``late`` (start -> the batches that wrote it late but allowed), an ``nl`` column: the
         partial's element count ``n`` in those files, whose every element came late, 0 in the others
-        (two scans)."""
+        (two scans). With ``batch_column``, also ``batch`` (for a caller that selects its
+        columns anyway: a ``drop`` costs the driver an analysis of the plan)."""
         if late is None:
-            return self._scan(spark, schema, starts)
+            return self._scan(spark, schema, starts, batch_column)
         late_of = {ws: set(late.get(ws, ())) for ws in starts}
         on_time = self._scan(spark, schema, {ws: [b for b in bs if b not in late_of[ws]] for ws, bs in starts.items()})
         in_late = self._scan(spark, schema, {ws: [b for b in bs if b in late_of[ws]] for ws, bs in starts.items()})
@@ -161,12 +162,13 @@ class WindowStore:
             return on_time if in_late is None else in_late
         return on_time.unionByName(in_late)
 
-    def _scan(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]]) -> DataFrame | None:
+    def _scan(self, spark: SparkSession, schema: str, starts: Mapping[int, Iterable[int]],
+              batch_column: bool = False) -> DataFrame | None:
         paths = [self.start_dir(b, ws) for ws, batches in sorted(starts.items()) for b in sorted(set(batches))]
         if not paths:
             return None
-        return (spark.read.schema(f"{schema}, batch BIGINT, start BIGINT").option("basePath", self.root)
-                .parquet(*paths).drop("batch"))
+        scan = spark.read.schema(f"{schema}, batch BIGINT, start BIGINT").option("basePath", self.root).parquet(*paths)
+        return scan if batch_column else scan.drop("batch")
 
     def delete(self, removed: dict[int, list[int]], still_open: dict[int, list[int]], before: int) -> None:
         """Delete the files of ``removed`` starts, and batch directories (``< before``) nothing refers to."""
