@@ -21,9 +21,11 @@ import pytest
 from lowwater.api import CollectSink, StreamExecutionEnvironment
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows
+from lowwater.scenario import run_scenario
 from lowwater.spark.engine import SparkRuntime
 from lowwater.spark.sinks import ForeachDataFrameSink
 from lowwater.spark.sources import BatchFilesSource
+from tests.spark.test_engine import _compare
 
 pytestmark = pytest.mark.spark
 
@@ -89,6 +91,46 @@ def test_a_steady_batch_compiles_no_new_code(spark: Any, tmp_path: Path, path: s
     assert len(steady) >= BATCHES - WARM - 1
     # with a literal per batch, every one of these batches compiled at least one class
     assert sum(steady) < len(steady), f"Spark compiled new code in steady batches: {steady} (all: {counts})"
+
+
+def _late_sliding(batches: int) -> dict[str, Any]:
+    """``_batches()``'s shape in a scenario, sliding windows, and from the fourth batch on one element
+    2.5 s behind the batch's own: late for both its windows, which fired, and allowed (lateness 10 s)."""
+    shaped = [[{"key": f"k{k}", "ts": 1_000 * b + 100 * k + 10 * p, "value": b + k, "partition": p}
+               for k in range(3) for p in range(2)] for b in range(batches)]
+    for b, events in enumerate(shaped):
+        if b >= 3:
+            events.append({"key": "k0", "ts": 1_000 * (b - 3) + 500, "value": 100 + b, "partition": 0})
+    return {"partitions": 2, "batches": shaped,
+            "watermark": {"kind": "bounded_out_of_orderness", "max_out_of_orderness_ms": 0},
+            "window": {"kind": "sliding", "size_ms": 2_000, "slide_ms": 1_000}, "allowed_lateness_ms": 10_000,
+            "aggregate": "sum"}
+
+
+def test_late_refires_of_sliding_windows_compile_no_new_code(spark: Any, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch after the third re-fires two sliding windows from their panes for a late element.
+    In a run of twice as many batches, after one of ``BATCHES``, the last ``BATCHES`` batches re-fire
+    other windows than any batch of the first run did, with the same code: no new class each. (A
+    literal ``start`` per re-fired window compiled classes on each of them.) Its results, fire indexes
+    included, are the reference runtime's."""
+    from lowwater.spark.native import NativeProcessor
+
+    metric = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    run_scenario(_late_sliding(BATCHES), runtime="spark", path="native", spark=spark, workdir=str(tmp_path))
+    counts: list[int] = []
+    original = NativeProcessor.run
+    monkeypatch.setattr(NativeProcessor, "run",
+                        lambda self, *args, **kw: counts.append(int(metric.getCount())) or original(self, *args, **kw))
+    scenario = _late_sliding(2 * BATCHES)
+    on_spark = run_scenario(scenario, runtime="spark", path="native", spark=spark, workdir=str(tmp_path))
+    assert on_spark["spark_path"] == "native"
+    reference = run_scenario(dict(scenario), runtime="reference")
+    _compare(reference, on_spark)
+    assert max(r.get("fire_index", 0) for r in reference["results"]) >= 2, "windows should re-fire for late elements"
+    steady = [after - before for before, after in zip(counts[-BATCHES - 1:], counts[-BATCHES:], strict=False)]
+    assert len(steady) == BATCHES
+    assert sum(steady) < BATCHES // 2, f"classes compiled in the last {BATCHES} batches: {steady} (all: {counts})"
 
 
 def _jobs_per_steady_batch(spark: Any, tmp_path: Path, path: str, windows: Any) -> list[int]:

@@ -570,14 +570,10 @@ class NativeProcessor:
             if window_range is None:
                 grouped = f"SELECT key, start, {merges} FROM {src} GROUP BY key, start"
             else:
-                # lo and hi are literals in a lambda, which Spark evaluates without generated code: the
-                # generated code is the same every batch without them as data (spark/literals.py),
-                # whose broadcast would be a job of its own and, with adaptive execution, a planning
-                # more (session 60, docs/performance.md)
-                slide, n = self.plan.slide_ms, size // self.plan.slide_ms
+                # lo and hi as literals in a lambda (_windows_sql), where a broadcast one-row table of them
+                # cost a job of its own and, with adaptive execution, a planning more (docs/performance.md)
                 lo, hi = window_range
-                bounds = f"w > CAST('{lo}' AS BIGINT) AND w <= CAST('{hi}' AS BIGINT)"  # the text of MIN is no BIGINT
-                windows = f"filter(transform(sequence(0, {n - 1}), i -> start - i * {slide}), w -> {bounds})"
+                windows = self._windows_sql(max(lo, min(starts) - size), hi)  # no overflow from MIN
                 grouped = (f"SELECT key, _lw_w AS start, {merges} FROM (SELECT *, explode({windows}) AS _lw_w "
                            f"FROM {src}) GROUP BY key, _lw_w")
             return (  # RESULT_COLUMNS, in one projection
@@ -600,20 +596,14 @@ class NativeProcessor:
         agg = self._sql(schema)
         p = self.plan
         wv, end = "_lw_prev_watermark", f"_ws + {p.size_ms - 1}"
+        # a float key as Spark groups it, the key of the stored partials: -0.0 is 0.0 (canonical_key);
+        # the element's own would name a re-firing's key -0.0 where its first firing said 0.0
+        key = "_k + 0D" if dict(exploded.dtypes).get("_k") in ("double", "float") else "_k"
         late = with_batch_values(exploded, {wv: w}).filter(
             f"{end} <= {wv} AND {end} + {p.allowed_lateness_ms} > {wv}").selectExpr(
-            "_k AS key", "_ws AS start", "_v AS v", "_seq", "_partition", "_offset")
-        if st.panes:  # each window from its panes, the batches that wrote it late marked for it
-            frames = []
-            for ws in starts:
-                panes = {pane: st.open_starts[pane] for pane in self._panes_of(ws) if pane in st.open_starts}
-                read = self.store.read(spark, partial_ddl(agg, schema), panes,
-                                       late=dict.fromkeys(panes, st.late_written.get(ws, [])))
-                if read is not None:
-                    frames.append(read.withColumn("start", F.lit(ws)))
-            stored = None
-            for frame in frames:
-                stored = frame if stored is None else stored.unionByName(frame)
+            f"{key} AS key", "_ws AS start", "_v AS v", "_seq", "_partition", "_offset")
+        if st.panes:  # each window from its panes, the batches that wrote them late marked for it
+            stored = self._late_panes(spark, starts, st, schema)
         else:
             before = {ws: st.open_starts.get(ws, []) for ws in starts}
             stored = self.store.read(spark, partial_ddl(agg, schema), before,
@@ -636,6 +626,46 @@ class NativeProcessor:
             f"{value_expr(agg, 'acc', n)} AS value", f"CAST({fire} AS INT) AS fire_index",
             f"{window_sql('start', f'start + {size}')} AS window",
             "0 AS _o1", "_seq AS _o2", "CAST(_partition AS BIGINT) AS _o3", "_offset AS _o4")
+
+    def _late_panes(self, spark: SparkSession, starts: list[int], st: NativeState, schema: dict[str, Any]
+                    ) -> DataFrame | None:
+        """The stored partials of the windows ``starts`` (late but allowed), from their panes, in one
+        scan: each partial counted in each of those windows it is in, with ``nl`` its ``n`` where its
+        batch wrote the pane late for that window (:attr:`NativeState.late_written`, per window), else
+        0. Which windows, and which (window, batch) pairs were late, are small tables joined in (data,
+        not literals: spark/literals.py). A scan (two) per window re-fired took minutes where a late
+        element re-fired hundreds of windows of a short slide (probe P, session 60)."""
+        assert self.store is not None
+        panes = {pane: st.open_starts[pane] for ws in starts for pane in self._panes_of(ws) if pane in st.open_starts}
+        scan = self.store.read(spark, partial_ddl(self._sql(schema), schema), panes, batch_column=True)
+        if scan is None:
+            return None
+        columns = ", ".join(f"x.{c}" for c in scan.columns if c not in ("batch", "start"))
+        windows = self._windows_sql(min(starts) - 1, max(starts))
+        chosen = f"(VALUES {', '.join(f'({_bigint(ws)})' for ws in starts)}) AS _lw_s(_lw_sw)"
+        pairs = sorted({(ws, b) for ws in starts for b in st.late_written.get(ws, [])})
+        late = f"(VALUES {', '.join(f'({_bigint(ws)}, {_bigint(b)})' for ws, b in pairs)}) AS _lw_m(_lw_mw, _lw_mb)"
+
+        def query(view: str) -> str:
+            sql = (f"SELECT {columns}, x._lw_w AS start, "
+                   f"{'CASE WHEN _lw_m._lw_mb IS NULL THEN 0 ELSE x.n END' if pairs else 'CAST(0 AS BIGINT)'} AS nl "
+                   f"FROM (SELECT *, explode({windows}) AS _lw_w FROM {view}) x JOIN {chosen} ON x._lw_w = _lw_sw")
+            return sql + (f" LEFT JOIN {late} ON x._lw_w = _lw_mw AND x.batch = _lw_mb" if pairs else "")
+
+        return self._over(scan, query)
+
+    def _windows_sql(self, lo: int, hi: int) -> str:
+        """SQL for the starts of the windows in ``(lo, hi]`` that hold a partial's pane (its ``start``),
+        in order: from the first aligned start above ``lo`` and the pane's first window, to the pane
+        itself and ``hi``. Built in a lambda, which Spark evaluates without generated code, so ``lo``
+        and ``hi`` can be literals and the code is the same every batch (spark/literals.py): a
+        ``sequence`` of the windows themselves, not a filter of all ``size / slide`` windows of the
+        pane (a thousand for a window of 10 s sliding by 10 ms)."""
+        slide, size = self.plan.slide_ms, self.plan.size_ms
+        first = f"greatest(p - {size - slide}, {_bigint(lo)} + 1 + pmod(p - {_bigint(lo)} - 1, {slide}))"
+        last = f"least(p, {_bigint(hi)})"
+        return (f"flatten(transform(array(start), p -> CASE WHEN {first} <= {last} "
+                f"THEN sequence({first}, {last}, CAST({slide} AS BIGINT)) ELSE CAST(array() AS ARRAY<BIGINT>) END))")
 
     def _result_rows(self, df: DataFrame) -> list[Any]:
         rows = df.orderBy("_o1", "_o2", "_o3", "_o4").select(
@@ -758,6 +788,11 @@ class _Classes:
 
     def late_allowed(self, ws: int) -> bool:
         return not self.never and ws + self.size - 1 <= self.w < ws + self.size - 1 + self.lateness
+
+
+def _bigint(v: int) -> str:
+    """A BIGINT literal; the text of the smallest (-9223372036854775808) alone would be a DECIMAL."""
+    return f"CAST('{int(v)}' AS BIGINT)"
 
 
 def _select(columns: dict[str, str]) -> str:
