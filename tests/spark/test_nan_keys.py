@@ -92,26 +92,33 @@ def test_a_nan_key_keeps_its_state_across_batches_and_a_restart(spark: Any, tmp_
     assert got == expected
 
 
-@pytest.mark.parametrize("sliding", [False, True])
-def test_a_negative_zero_key_re_fired_late_is_the_key_zero(spark: Any, tmp_path: Path, sliding: bool) -> None:
+@pytest.mark.parametrize(("sliding", "key_type"), [(False, "DOUBLE"), (True, "DOUBLE"), (True, "FLOAT")])
+def test_a_negative_zero_key_re_fired_late_is_the_key_zero(spark: Any, tmp_path: Path, sliding: bool,
+                                                           key_type: str) -> None:
     """-0.0 is the key 0.0 on every path (docs/semantics.md), a window's late re-firing included: the
     native path took a late element's key as the element had it, so the re-firing of window (0.0,
     [0, 20000)) came out under -0.0 and its first firing under 0.0, two keys in a file sink (probe P,
-    session 60). Tumbling windows, and sliding windows in panes."""
+    session 60). Tumbling windows, and sliding windows in panes; a FLOAT key stays a FLOAT in the
+    results' DataFrame, late re-firings and first firings alike."""
     from lowwater.api import CollectSink
     from lowwater.core.windows import SlidingEventTimeWindows
+    from lowwater.spark.sinks import ForeachDataFrameSink
 
     batches = [[{"key": -0.0, "ts": 1000, "value": 1}], [{"key": -0.0, "ts": 25000, "value": 2}],
                [{"key": -0.0, "ts": 3000, "value": 4}]]  # the watermark fires [0, 20000); 3000 re-fires it
     BatchFilesSource.write(tmp_path / "in", batches)
-    fields = [("key", "DOUBLE"), ("ts", "BIGINT"), ("value", "BIGINT")]
+    fields = [("key", key_type), ("ts", "BIGINT"), ("value", "BIGINT")]
+    key_types: set[str] = set()
 
     def run(runtime: Any, source: Any) -> list[tuple[Any, ...]]:
         env = StreamExecutionEnvironment()
         sink = CollectSink()
         assigner = SlidingEventTimeWindows.of(20_000, 10_000) if sliding else TumblingEventTimeWindows.of(20_000)
-        (env.from_source(source, WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts"))
-         .key_by("key").window(assigner).allowed_lateness(60_000).sum("value").add_sink(sink))
+        windowed = (env.from_source(source, WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts"))
+                    .key_by("key").window(assigner).allowed_lateness(60_000).sum("value"))
+        windowed.add_sink(sink)
+        if isinstance(runtime, SparkRuntime):
+            windowed.add_sink(ForeachDataFrameSink(lambda df, _: key_types.add(dict(df.dtypes)["key"])))
         job = runtime.execute(env, "zero")
         assert getattr(job, "path", "native") == "native"
         return sorted((r.window_start, r.fire_index, repr(r.key), r.value) for r in sink.results)
@@ -121,3 +128,4 @@ def test_a_negative_zero_key_re_fired_late_is_the_key_zero(spark: Any, tmp_path:
     reference = run(ReferenceRuntime(max_batches=len(batches)), BatchFilesSource(tmp_path / "in", fields, [0]))
     assert on_spark == reference
     assert (0, 1, "0.0", 5) in on_spark, on_spark  # the re-firing: 1 + 4, under the key 0.0
+    assert key_types == {key_type.lower()}, key_types

@@ -549,8 +549,8 @@ class NativeProcessor:
         the windows that fire: each pane's partials count in each of them it is in.
 
         One SQL text over the store's scan, analysed once: built as a chain of DataFrame calls, each
-        call analysed the plan so far again, 180 ms of the driver's per firing (session 60,
-        docs/performance.md), and a sliding window fires in every batch."""
+        call analysed the plan so far again (190-270 ms of the driver's a firing in session 60's
+        profile, docs/performance.md), and a sliding window fires in every batch."""
         assert self.store is not None
         if schema is None:
             return None
@@ -598,7 +598,8 @@ class NativeProcessor:
         wv, end = "_lw_prev_watermark", f"_ws + {p.size_ms - 1}"
         # a float key as Spark groups it, the key of the stored partials: -0.0 is 0.0 (canonical_key);
         # the element's own would name a re-firing's key -0.0 where its first firing said 0.0
-        key = "_k + 0D" if dict(exploded.dtypes).get("_k") in ("double", "float") else "_k"
+        key_type = dict(exploded.dtypes).get("_k")
+        key = f"_k + CAST(0 AS {key_type})" if key_type in ("double", "float") else "_k"  # of its own type
         late = with_batch_values(exploded, {wv: w}).filter(
             f"{end} <= {wv} AND {end} + {p.allowed_lateness_ms} > {wv}").selectExpr(
             f"{key} AS key", "_ws AS start", "_v AS v", "_seq", "_partition", "_offset")
