@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["with_batch_values"]
+__all__ = ["bigint_sql", "with_batch_values"]
 
 
 def with_batch_values(df: DataFrame, values: dict[str, int]) -> DataFrame:
@@ -32,6 +32,11 @@ def with_batch_values(df: DataFrame, values: dict[str, int]) -> DataFrame:
     from pyspark.sql import functions as F
 
     names = ", ".join(values)
-    row = ", ".join(f"CAST('{int(v)}' AS BIGINT)" for v in values.values())
+    row = ", ".join(bigint_sql(v) for v in values.values())
     params = df.sparkSession.sql(f"SELECT * FROM VALUES ({row}) AS _lowwater_batch({names})")
     return df.crossJoin(F.broadcast(params))
+
+
+def bigint_sql(v: int) -> str:
+    """A BIGINT literal as SQL text: the text of the smallest (-9223372036854775808) alone would be a DECIMAL."""
+    return f"CAST('{int(v)}' AS BIGINT)"

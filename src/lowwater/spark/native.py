@@ -54,7 +54,7 @@ from lowwater.core.watermarks import PartitionWatermarking, Watermark, Watermark
 from lowwater.core.windows import BUILTIN_AGGREGATES, WindowResult
 from lowwater.spark.analyzed import AnalyzedQuery
 from lowwater.spark.executor_watermarks import decode, encode_states, new_partition, with_executor_timestamps
-from lowwater.spark.literals import with_batch_values
+from lowwater.spark.literals import bigint_sql, with_batch_values
 from lowwater.spark.native_sql import (
     INTEGRAL,
     AggregateSql,
@@ -643,9 +643,10 @@ class NativeProcessor:
             return None
         columns = ", ".join(f"x.{c}" for c in scan.columns if c not in ("batch", "start"))
         windows = self._windows_sql(min(starts) - 1, max(starts))
-        chosen = f"(VALUES {', '.join(f'({_bigint(ws)})' for ws in starts)}) AS _lw_s(_lw_sw)"
+        chosen = f"(VALUES {', '.join(f'({bigint_sql(ws)})' for ws in starts)}) AS _lw_s(_lw_sw)"
         pairs = sorted({(ws, b) for ws in starts for b in st.late_written.get(ws, [])})
-        late = f"(VALUES {', '.join(f'({_bigint(ws)}, {_bigint(b)})' for ws, b in pairs)}) AS _lw_m(_lw_mw, _lw_mb)"
+        rows = ", ".join(f"({bigint_sql(ws)}, {bigint_sql(b)})" for ws, b in pairs)
+        late = f"(VALUES {rows}) AS _lw_m(_lw_mw, _lw_mb)"
 
         def query(view: str) -> str:
             sql = (f"SELECT {columns}, x._lw_w AS start, "
@@ -663,8 +664,8 @@ class NativeProcessor:
         ``sequence`` of the windows themselves, not a filter of all ``size / slide`` windows of the
         pane (a thousand for a window of 10 s sliding by 10 ms)."""
         slide, size = self.plan.slide_ms, self.plan.size_ms
-        first = f"greatest(p - {size - slide}, {_bigint(lo)} + 1 + pmod(p - {_bigint(lo)} - 1, {slide}))"
-        last = f"least(p, {_bigint(hi)})"
+        first = f"greatest(p - {size - slide}, {bigint_sql(lo)} + 1 + pmod(p - {bigint_sql(lo)} - 1, {slide}))"
+        last = f"least(p, {bigint_sql(hi)})"
         return (f"flatten(transform(array(start), p -> CASE WHEN {first} <= {last} "
                 f"THEN sequence({first}, {last}, CAST({slide} AS BIGINT)) ELSE CAST(array() AS ARRAY<BIGINT>) END))")
 
@@ -789,11 +790,6 @@ class _Classes:
 
     def late_allowed(self, ws: int) -> bool:
         return not self.never and ws + self.size - 1 <= self.w < ws + self.size - 1 + self.lateness
-
-
-def _bigint(v: int) -> str:
-    """A BIGINT literal; the text of the smallest (-9223372036854775808) alone would be a DECIMAL."""
-    return f"CAST('{int(v)}' AS BIGINT)"
 
 
 def _select(columns: dict[str, str]) -> str:
