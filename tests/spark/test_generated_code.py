@@ -133,6 +133,30 @@ def test_late_refires_of_sliding_windows_compile_no_new_code(spark: Any, tmp_pat
     assert sum(steady) < BATCHES // 2, f"classes compiled in the last {BATCHES} batches: {steady} (all: {counts})"
 
 
+def test_a_job_names_generated_classes_without_stage_ids_unless_told(spark: Any, tmp_path: Path) -> None:
+    """A job turns off Spark's stage ids in generated class names (``share_generated_classes``): with
+    them, adaptive execution's numbering, which varies with timing, made the test above compile a
+    late batch's classes again in one run of three. A value the session was given is kept."""
+    from lowwater.spark.session import STAGE_IDS_IN_CLASS_NAMES
+
+    was = spark.conf.getAll.get(STAGE_IDS_IN_CLASS_NAMES)
+    try:
+        for given, expected in (("true", "true"), (None, "false")):
+            if given is None:
+                spark.conf.unset(STAGE_IDS_IN_CLASS_NAMES)
+            else:
+                spark.conf.set(STAGE_IDS_IN_CLASS_NAMES, given)
+            out = run_scenario(_late_sliding(2), runtime="spark", path="native", spark=spark,
+                               workdir=str(tmp_path))
+            assert out["results"], "the job should have run"
+            assert spark.conf.getAll.get(STAGE_IDS_IN_CLASS_NAMES) == expected, given
+    finally:
+        if was is None:
+            spark.conf.unset(STAGE_IDS_IN_CLASS_NAMES)
+        else:
+            spark.conf.set(STAGE_IDS_IN_CLASS_NAMES, was)
+
+
 def _jobs_per_steady_batch(spark: Any, tmp_path: Path, path: str, windows: Any) -> list[int]:
     """Spark jobs of the query from one sink call to the next, per steady batch, of a sum over
     ``windows`` on ``path``; checks that the sinks see the session's own adaptive-execution setting."""

@@ -60,6 +60,7 @@ from lowwater.spark.native import NativeProcessor
 from lowwater.spark.outputs import BatchOutput, Output, dead_letter_output
 from lowwater.spark.plan import native_plan
 from lowwater.spark.processor import BatchResult, JsonStateProcessor, Processor
+from lowwater.spark.session import share_generated_classes
 from lowwater.spark.sinks.base import DataFrameSink
 from lowwater.spark.sinks.delta import check_new_job
 from lowwater.spark.sinks.postgres import check_jobs as check_postgres_jobs
@@ -473,6 +474,7 @@ class SparkRuntime:
         latest = store.latest_version()
         if latest is not None and isinstance(processor, JsonStateProcessor):  # a state this version cannot
             processor.state_from_json(store.load_json(latest))  # read (another format) is refused before a batch
+        share_generated_classes(spark)  # before the query starts: its session is a copy of this one
         stream = read_sources(spark, sources, [labels.get(t.id, t.name) for t in p.sources])
         if isinstance(processor, KeyedProcessor):  # what its batches' frames hold, for the steps without one
             processor.input_schema = stream.schema

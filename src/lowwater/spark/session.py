@@ -72,6 +72,24 @@ def settings_for(session: SparkSession, settings: Mapping[str, str]) -> Iterator
                 session.conf.set(k, was)
 
 
+STAGE_IDS_IN_CLASS_NAMES = "spark.sql.codegen.useIdInClassName"
+
+
+def share_generated_classes(session: SparkSession) -> None:
+    """Let each batch's queries reuse the classes Spark generated for an earlier batch's query of
+    the same shape, unless the session was told otherwise.
+
+    Spark caches compiled classes by their source, and by default names a whole-stage class after
+    its stage's id in the plan. Adaptive execution numbers stages as it re-plans a query, which
+    depends on which of its stages finished first: the same code came with another id now and then,
+    missed the cache and was compiled again (6 classes in one batch of a late re-firing test, a
+    run in three; none in eight runs without the id, session 61). The setting is internal to
+    Spark and changes nothing but those names. It stays set on the session after the job.
+    """
+    if STAGE_IDS_IN_CLASS_NAMES not in session.conf.getAll:
+        session.conf.set(STAGE_IDS_IN_CLASS_NAMES, "false")
+
+
 def get_or_create_session(
     master: str | None = None,
     app_name: str = "lowwater",
