@@ -100,6 +100,7 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=10_000)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--batches", type=int, default=8)
+    ap.add_argument("--partitions", type=int, help="source partitions (default: scale.py's or sessions.py's)")
     ap.add_argument("--stages", action="store_true", help="each job's stages")
     ap.add_argument("--tasks", action="store_true", help="the tasks of the last batch's stages")
     ap.add_argument("--jfr", metavar="FILE", help="record the driver JVM with Java Flight Recorder (profile settings) "
@@ -119,7 +120,8 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     from lowwater.spark.session import get_or_create_session
 
     window = sessions if args.engine in ("keyed", "spark-sessions") else scale
-    H.write_log(work / "log", H.stream_for(window.PARTITIONS, args.keys, args.rows, window.SPAN_MS, window.BOUND_MS),
+    partitions = args.partitions or window.PARTITIONS
+    H.write_log(work / "log", H.stream_for(partitions, args.keys, args.rows, window.SPAN_MS, window.BOUND_MS),
                 args.batches, args.rows)
     conf = {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g",
             "spark.ui.retainedJobs": "10000", "spark.ui.retainedStages": "10000"}
@@ -135,9 +137,9 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     threading.Thread(target=rec.sample, daemon=True).start()
     log, ckpt = work / "log", work / "ckpt"
     if args.engine == "native":
-        H.lowwater(spark, log, ckpt, 4, scale.WINDOW_MS, scale.BOUND_MS)
+        H.lowwater(spark, log, ckpt, partitions, scale.WINDOW_MS, scale.BOUND_MS)
     elif args.engine == "spark":
-        H.spark_native(spark, log, ckpt, 4, scale.WINDOW_MS, scale.BOUND_MS)
+        H.spark_native(spark, log, ckpt, partitions, scale.WINDOW_MS, scale.BOUND_MS)
     elif args.engine == "keyed":
         sessions._lowwater_sessions(spark, log, ckpt, "keyed")
     else:
