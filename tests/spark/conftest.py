@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from lowwater.spark.session import LOG4J2, get_or_create_session, postgres_jdbc_jar
+from lowwater.spark.session import LOG4J2, get_or_create_session, postgres_jdbc_jar, share_generated_classes
 
 try:  # tests/ is a package if someone added tests/__init__.py, else tests/ is on sys.path
     from tests.pg_server import PgServer, postgres_server
@@ -78,6 +78,7 @@ def spark() -> Iterator[object]:
         session._jvm.java.lang.Class.forName("org.postgresql.Driver")
     except Exception as e:  # an earlier session without the jar, for instance
         pytest.fail(f"the SparkSession cannot load org.postgresql.Driver ({e}); {_FIX}")
+    share_generated_classes(session)  # as every job leaves it (lowwater.spark.session), so no test is seen to change it
     yield session
     session.stop()
 

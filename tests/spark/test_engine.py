@@ -176,14 +176,18 @@ def test_spark_runtime_equals_the_reference_runtime(spark: Any, name: str, tmp_p
     assert reference["results"], "the scenario should fire windows"
 
 
-def _sliding_scenario(seed: int) -> dict[str, Any]:
-    """Sliding windows whose size is a multiple of their slide (the native path keeps their panes),
-    with offsets, lateness, elements late for some of their windows and on time for others, and
-    elements too late for all, over partitions that lag each other."""
+def _sliding_scenario(seed: int, multiple: bool = True) -> dict[str, Any]:
+    """Sliding windows whose size is a multiple of their slide, or not (the native path keeps their
+    panes, a slide or the sizes' greatest common divisor long), with offsets, lateness, elements late
+    for some of their windows and on time for others, and elements too late for all, over partitions
+    that lag each other."""
     import random
 
     rnd = random.Random(seed)
     slide = rnd.choice([1000, 2000])
+    size = slide * rnd.randint(2, 4)
+    if not multiple:
+        size, slide = rnd.choice([(2500, 1000), (3500, 1000), (5000, 2000), (3000, 2000), (4000, 1500), (2000, 1500)])
     partitions = rnd.randint(1, 3)
     batches, now = [], 0
     for _ in range(rnd.randint(3, 5)):
@@ -193,23 +197,34 @@ def _sliding_scenario(seed: int) -> dict[str, Any]:
                                   rnd.randrange(partitions)) for _ in range(rnd.randint(2, 9))]))
     return {"partitions": partitions, "batches": batches,
             "watermark": {"kind": "bounded_out_of_orderness", "max_out_of_orderness_ms": rnd.choice([0, 500, 1500])},
-            "window": {"kind": "sliding", "size_ms": slide * rnd.randint(2, 4), "slide_ms": slide,
+            "window": {"kind": "sliding", "size_ms": size, "slide_ms": slide,
                        "offset_ms": rnd.choice([0, 0, 300, -700])},
             "allowed_lateness_ms": rnd.choice([0, 1000, 4000, 8000]),
             "aggregate": rnd.choice(["sum", "count", "min", "max", "avg"])}
 
 
-@pytest.mark.parametrize(("seed", "path"), [(seed, "native") for seed in range(10)] + [(10, "executor")])
-def test_sliding_windows_in_panes_equal_the_reference_runtime(spark: Any, seed: int, path: str,
+@pytest.mark.parametrize(("seed", "path", "multiple"),
+                         [(seed, "native", True) for seed in range(10)] + [(10, "executor", True)]
+                         + [(seed, "native", False) for seed in range(11, 16)] + [(16, "executor", False)])
+def test_sliding_windows_in_panes_equal_the_reference_runtime(spark: Any, seed: int, path: str, multiple: bool,
                                                                tmp_path: Path) -> None:
-    """The native path keeps a sliding window's partials per pane (``slide`` long) and fires a window
+    """The native path keeps a sliding window's partials per pane (a slide long, or the greatest
+    common divisor of size and slide where the size is not a multiple: session 61) and fires a window
     from its panes, where it exploded each element into every window it is in (Spark's own sliding
     windows do: docs/performance.md, session 59). Random scenarios, against the reference runtime:
     results, fire indexes of late re-firings, late elements, watermarks."""
-    scenario = _sliding_scenario(seed)
+    from lowwater.spark.native import NativeProcessor
+
+    scenario = _sliding_scenario(seed, multiple)
     reference = run_scenario(dict(scenario), runtime="reference")
-    on_spark = run_scenario(dict(scenario), runtime="spark", path=path, spark=spark, workdir=str(tmp_path))
+    states: list[Any] = []
+    original = NativeProcessor.state_to_json
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(NativeProcessor, "state_to_json",
+                      staticmethod(lambda st: states.append(st.panes) or original(st)))
+        on_spark = run_scenario(dict(scenario), runtime="spark", path=path, spark=spark, workdir=str(tmp_path))
     assert on_spark["spark_path"] == path
+    assert states and all(states), "the state should keep panes"
     _compare(reference, on_spark)
     assert reference["results"], "the scenario should fire windows"
 

@@ -87,6 +87,10 @@ if TYPE_CHECKING:
 __all__ = ["BatchOutput", "NativeProcessor", "NativeState", "Output", "schema_json"]
 # BatchOutput, Output (lowwater.spark.outputs) and schema_json (lowwater.spark.native_sql): re-exported
 
+PANES_PER_SLIDE = 8
+"""Sliding windows keep panes (``gcd(size, slide)`` long) when a slide is at most this many of them
+(:meth:`NativeProcessor._pane_able`); a size that is a multiple of the slide has one a slide."""
+
 
 def unparsed_dead_letter(row: Any) -> dict[str, Any]:
     """The dead letter of a source row that did not parse (``_corrupt`` set): its file, as
@@ -192,7 +196,8 @@ class NativeProcessor:
             schema = self._schema(df)
             parts, starts = self._write_partials(df, schema, batch_id)
             classes = _Classes(w_prev, plan.size_ms, plan.allowed_lateness_ms)
-            written = [ws for ws in starts if not classes.too_late(ws)]  # a pane's last window is its own start
+            # a pane is too late when its last window is
+            written = [ws for ws in starts if not classes.too_late(self._last_window(ws))]
             late_starts = sorted({ws for pane in written for ws in self._windows_of(pane)
                                   if classes.late_allowed(ws)}) if st.panes else \
                 [ws for ws in written if classes.late_allowed(ws)]
@@ -221,7 +226,7 @@ class NativeProcessor:
             if not written:  # batch=<k> holds no window kept (or nothing): no start refers to it
                 store.discard(batch_id)
             elif len(written) < len(starts):
-                store.discard_starts(batch_id, [ws for ws in starts if classes.too_late(ws)])
+                store.discard_starts(batch_id, [ws for ws in starts if classes.too_late(self._last_window(ws))])
             if late_n:
                 late = self._base(df, w_prev).filter("_elate")
             if dead_n:
@@ -253,7 +258,7 @@ class NativeProcessor:
             n_firing = len(firing)
             fires = self._fires(spark, {ws: st.open_starts[ws] for ws in firing}, schema) if firing else None
         horizon = size - 1 + plan.allowed_lateness_ms
-        for ws in [ws for ws in st.open_starts if ws + horizon <= w_new]:  # a pane: its last window's
+        for ws in [ws for ws in st.open_starts if self._last_window(ws) + horizon <= w_new]:  # a pane: its last window
             st.pending_delete[ws] = st.open_starts.pop(ws)
             st.late_written.pop(ws, None)
         for ws in [ws for ws in st.late_written if ws + horizon <= w_new]:  # with panes, keyed by window
@@ -399,7 +404,9 @@ class NativeProcessor:
         elements = self._element_sql(view, columns)
         n = math.ceil(p.size_ms / p.slide_ms)
         if n == 1 or (self.panes and not windows):  # one window (or pane) per element: one projection
-            return f"SELECT {cols}, _last AS _ws, 0 AS _i, _lw_data AS _first FROM ({elements})"
+            g = self._pane_ms()
+            pane = "_last" if n == 1 or g == p.slide_ms else f"_last + (_ts - _last) DIV {g} * {g}"
+            return f"SELECT {cols}, {pane} AS _ws, 0 AS _i, _lw_data AS _first FROM ({elements})"
         ws = f"_last - _i * {p.slide_ms}"
         return (f"SELECT {cols}, _i, {ws} AS _ws, (_i = 0 AND _lw_data) AS _first FROM ("
                 f"SELECT *, explode(sequence(0, {n - 1})) AS _i FROM ({elements})) "
@@ -420,7 +427,8 @@ class NativeProcessor:
         # max() over a string forces a SortAggregate (no hash map for variable-width buffers):
         # three times slower, so the control column is aggregated only when executors send one
         ctl = "max(_ctl)" if self.plan.executor_watermarks else "CAST(NULL AS STRING)"
-        ws = "_last" if self._one_row() else "_ws"
+        # one column for both grouping sets where an element's window (or pane) is its last window's start
+        ws = "_last" if self._tumbling() or (self.panes and self._pane_ms() == self.plan.slide_ms) else "_ws"
         aggregates = [
             "max(CASE WHEN _first AND _tsok THEN _ts END) AS max_ts",
             "count(CASE WHEN _first AND NOT _bad THEN 1 END) AS n",
@@ -436,41 +444,54 @@ class NativeProcessor:
         return math.ceil(self.plan.size_ms / self.plan.slide_ms) == 1
 
     def _pane_able(self) -> bool:
-        """Sliding windows whose size is a multiple of their slide: a new state keeps panes
-        (:attr:`NativeState.panes`). Each element is then one row of the batch's aggregation, in
-        its pane (its last window's start, ``slide`` long), where exploded into its ``size / slide``
-        windows it was that many, as in Spark's own sliding windows; a window's partials are its
-        panes'. Other sliding windows (a size that is not a multiple) keep exploding."""
+        """Sliding windows (``size > slide``) whose panes are at most :data:`PANES_PER_SLIDE` a slide:
+        a new state keeps panes (:attr:`NativeState.panes`), each ``gcd(size, slide)`` long (a slide
+        where the size is a multiple of it). Each element is then one row of the batch's aggregation,
+        in its pane, where exploded into its windows it was ``size / slide`` rows or so, as in Spark's
+        own sliding windows; a window's partials are its panes'. A slide of many short panes (10 s
+        sliding by 9.999 s: ten thousand panes of 1 ms a slide) keeps exploding: each pane would be a
+        directory of every batch that writes it."""
         p = self.plan
-        return p.size_ms > p.slide_ms and p.size_ms % p.slide_ms == 0
+        return p.size_ms > p.slide_ms and p.slide_ms // math.gcd(p.size_ms, p.slide_ms) <= PANES_PER_SLIDE
+
+    def _pane_ms(self) -> int:
+        """How long a pane is: every window boundary is one of theirs."""
+        return math.gcd(self.plan.size_ms, self.plan.slide_ms)
+
+    def _last_window(self, ws: int) -> int:
+        """The start of the last window holding the pane ``ws`` (with panes), else ``ws``."""
+        return ws - (ws - self.plan.offset_ms) % self.plan.slide_ms if self.panes else ws
 
     def _one_row(self) -> bool:
         """Each element is one row of the aggregation: tumbling windows, or panes."""
         return self._tumbling() or self.panes
 
     def _windows_of(self, pane: int) -> range:
-        """The starts of the windows that hold the pane starting at ``pane``."""
+        """The starts of the windows that hold the pane starting at ``pane``: aligned, from the
+        first whose end is at or after the pane's to the pane's last window."""
         p = self.plan
-        return range(pane - p.size_ms + p.slide_ms, pane + 1, p.slide_ms)
+        first = pane + self._pane_ms() - p.size_ms
+        return range(first + (p.offset_ms - first) % p.slide_ms, self._last_window(pane) + 1, p.slide_ms)
 
     def _panes_of(self, ws: int) -> range:
         """The starts of the panes of the window starting at ``ws``."""
-        return range(ws, ws + self.plan.size_ms, self.plan.slide_ms)
+        return range(ws, ws + self.plan.size_ms, self._pane_ms())
 
     def _windows_over(self, panes: Iterable[int], lo: int, hi: int) -> tuple[int, list[int]]:
         """Of the windows over ``panes``, those starting in ``(lo, hi]``: how many there are, and
         the panes they hold. O(panes): the windows are counted as runs of starts, not listed."""
-        s = self.plan.slide_ms
-        n = self.plan.size_ms // s
+        s, offset = self.plan.slide_ms, self.plan.offset_ms
+        above_lo = lo + 1 + (offset - lo - 1) % s  # the first aligned start > lo
         spans: list[tuple[int, int]] = []
         read: list[int] = []
         for pane in sorted(panes):
             if pane <= lo:
                 continue
-            i_max = min(n - 1, (pane - lo - 1) // s)  # the earliest window: start > lo
-            i_min = max(0, -((hi - pane) // s))  # the latest: start <= hi
-            if i_min <= i_max:
-                spans.append((pane - i_max * s, pane - i_min * s))
+            windows = self._windows_of(pane)
+            a, b = max(windows.start, above_lo), min(windows[-1], hi)  # windows is never empty
+            b -= (b - offset) % s  # the latest aligned start <= hi
+            if a <= b:
+                spans.append((a, b))
                 read.append(pane)
         count, end = 0, None
         for a, b in spans:  # sorted by a, as the panes are; every start is aligned alike
@@ -663,9 +684,15 @@ class NativeProcessor:
         and ``hi`` can be literals and the code is the same every batch (spark/literals.py): a
         ``sequence`` of the windows themselves, not a filter of all ``size / slide`` windows of the
         pane (a thousand for a window of 10 s sliding by 10 ms)."""
-        slide, size = self.plan.slide_ms, self.plan.size_ms
-        first = f"greatest(p - {size - slide}, {bigint_sql(lo)} + 1 + pmod(p - {bigint_sql(lo)} - 1, {slide}))"
-        last = f"least(p, {bigint_sql(hi)})"
+        slide, size, offset, g = self.plan.slide_ms, self.plan.size_ms, self.plan.offset_ms, self._pane_ms()
+        if g == slide:  # the pane is its last window, and its first is aligned too
+            first = f"greatest(p - {size - slide}, {bigint_sql(lo)} + 1 + pmod(p - {bigint_sql(lo)} - 1, {slide}))"
+            last = f"least(p, {bigint_sql(hi)})"
+        else:
+            first_window = f"p + {g - size} + pmod({offset} - (p + {g - size}), {slide})"
+            above_lo = f"{bigint_sql(lo)} + 1 + pmod({offset} - {bigint_sql(lo)} - 1, {slide})"
+            first = f"greatest({first_window}, {above_lo})"
+            last = f"least(p - pmod(p - {offset}, {slide}), {bigint_sql(hi)})"
         return (f"flatten(transform(array(start), p -> CASE WHEN {first} <= {last} "
                 f"THEN sequence({first}, {last}, CAST({slide} AS BIGINT)) ELSE CAST(array() AS ARRAY<BIGINT>) END))")
 

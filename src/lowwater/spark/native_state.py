@@ -47,10 +47,11 @@ class NativeState:
     executor_states: dict[int, PartitionState] = field(default_factory=dict)
     """With watermarks on the executors: each partition's clock, assigner and generator."""
     panes: bool = False
-    """Whether ``open_starts`` are the starts of *panes* (sliding windows whose size is a multiple of
-    their slide: each element is in one pane, ``slide`` long, and a window is the union of its
-    ``size / slide`` panes), not of windows. A checkpoint written before panes (no ``panes`` in its
-    JSON) keeps its windows' own starts."""
+    """Whether ``open_starts`` are the starts of *panes* (sliding windows: each element is in one pane,
+    ``gcd(size, slide)`` long, ``slide`` where the size is a multiple of it, and a window is the union
+    of its ``size / gcd`` panes), not of windows. A checkpoint written before panes (no ``panes`` in
+    its JSON) keeps its windows' own starts, as does one of a size not a multiple of the slide written
+    before session 61 (``false``): only multiples had panes then."""
     open_starts: dict[int, list[int]] = field(default_factory=dict)
     """Open window (or pane) start -> the batch ids whose partials hold it."""
     late_written: dict[int, list[int]] = field(default_factory=dict)
