@@ -70,6 +70,11 @@ def test_the_windows_over_some_panes_in_a_range_are_counted_as_listing_them_woul
         windows = {ws for pane in panes for ws in processor._windows_of(pane) if lo < ws <= hi}
         read = [pane for pane in panes if any(lo < ws <= hi for ws in processor._windows_of(pane))]
         assert processor._windows_over(panes, lo, hi) == (len(windows), read), (panes, lo, hi, g)
+        pairs = processor._pane_windows(panes, lo, hi)
+        assert pairs is not None and len(pairs) <= processor.JOIN_PAIRS
+        assert sorted(pairs) == sorted((pane, ws) for pane in panes for ws in processor._windows_of(pane)
+                                       if lo < ws <= hi)
+        assert {ws for _, ws in pairs} == windows
 
 
 def test_a_slide_of_many_short_panes_keeps_exploding() -> None:
@@ -84,3 +89,10 @@ def test_a_slide_of_many_short_panes_keeps_exploding() -> None:
     assert pane_able(1_000 * PANES_PER_SLIDE + 1_000, 1_000 * PANES_PER_SLIDE)
     assert not pane_able(10_000, 9_999)  # 1 ms panes, 9,999 a slide
     assert not pane_able(10_000, 10_000) and not pane_able(10_000, 20_000)  # tumbling, and gaps
+
+
+def test_a_firing_of_more_pairs_than_a_table_holds_takes_the_lambda() -> None:
+    processor = _processor(10_000, 10, 0)  # a thousand panes a window
+    panes = list(range(0, 50_000, 10))
+    assert processor._pane_windows(panes, 0, 10_000) is None
+    assert processor._pane_windows(panes[:3], 0, 10) == [(10, 10), (20, 10)]  # window 10 holds panes 10 and 20

@@ -212,7 +212,9 @@ def test_sliding_windows_in_panes_equal_the_reference_runtime(spark: Any, seed: 
     common divisor of size and slide where the size is not a multiple: session 61) and fires a window
     from its panes, where it exploded each element into every window it is in (Spark's own sliding
     windows do: docs/performance.md, session 59). Random scenarios, against the reference runtime:
-    results, fire indexes of late re-firings, late elements, watermarks."""
+    results, fire indexes of late re-firings, late elements, watermarks. Odd seeds fire each window
+    from a table of (pane, window) pairs joined in, as a firing of many partials does; even seeds
+    from the lambda over the window range, as a small one does (``NativeProcessor.JOIN_ROWS``)."""
     from lowwater.spark.native import NativeProcessor
 
     scenario = _sliding_scenario(seed, multiple)
@@ -220,6 +222,7 @@ def test_sliding_windows_in_panes_equal_the_reference_runtime(spark: Any, seed: 
     states: list[Any] = []
     original = NativeProcessor.state_to_json
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(NativeProcessor, "JOIN_ROWS", 0 if seed % 2 else 10**12)
         patch.setattr(NativeProcessor, "state_to_json",
                       staticmethod(lambda st: states.append(st.panes) or original(st)))
         on_spark = run_scenario(dict(scenario), runtime="spark", path=path, spark=spark, workdir=str(tmp_path))

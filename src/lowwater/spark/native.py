@@ -129,6 +129,15 @@ class NativeProcessor:
         (all its starts). A firing adds them up to choose its plan (:func:`~lowwater.spark.window_store.
         fires_in_one_task`); not state either: a batch missing here counts as unknown."""
 
+    JOIN_ROWS = 100_000
+    """A sliding firing that reads at least this many partials from its panes (or an unknown number:
+    batches written before this process started) takes each pane's windows from a table of (pane,
+    window) pairs joined in, as data (spark/literals.py); a smaller one from a lambda over the range,
+    evaluated per row without generated code (:meth:`_windows_sql`). The join costs a Spark job of
+    its own, the lambda about 2.5 times the CPU per row (docs/performance.md, session 61)."""
+    JOIN_PAIRS = 4_096
+    """At most this many (pane, window) pairs for the join (:attr:`JOIN_ROWS`), else the lambda."""
+
     def bind(self, store: WindowStore) -> None:
         self.store = store
 
@@ -580,16 +589,22 @@ class NativeProcessor:
         if parts is None:
             return None
         batches = {b for bs in starts.values() for b in bs}
-        known = batches <= self.rows_written.keys()
-        one_task = fires_in_one_task(sum(self.rows_written[b] for b in batches) if known else None)
+        stored_rows = sum(self.rows_written[b] for b in batches) if batches <= self.rows_written.keys() else None
+        one_task = fires_in_one_task(stored_rows)
         merges = ", ".join(merge_exprs(agg))
         size = self.plan.size_ms
+        pairs = None if window_range is None or (stored_rows is not None and stored_rows < self.JOIN_ROWS) \
+            else self._pane_windows(starts, *window_range)
 
         def query(view: str) -> str:
             # one partition when small: the merge below needs no shuffle
             src = f"(SELECT /*+ COALESCE(1) */ * FROM {view})" if one_task else view
             if window_range is None:
                 grouped = f"SELECT key, start, {merges} FROM {src} GROUP BY key, start"
+            elif pairs:  # each pane's rows joined to the windows that fire over it
+                table = ", ".join(f"({bigint_sql(pane)}, {bigint_sql(ws)})" for pane, ws in pairs)
+                grouped = (f"SELECT key, _lw_w AS start, {merges} FROM {src} "
+                           f"JOIN (VALUES {table}) AS _lw_f(_lw_p, _lw_w) ON start = _lw_p GROUP BY key, _lw_w")
             else:
                 # lo and hi as literals in a lambda (_windows_sql), where a broadcast one-row table of them
                 # cost a job of its own and, with adaptive execution, a planning more (docs/performance.md)
@@ -604,6 +619,17 @@ class NativeProcessor:
                 f"1 AS _o1, start AS _o2, CAST(NULL AS BIGINT) AS _o3, CAST(NULL AS BIGINT) AS _o4 FROM ({grouped})")
 
         return self._over(parts, query)
+
+    def _pane_windows(self, panes: Iterable[int], lo: int, hi: int) -> list[tuple[int, int]] | None:
+        """The (pane, window) pairs of the windows starting in ``(lo, hi]`` over ``panes``, or ``None``
+        when there are more than :attr:`JOIN_PAIRS` (a slide of milliseconds: a table too big to be
+        SQL text)."""
+        pairs: list[tuple[int, int]] = []
+        for pane in panes:
+            pairs += [(pane, ws) for ws in self._windows_of(pane) if lo < ws <= hi]
+            if len(pairs) > self.JOIN_PAIRS:
+                return None
+        return pairs
 
     def _late_fires(self, spark: SparkSession, exploded: DataFrame, starts: list[int], st: NativeState, w: int,
                     schema: dict[str, Any]) -> DataFrame:
