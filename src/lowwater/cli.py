@@ -591,7 +591,7 @@ def _error(e: BaseException, command: str, verbose: bool) -> int:
         text, hint = str(e), ""  # a scenario's errors name the field already
     elif isinstance(e, ConfigurationError):  # lowwater's own message, whole: its end names the cause
         text = str(e)
-        hint = "" if e.parameter == "checkpoint_location" else \
+        hint = "" if e.parameter in ("checkpoint_location", "checkpoint") else \
             f"check {e.parameter}" + (" in build()" if command == "run" else "")
     else:
         # the useful line of a long (JVM, Python worker) message; a failed query's message is that line

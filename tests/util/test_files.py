@@ -93,12 +93,21 @@ def test_root_cause_keeps_a_lowwater_error_quoted_in_a_message_over_the_java_exc
     ("java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found", "hadoop-aws"),
     ("java.net.ConnectException: Call From vm/127.0.0.1 to localhost:1 failed", "is HDFS running"),
     ("java.net.SocketException: Connection reset; For more details see", "it resumes from its checkpoint"),
+    # a user probe's (session 61): a module next to the pipeline file, missing in Spark's Python workers
+    ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n  File \"/x/worker.py\"\n"
+     "ModuleNotFoundError: No module named 'helpers_only_here'", "spark-submit --py-files"),
+    # and PYSPARK_PYTHON naming a Python without pyarrow: the worker died before it connected back
+    ("org.apache.spark.SparkException: Python worker failed to connect back.\nCaused by: "
+     "java.net.SocketTimeoutException: Timed out while waiting for the Python worker to connect back",
+     "import pyarrow, pandas, lowwater"),
 ])
 def test_a_failure_lowwater_knows_by_its_text_gets_a_hint(text: str, said: str) -> None:
     from lowwater.core.failures import hint_for
 
     hint = hint_for(RuntimeError("[STREAM_FAILED] Query terminated"))
     assert hint is None
+    # a module the driver itself lacks is not said to be the workers'
+    assert hint_for(ModuleNotFoundError("No module named 'helpers_only_here'")) is None
     try:
         try:
             raise ValueError(text)

@@ -112,6 +112,14 @@ _HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
      "lowwater is not installed in the Python that Spark's workers run (PYSPARK_PYTHON): install it there "
      "on every node (a wheel in the image, or pip install on each); --py-files does not reach Spark's Python "
      "data sources (docs/cluster.md)"),
+    (re.compile(r"PythonException[\s\S]*No module named '?\w"),  # raised in a Python worker of Spark's
+     "a module the pipeline's code imports is missing in the Python that Spark's workers run (PYSPARK_PYTHON), "
+     "though this driver imported it: ship it with spark-submit --py-files (a .py, or a .zip of a package), or "
+     "install it in that Python on every node (docs/cluster.md)"),
+    (re.compile(r"Timed out while waiting for the Python worker to connect back"),
+     "a Python worker of Spark's did not start: the Python that PYSPARK_PYTHON (or spark.pyspark.python) names, "
+     "on this machine or a worker, probably lacks what pyspark needs (pyarrow, pandas) or lowwater; check with "
+     "<that python> -c 'import pyarrow, pandas, lowwater' (docs/cluster.md)"),
     (re.compile(r"Failed to find data source: kafka"),
      "Spark's Kafka connector is not on the class path: run ./dev setup (jars/), point LOWWATER_JARS at that "
      "folder, or spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"),

@@ -28,6 +28,7 @@ import logging
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from lowwater.metrics.log import FOLD_EVERY, KEEP_LINES, MetricsLog
 from lowwater.metrics.log import through as metrics_through
 from lowwater.metrics.names import PartitionNames, named_partitions
 from lowwater.spark import faults
-from lowwater.spark.fs import join, resolve
+from lowwater.spark.fs import is_uri, join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
 from lowwater.spark.lease import CheckpointLease
@@ -425,6 +426,8 @@ class SparkRuntime:
             store.snapshot_every = 1
         if path in ("keyed", "general"):
             check_composite_keys(p, path)
+        if path != "general":  # the other paths' executors write and read under the checkpoint
+            _check_executors_share(spark, checkpoint, store.fs, path)
         _check_query_name(spark, job_name)
         # one run at a time on a checkpoint (lease.py): taken before the checkpoint is written to
         lease = CheckpointLease(store.fs, store.location, checkpoint)
@@ -511,6 +514,35 @@ class SparkRuntime:
 
             interval = to_millis(self.trigger, name="trigger")
             job.query = writer.trigger(processingTime=f"{interval} milliseconds").start()
+
+
+def _check_executors_share(spark: SparkSession, checkpoint: str, fs: Any, path: str) -> None:
+    """Refuse a checkpoint on the local file system that the executors of a cluster's master do not
+    share with this driver (a local directory of one machine, not a mount every node has).
+
+    On the native and keyed paths the executors write window contents and keyed state under the
+    checkpoint, and the driver lists and reads them. Written to another machine's disk, the driver
+    found nothing: the keyed path went on without its state and gave wrong results that balanced,
+    the native path failed with Spark's ``PATH_NOT_FOUND`` (a user probe, session 61). So on a master
+    that is not local, each core writes a file under the checkpoint, and the driver must see every
+    one; a Spark job before the first batch, for a checkpoint on the local file system only."""
+    master = str(spark.sparkContext.master)
+    if master.startswith("local") or (is_uri(checkpoint) and not checkpoint.startswith("file:")):
+        return
+    tasks = max(1, int(spark.sparkContext.defaultParallelism))
+    probe = join(checkpoint, f"_lowwater_shared_{uuid.uuid4().hex}")
+    try:
+        spark.range(tasks, numPartitions=tasks).selectExpr("CAST(id AS STRING) AS value").write.text(probe)
+        seen = sum(1 for name in fs.names(probe) if name.startswith("part-"))
+    finally:
+        fs.delete(probe)
+    if seen < tasks:
+        raise ConfigurationError(
+            "checkpoint", f"{checkpoint!r} is on the local file system, and on the {path} path Spark's executors "
+            f"write under it for this driver to read: of {tasks} files the executors of {master} wrote there, "
+            f"this driver sees {seen}; the others are on other machines' disks. Put the checkpoint on a file "
+            "system every node shares: an hdfs: or s3a: URI, or a directory mounted at the same path on every "
+            "node (docs/cluster.md)")
 
 
 def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
