@@ -247,12 +247,13 @@ def _can_unshare() -> bool:
         return False
 
 
-def test_a_local_checkpoint_the_clusters_executors_do_not_share_is_refused(tmp_path: Path) -> None:
-    """A checkpoint on the driver's local disk, on a cluster whose executor has a disk of its own (its
-    worker runs in a mount namespace of its own, with a private tmpfs over the checkpoint's directory:
-    what two machines' local directories are). The keyed path's executors wrote its state there, the
-    driver read none of it back, and the run ended with wrong results that balanced (a user probe,
-    session 61). Now the job is refused before its first batch, saying why and what to do."""
+def test_a_local_checkpoint_or_sink_the_clusters_executors_do_not_share_is_refused(tmp_path: Path) -> None:
+    """A checkpoint, then a DirectorySink's path, on the driver's local disk, on a cluster whose
+    executor has a disk of its own (its worker runs in a mount namespace of its own, with a private
+    tmpfs over the directory: what two machines' local directories are). The keyed path's executors
+    wrote its state there, the driver read none of it back, and the run ended with wrong results
+    that balanced (a user probe, session 61); a sink's batches held no rows. Now the job is refused
+    before its first batch, saying why and what to do, and leaves nothing behind."""
     if not _can_unshare():
         pytest.skip("needs unshare -m (root) to give the worker a disk of its own")
     import lowwater.cli
@@ -262,12 +263,11 @@ def test_a_local_checkpoint_the_clusters_executors_do_not_share_is_refused(tmp_p
         PartitionedLogWriter(log, "jsonl"), batches=2, rows_per_batch=50)
     private = tmp_path / "disk"  # the driver's; the worker sees an empty tmpfs there
     private.mkdir()
-    pipeline = tmp_path / "pipeline.py"
-    pipeline.write_text(PIPELINE.format(log=str(log), out=str(tmp_path / "out")).replace('"native"', '"keyed"'))
     port = _free_port()
     master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                      "--webui-port", str(_free_port())], tmp_path / "master.log")
     worker = None
+    runs = {}
     try:
         _wait_for_port(port, master, tmp_path / "master.log")
         url = f"spark://127.0.0.1:{port}"
@@ -281,22 +281,28 @@ def test_a_local_checkpoint_the_clusters_executors_do_not_share_is_refused(tmp_p
         while "Successfully registered with master" not in (tmp_path / "worker.log").read_text():
             assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()[-2000:]
             time.sleep(0.5)
-        cmd = [str(_spark_home() / "bin" / "spark-submit"), "--master", url, "--conf", "spark.cores.max=1",
-               "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1",
-               "--conf", "spark.ui.enabled=false", "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
-               "--conf", f"spark.executor.extraJavaOptions={JVM_OPTIONS}",
-               str(Path(lowwater.cli.__file__).resolve()), "run", str(pipeline), "--checkpoint", str(private / "ck")]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(),
-                             cwd=Path(__file__).resolve().parents[2])
+        for case, checkpoint, out in (("checkpoint", private / "ck", tmp_path / "out"),
+                                      ("path", tmp_path / "ck", private / "out")):
+            pipeline = tmp_path / f"pipeline-{case}.py"
+            pipeline.write_text(PIPELINE.format(log=str(log), out=str(out)).replace('"native"', '"keyed"'))
+            cmd = [str(_spark_home() / "bin" / "spark-submit"), "--master", url, "--conf", "spark.cores.max=1",
+                   "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1",
+                   "--conf", "spark.ui.enabled=false", "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
+                   "--conf", f"spark.executor.extraJavaOptions={JVM_OPTIONS}",
+                   str(Path(lowwater.cli.__file__).resolve()), "run", str(pipeline), "--checkpoint", str(checkpoint)]
+            runs[case] = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(),
+                                        cwd=Path(__file__).resolve().parents[2])
     finally:
         if worker is not None:
             _stop(worker)
         _stop(master)
-    # under spark-submit the CLI's stderr comes out in stdout
-    said = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("lowwater: error:")]
-    assert run.returncode == 2, (said, run.stdout[-3000:], run.stderr[-3000:])
-    assert said and "is on the local file system" in said[0] and "this driver sees 0" in said[0], run.stderr[-3000:]
-    assert "every node shares" in said[0] and "hdfs:" in said[0] and "build()" not in said[0]
-    written = [p for p in (private / "ck").rglob("*") if p.is_file()]
+    for case, run in runs.items():
+        # under spark-submit the CLI's stderr comes out in stdout
+        said = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("lowwater: error:")]
+        assert run.returncode == 2, (case, said, run.stdout[-3000:], run.stderr[-3000:])
+        assert said and said[0].startswith(f"lowwater: error: {case}: "), (case, said)
+        assert "is on the local file system" in said[0] and "this driver sees 0" in said[0], said
+        assert "every node shares" in said[0] and "hdfs:" in said[0]
+        assert ("check path in build()" in said[0]) == (case == "path"), said  # a sink's path is build()'s
+    written = [p for p in private.rglob("*") if p.is_file()]
     assert not written, f"refused before anything was written: {written}"
-    assert not [p for p in (private / "ck").glob("_lowwater_shared_*")], "the probe's files are deleted"

@@ -53,7 +53,7 @@ from lowwater.metrics.log import FOLD_EVERY, KEEP_LINES, MetricsLog
 from lowwater.metrics.log import through as metrics_through
 from lowwater.metrics.names import PartitionNames, named_partitions
 from lowwater.spark import faults
-from lowwater.spark.fs import is_uri, join, resolve
+from lowwater.spark.fs import checkpoint_fs, is_uri, join, resolve
 from lowwater.spark.general import GeneralProcessor, find_sources, read_sources
 from lowwater.spark.keyed import KeyedPlan, KeyedProcessor, keyed_plan
 from lowwater.spark.lease import CheckpointLease
@@ -63,7 +63,8 @@ from lowwater.spark.plan import native_plan
 from lowwater.spark.processor import BatchResult, JsonStateProcessor, Processor
 from lowwater.spark.session import share_generated_classes
 from lowwater.spark.sinks.base import DataFrameSink
-from lowwater.spark.sinks.delta import check_new_job
+from lowwater.spark.sinks.delta import DeltaSink, check_new_job
+from lowwater.spark.sinks.files import DirectorySink
 from lowwater.spark.sinks.postgres import check_jobs as check_postgres_jobs
 from lowwater.spark.state import KEEP_BATCH_RECORDS, StateStore
 from lowwater.spark.window_store import WindowStore
@@ -427,7 +428,15 @@ class SparkRuntime:
         if path in ("keyed", "general"):
             check_composite_keys(p, path)
         if path != "general":  # the other paths' executors write and read under the checkpoint
-            _check_executors_share(spark, checkpoint, store.fs, path)
+            _check_executors_share(spark, checkpoint, store.fs, "checkpoint",
+                                   f"on the {path} path Spark's executors write under it for this driver to read")
+        for sink in {id(s): s for s in [*(t.sink for t in p.sinks), self.dead_letter_sink]}.values():
+            where = (getattr(sink, "location", None) or getattr(sink, "path", None)) \
+                if isinstance(sink, (DirectorySink, DeltaSink)) else None
+            if where is not None:  # Spark's executors write its files, which the driver then renames or lists
+                located = resolve(str(where), spark)
+                _check_executors_share(spark, located, checkpoint_fs(located, spark), "path",
+                                       f"Spark's executors write the files of {sink!r} there")
         _check_query_name(spark, job_name)
         # one run at a time on a checkpoint (lease.py): taken before the checkpoint is written to
         lease = CheckpointLease(store.fs, store.location, checkpoint)
@@ -516,33 +525,36 @@ class SparkRuntime:
             job.query = writer.trigger(processingTime=f"{interval} milliseconds").start()
 
 
-def _check_executors_share(spark: SparkSession, checkpoint: str, fs: Any, path: str) -> None:
-    """Refuse a checkpoint on the local file system that the executors of a cluster's master do not
-    share with this driver (a local directory of one machine, not a mount every node has).
+def _check_executors_share(spark: SparkSession, location: str, fs: Any, parameter: str, writes: str) -> None:
+    """Refuse a ``location`` on the local file system that the executors of a cluster's master do not
+    share with this driver (a local directory of one machine, not a mount every node has): the
+    checkpoint, or a file sink's directory. ``writes`` says what the executors write there.
 
     On the native and keyed paths the executors write window contents and keyed state under the
-    checkpoint, and the driver lists and reads them. Written to another machine's disk, the driver
-    found nothing: the keyed path went on without its state and gave wrong results that balanced,
-    the native path failed with Spark's ``PATH_NOT_FOUND`` (a user probe, session 61). So on a master
-    that is not local, each core writes a file under the checkpoint, and the driver must see every
-    one; a Spark job before the first batch, for a checkpoint on the local file system only."""
+    checkpoint, and the driver lists and reads them; a ``DirectorySink``'s executors write a batch
+    that the driver then renames. Written to another machine's disk, the driver found nothing: the
+    keyed path went on without its state and gave wrong results that balanced, the native path
+    failed with Spark's ``PATH_NOT_FOUND``, and a sink's batches held no rows (a user probe, session
+    61). So on a master that is not local, each core writes a file under ``location`` (in a hidden
+    directory, deleted after), and the driver must see every one; a Spark job before the first batch,
+    for a location on the local file system only."""
     master = str(spark.sparkContext.master)
-    if master.startswith("local") or (is_uri(checkpoint) and not checkpoint.startswith("file:")):
+    if master.startswith("local") or (is_uri(location) and not location.startswith("file:")):
         return
     tasks = max(1, int(spark.sparkContext.defaultParallelism))
-    probe = join(checkpoint, f"_lowwater_shared_{uuid.uuid4().hex}")
+    probe = join(location, f"_lowwater_shared_{uuid.uuid4().hex}")
+    existed = fs.exists(location)
     try:
         spark.range(tasks, numPartitions=tasks).selectExpr("CAST(id AS STRING) AS value").write.text(probe)
         seen = sum(1 for name in fs.names(probe) if name.startswith("part-"))
     finally:
-        fs.delete(probe)
+        fs.delete(probe if existed else location)  # as found: a new Delta table's directory is not there
     if seen < tasks:
         raise ConfigurationError(
-            "checkpoint", f"{checkpoint!r} is on the local file system, and on the {path} path Spark's executors "
-            f"write under it for this driver to read: of {tasks} files the executors of {master} wrote there, "
-            f"this driver sees {seen}; the others are on other machines' disks. Put the checkpoint on a file "
-            "system every node shares: an hdfs: or s3a: URI, or a directory mounted at the same path on every "
-            "node (docs/cluster.md)")
+            parameter, f"{location!r} is on the local file system, and {writes}: of {tasks} files the executors "
+            f"of {master} wrote there, this driver sees {seen}; the others are on other machines' disks. Put it "
+            "on a file system every node shares: an hdfs: or s3a: URI, or a directory mounted at the same path "
+            "on every node (docs/cluster.md)")
 
 
 def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
