@@ -84,9 +84,11 @@ def share_generated_classes(session: SparkSession) -> None:
     depends on which of its stages finished first: the same code came with another id now and then,
     missed the cache and was compiled again (6 classes in one batch of a late re-firing test, a
     run in three; none in eight runs without the id, session 61). The setting is internal to
-    Spark and changes nothing but those names. It stays set on the session after the job.
+    Spark and changes nothing but those names. It stays set on the session after the job. (Asked
+    of the JVM's own config: PySpark's ``conf.getAll`` ends on a Java exception that PySpark converts,
+    about 166 ms of the JVM's CPU, ``tests/spark/test_observe.py``.)
     """
-    if STAGE_IDS_IN_CLASS_NAMES not in session.conf.getAll:
+    if not session.conf._jconf.contains(STAGE_IDS_IN_CLASS_NAMES):
         session.conf.set(STAGE_IDS_IN_CLASS_NAMES, "false")
 
 
