@@ -711,14 +711,11 @@ class NativeProcessor:
         ``sequence`` of the windows themselves, not a filter of all ``size / slide`` windows of the
         pane (a thousand for a window of 10 s sliding by 10 ms)."""
         slide, size, offset, g = self.plan.slide_ms, self.plan.size_ms, self.plan.offset_ms, self._pane_ms()
-        if g == slide:  # the pane is its last window, and its first is aligned too
-            first = f"greatest(p - {size - slide}, {bigint_sql(lo)} + 1 + pmod(p - {bigint_sql(lo)} - 1, {slide}))"
-            last = f"least(p, {bigint_sql(hi)})"
-        else:
-            first_window = f"p + {g - size} + pmod({offset} - (p + {g - size}), {slide})"
-            above_lo = f"{bigint_sql(lo)} + 1 + pmod({offset} - {bigint_sql(lo)} - 1, {slide})"
-            first = f"greatest({first_window}, {above_lo})"
-            last = f"least(p - pmod(p - {offset}, {slide}), {bigint_sql(hi)})"
+        # as _windows_of: the pane's first window (aligned, its end at or after the pane's) and its last
+        first_window = f"p + {g - size} + pmod({offset} - (p + {g - size}), {slide})"
+        above_lo = f"{bigint_sql(lo)} + 1 + pmod({offset} - {bigint_sql(lo)} - 1, {slide})"
+        first = f"greatest({first_window}, {above_lo})"
+        last = f"least(p - pmod(p - {offset}, {slide}), {bigint_sql(hi)})"
         return (f"flatten(transform(array(start), p -> CASE WHEN {first} <= {last} "
                 f"THEN sequence({first}, {last}, CAST({slide} AS BIGINT)) ELSE CAST(array() AS ARRAY<BIGINT>) END))")
 
