@@ -103,6 +103,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, help="source partitions (default: scale.py's or sessions.py's)")
     ap.add_argument("--stages", action="store_true", help="each job's stages")
     ap.add_argument("--tasks", action="store_true", help="the tasks of the last batch's stages")
+    ap.add_argument("--wrap", action="append", default=[], metavar="MODULE:CLASS.METHOD",
+                    help="also mark when this driver step begins and ends (e.g. lowwater.spark.native:NativeProcessor._fires)")
     ap.add_argument("--jfr", metavar="FILE", help="record the driver JVM with Java Flight Recorder (profile settings) "
                     "into FILE; read it with `jfr print --events jdk.ExecutionSample FILE`")
     args = ap.parse_args()
@@ -111,6 +113,13 @@ def main() -> int:
         return _run(args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)  # a run's log and checkpoint are hundreds of MB
+
+
+def _wrapped(text: str) -> tuple[str, str | None, str]:
+    """``MODULE:CLASS.METHOD`` or ``MODULE:FUNCTION`` as a :data:`WRAPPED` entry."""
+    module, _, name = text.partition(":")
+    owner, _, method = name.rpartition(".")
+    return module, owner or None, method
 
 
 def _run(args: argparse.Namespace, work: Path) -> int:
@@ -132,7 +141,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
                                                  f"-XX:StartFlightRecording=settings=profile,filename={args.jfr}")
     spark = get_or_create_session(master="local[2]", app_name=f"timeline-{args.engine}", conf=conf)
     rec = Recorder(spark)
-    for spec in WRAPPED:
+    for spec in [*WRAPPED, *(_wrapped(w) for w in args.wrap)]:
         rec.wrap(*spec)
     threading.Thread(target=rec.sample, daemon=True).start()
     log, ckpt = work / "log", work / "ckpt"
