@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from lowwater.api import OutputTag, StreamExecutionEnvironment
+from lowwater.core.errors import QueryFailedError
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
 from lowwater.io import PartitionedLogWriter
@@ -210,6 +211,31 @@ def test_sliding_windows_resume_from_their_checkpoint_as_one_run(spark: Any, tmp
     assert any(r["fire_index"] > 0 for r in read_directory(tmp_path / "one" / "results")), "a late re-firing"
     assert [r["ts"] for r in read_directory(tmp_path / "one" / "late")] == [1_000], "too late for all its windows"
     assert job.accounting().balanced
+
+
+@pytest.mark.parametrize("path", ["native", "keyed"])
+def test_state_files_deleted_between_runs_fail_the_run_naming_them_instead_of_reading_as_no_state(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """A directory the state names whose files are gone (a cleaner of old files; executors that
+    wrote to disks the driver does not see) read as one with no rows: the open window went on from
+    nothing and fired 5 where it holds 10, the accounting balanced. Now the run fails, naming it."""
+    log = tmp_path / "log"
+    writer = PartitionedLogWriter(log, "jsonl")
+    writer.append(0, _records(0, 25))  # windows [0, 10 s) and [10 s, 20 s) fire; [20 s, 30 s) stays open
+    out = tmp_path / "out"
+    _run(log, out, spark, path=path)
+    assert _windows(out) == [("a", 0, 10), ("a", 10_000, 10)]
+    stored = out / "ck" / "lowwater" / ("windows" if path == "native" else "keyed")
+    files = [f for f in stored.rglob("*.parquet") if path == "keyed" or f.parent.name == "start=20000"]
+    assert files, sorted(stored.rglob("*"))
+    for f in files:
+        f.unlink()
+    writer.append(0, _records(25_000, 10))
+    what = "window contents" if path == "native" else "keyed state"
+    with pytest.raises(QueryFailedError, match=f"CheckpointDamagedError: the checkpoint lost {what}: .*"
+                                               f"{'start=20000' if path == 'native' else 'batch=0'}"):
+        _run(log, out, spark, path=path)
+    assert _windows(out) == [("a", 0, 10), ("a", 10_000, 10)], "nothing fired from the damaged state"
 
 
 @pytest.mark.parametrize("damage", ["spark/ deleted", "an older copy of spark/"])

@@ -8,6 +8,7 @@ import traceback
 
 __all__ = [
     "BadRecordError",
+    "CheckpointDamagedError",
     "ConfigurationError",
     "LowwaterError",
     "MonotonyViolationError",
@@ -75,6 +76,21 @@ class OutputSchemaError(PipelineError):
     PLACES = "Give its Decimals no more places than the column's (Decimal.quantize)"
     """The fix where a batch's Decimals have more places than the column keeps (which a parse or cast
     would round)."""
+
+
+class CheckpointDamagedError(LowwaterError):
+    """Files the checkpoint's state names, written by earlier batches and needed now, are gone:
+    processing cannot resume without them, and would be wrong if it went on as if they held nothing."""
+
+    def __init__(self, what: str, missing: list[str]) -> None:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        super().__init__(
+            f"the checkpoint lost {what}: {len(missing)} director{'y' if len(missing) == 1 else 'ies'} that its "
+            f"state names hold{'s' if len(missing) == 1 else ''} no data file ({shown}). Earlier batches wrote files "
+            "there, and something deleted them since (a cleaner of old files, a storage lifecycle rule, a person), or the "
+            "executors wrote them to disks the driver does not see. Restore them from a copy of the checkpoint, "
+            "or run the pipeline from a new checkpoint location")
+        self.missing = missing
 
 
 class BadRecordError(LowwaterError):

@@ -112,7 +112,7 @@ from lowwater.spark.sealed import StateKey
 from lowwater.spark.session import settings_for
 from lowwater.spark.snapshot import restore, to_data
 from lowwater.spark.sources import SparkSource
-from lowwater.spark.window_store import replace_with_parquet
+from lowwater.spark.window_store import check_files, replace_with_parquet
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -1139,7 +1139,8 @@ class KeyedProcessor:
     def _stored(self, spark: SparkSession, dirs: list[int]) -> DataFrame | None:
         if not dirs:
             return None
-        return spark.read.schema(_STATE_SCHEMA).parquet(*[self._dir(b) for b in dirs])
+        paths = [self._dir(b) for b in dirs]
+        return check_files(spark.read.schema(_STATE_SCHEMA).parquet(*paths), paths, "keyed state")
 
     def _write(self, rows: DataFrame, batch_id: int, known_empty: bool) -> bool:
         """Write ``rows`` as batch ``batch_id``'s state directory (replacing a replay's); False when empty."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from lowwater.core.errors import CheckpointDamagedError
 from lowwater.spark.fs import CheckpointFS, LocalFS, join
 from lowwater.spark.session import settings_for
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["COMMITTER_DIRS", "CONCURRENT_WRITERS", "ONE_TASK_FIRE_ROWS", "ROWS_PER_WRITE_TASK", "WindowStore",
-           "fires_in_one_task", "replace_with_parquet", "write_tasks"]
+           "check_files", "fires_in_one_task", "replace_with_parquet", "write_tasks"]
 
 CONCURRENT_WRITERS = 16
 """Open Parquet writers per task when a batch's partials are written, one per window start:
@@ -85,6 +86,28 @@ def replace_with_parquet(df: DataFrame, out: str, fs: CheckpointFS, partition_by
     writer = (df.write.mode("append").option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
               .options(**RAW_LOCAL_FS))  # only file: paths (a plain path or a file: URI) are affected
     (writer if partition_by is None else writer.partitionBy(partition_by)).parquet(out)
+
+
+def check_files(scan: DataFrame, dirs: Iterable[str], what: str) -> DataFrame:
+    """``scan`` (Spark's read of ``dirs``), once every one of ``dirs`` holds a file of it; else
+    :class:`~lowwater.core.errors.CheckpointDamagedError`. Each directory the state names was
+    written with at least one file (a window store's ``batch=<k>/start=<ws>`` only for a start
+    with rows, a keyed state's ``batch=<k>`` always), and Spark reads a directory that lost its
+    files as one with no rows: the windows or keys there would go on from nothing, and results
+    come out wrong with the accounting balanced (a local checkpoint on a cluster did that, user
+    probe Q, session 61). Spark's own listing, done when ``scan`` was made, is what is checked;
+    a directory gone altogether already fails Spark's read (``PATH_NOT_FOUND``)."""
+    held = {_tail(f.rsplit("/", 1)[0]) for f in scan.inputFiles()}
+    missing = [d for d in dirs if _tail(d) not in held]
+    if missing:
+        raise CheckpointDamagedError(what, missing)
+    return scan
+
+
+def _tail(path: str) -> str:
+    """A directory's last two names (``batch=<k>/start=<ws>``): the same whether the path is
+    written as given or as Spark qualifies it (a scheme, ``file:///``, percent-encoding)."""
+    return "/".join(path.rstrip("/").split("/")[-2:])
 
 
 def fires_in_one_task(stored_rows: int | None) -> bool:
@@ -168,6 +191,7 @@ class WindowStore:
         if not paths:
             return None
         scan = spark.read.schema(f"{schema}, batch BIGINT, start BIGINT").option("basePath", self.root).parquet(*paths)
+        check_files(scan, paths, "window contents")
         return scan if batch_column else scan.drop("batch")
 
     def delete(self, removed: dict[int, list[int]], still_open: dict[int, list[int]], before: int) -> None:
