@@ -104,7 +104,8 @@ def main() -> int:
     ap.add_argument("--stages", action="store_true", help="each job's stages")
     ap.add_argument("--tasks", action="store_true", help="the tasks of the last batch's stages")
     ap.add_argument("--wrap", action="append", default=[], metavar="MODULE:CLASS.METHOD",
-                    help="also mark when this driver step begins and ends (e.g. lowwater.spark.native:NativeProcessor._fires)")
+                    help="also mark when this driver step begins and ends "
+                    "(e.g. lowwater.spark.native:NativeProcessor._fires)")
     ap.add_argument("--jfr", metavar="FILE", help="record the driver JVM with Java Flight Recorder (profile settings) "
                     "into FILE; read it with `jfr print --events jdk.ExecutionSample FILE`")
     args = ap.parse_args()

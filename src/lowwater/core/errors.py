@@ -87,9 +87,9 @@ class CheckpointDamagedError(LowwaterError):
         super().__init__(
             f"the checkpoint lost {what}: {len(missing)} director{'y' if len(missing) == 1 else 'ies'} that its "
             f"state names hold{'s' if len(missing) == 1 else ''} no data file ({shown}). Earlier batches wrote files "
-            "there, and something deleted them since (a cleaner of old files, a storage lifecycle rule, a person), or the "
-            "executors wrote them to disks the driver does not see. Restore them from a copy of the checkpoint, "
-            "or run the pipeline from a new checkpoint location")
+            "there, and something deleted them since (a cleaner of old files, a storage lifecycle rule, a person), "
+            "or the executors wrote them to disks the driver does not see. Restore them from a copy of the "
+            "checkpoint, or run the pipeline from a new checkpoint location")
         self.missing = missing
 
 
