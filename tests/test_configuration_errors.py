@@ -353,3 +353,24 @@ def test_a_postgres_table_another_job_wrote_is_refused_and_the_same_job_or_a_mis
     assert refuse_job("totals", None, False, True, True, "job-1") is None  # a checkpoint without an id
     with pytest.raises(ConfigurationError, match=JOBS_TABLE):
         PostgresSink("jdbc:postgresql://h/db", f"s.{JOBS_TABLE}")
+
+
+def test_a_window_the_native_path_cannot_take_says_why_in_terms_of_the_pipeline() -> None:
+    """A union before the window was "operators between the source and the window" (user probe S,
+    session 62): the pipeline has no operator there, and the keyed path runs it."""
+    from lowwater.spark.plan import native_plan
+    from lowwater.spark.sources import PartitionedLogSource
+
+    def pipeline(union: bool) -> Any:
+        env = StreamExecutionEnvironment()
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+        fields = [("key", "STRING"), ("ts", "BIGINT"), ("value", "BIGINT")]
+        a = env.from_source(PartitionedLogSource("/nonexistent/a", fields), strategy, name="a")
+        b = env.from_source(PartitionedLogSource("/nonexistent/b", fields), strategy, name="b")
+        up = a.union(b) if union else a.filter(lambda r: r["value"] > 0, "positive")
+        up.key_by("key").window(TumblingEventTimeWindows.of(1000)).sum("value").collect()
+        return env
+
+    assert native_plan(pipeline(True)) == (None, "several sources are unioned into the window (the keyed path "
+                                                 "runs a union)")
+    assert native_plan(pipeline(False)) == (None, "an operator ('positive') between the source and the window")

@@ -75,3 +75,44 @@ def test_a_restored_co_process_operator_keeps_its_state_and_timers_and_takes_the
     assert out1.results == []  # the watermark (499) passed no timer before the checkpoint
     assert out2.results and all(n > 0 for _, _, n in out2.results)  # fired with the new code
     assert list(second.watermark_history().values()) == list(clean.watermark_history().values())
+
+
+class RemindLater(KeyedCoProcessFunction):
+    """A processing-time timer 5 s after each element of the first input."""
+
+    def process_element1(self, value: Any, ctx: Any, out: Any) -> None:
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 5000)
+
+    def process_element2(self, value: Any, ctx: Any, out: Any) -> None:
+        pass
+
+    def on_timer(self, timestamp: int, ctx: Any, out: Any) -> None:
+        out.collect((ctx.get_current_key(), timestamp))
+
+
+def test_after_the_end_of_input_processing_time_stays_where_it_ended_also_in_a_restored_job() -> None:
+    """A step after ``finish`` (a later run of an ended job, whose records are late) fired the
+    processing-time timers still pending at the end with its own clock (user probe S, session 62);
+    the end of input keeps processing time where it was, as in Flink, in a restored job too."""
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts")
+    left = env.from_source(CollectionSource([[{"k": "a", "ts": 1000}]]), strategy)
+    right = env.from_source(CollectionSource([[{"k": "a", "ts": 500}]]), strategy)
+    out = left.connect(right).key_by("k", "k").process(RemindLater()).collect()
+    job = CompiledJob(env)
+    _step(job, range(1))  # processing time 0: a timer at 5,000
+    job.finish(1)
+    assert out.results == []
+    job.step(2, [SourceBatch(), SourceBatch()], 60_000)
+    assert out.results == [], "processing time moved after the end of input"
+    sinks = job.detach_sinks()
+    restored = CompiledJob(env)
+    restored.restore_from(cloudpickle.loads(cloudpickle.dumps(job)))
+    restored.attach_sinks(sinks)
+    restored.step(3, [SourceBatch(), SourceBatch()], 120_000)
+    assert out.results == [] and restored.clock.now_ms() == 0
+
+    unfinished = CompiledJob(env)  # the same step before any end fires the timer
+    _step(unfinished, range(1))
+    unfinished.step(1, [SourceBatch(), SourceBatch()], 60_000)
+    assert out.results == [("a", 5000)]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lowwater.api import OutputTag, StreamExecutionEnvironment
+from lowwater.api import KeyedCoProcessFunction, OutputTag, StreamExecutionEnvironment
 from lowwater.core.errors import QueryFailedError
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import SlidingEventTimeWindows, TumblingEventTimeWindows
@@ -211,6 +211,49 @@ def test_sliding_windows_resume_from_their_checkpoint_as_one_run(spark: Any, tmp
     assert any(r["fire_index"] > 0 for r in read_directory(tmp_path / "one" / "results")), "a late re-firing"
     assert [r["ts"] for r in read_directory(tmp_path / "one" / "late")] == [1_000], "too late for all its windows"
     assert job.accounting().balanced
+
+
+class _RemindLater(KeyedCoProcessFunction):
+    """A processing-time timer 5 s after each element of the first input."""
+
+    def process_element1(self, value: Any, ctx: Any) -> None:
+        ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 5_000)
+
+    def process_element2(self, value: Any, ctx: Any) -> None:
+        return None
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield {"key": ctx.get_current_key(), "timer": timestamp}
+
+
+@pytest.mark.parametrize("path", ["keyed", "general"])
+def test_a_rerun_after_the_end_of_input_fires_no_processing_time_timer_the_end_left(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """The end of input keeps processing time where the last batch left it: a timer still pending
+    does not fire (Flink's end quiesces the processing-time service). A later run of the same
+    command, with nothing new or with new records, moved it with its own clock and fired the timer
+    after the end (user probe S, session 62). Without the end, the same runs fire it."""
+    writers = [PartitionedLogWriter(tmp_path / side, "jsonl") for side in ("a", "b")]
+    writers[0].append(0, [{"key": "x", "ts": 100}])
+    writers[1].append(0, [{"key": "x", "ts": 200}])
+    fields = [("key", "STRING"), ("ts", "BIGINT")]
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts")
+
+    def run(name: str, end: bool) -> list[Any]:
+        env = StreamExecutionEnvironment()
+        a, b = (env.from_source(PartitionedLogSource(tmp_path / side, fields), strategy, name=side) for side in "ab")
+        a.connect(b).key_by("key", "key").process(_RemindLater()).add_sink(
+            DirectorySink(tmp_path / name / "out", "jsonl"))
+        SparkRuntime(str(tmp_path / name / "ck"), spark=spark, path=path, end_of_input=end,
+                     clock=lambda b: 10_000 * b + 1_000).execute(env)  # the timer at 6,000 is due from batch 1
+        return sorted((r["key"], r["timer"]) for r in read_directory(tmp_path / name / "out"))
+
+    assert run("ended", True) == []
+    assert run("ended", True) == [], "a rerun with nothing new fired a timer after the end"
+    writers[0].append(0, [{"key": "y", "ts": 300}])
+    assert run("ended", True) == [], "a rerun with a new record fired a timer after the end"
+    assert run("open", False) == []
+    assert run("open", False) == [("x", 6_000), ("y", 6_000)], "without the end, a later batch fires them"
 
 
 @pytest.mark.parametrize("path", ["native", "keyed"])

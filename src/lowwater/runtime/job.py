@@ -68,6 +68,10 @@ class CompiledJob:
         map, filter or flat_map on the way): then every source row is windowed (processed), late,
         dead-lettered or unassigned."""
         self.started = False
+        self.finished = False
+        """:meth:`finish` ran: the input ended, and processing time stays where it left it. A step
+        after it (records read after the end, which are late) does not move the clock, so a
+        processing-time timer or window still pending at the end never fires, as in Flink."""
         self.ended: set[int] = set()
         self.kept: dict[str, Any] = {}
         """Data the runtime hosting the job keeps with its state (restored with it): the Spark
@@ -82,7 +86,8 @@ class CompiledJob:
         """Feed one micro-batch per source, then emit watermarks at its end."""
         if not self.started:
             self.start()
-        self.clock.set(processing_time_ms)
+        if not self.finished:
+            self.clock.set(processing_time_ms)
         self.dead.new_batch()
         rows = 0
         live = [(s, b) for s, b in zip(self.sources, batches, strict=True) if b is not None]
@@ -115,6 +120,7 @@ class CompiledJob:
         self.dead.new_batch()
         for n in self.nodes:
             n.on_batch_end(batch_id, True)
+        self.finished = True
         return self.metrics(batch_id, 0, True)
 
     def metrics(self, batch_id: int, rows: int, end: bool) -> BatchMetrics:
@@ -161,6 +167,7 @@ class CompiledJob:
         old_dead = getattr(old, "dead", None)
         self.dead.count = old_dead.count if old_dead is not None else 0
         self.started = old.started
+        self.finished = getattr(old, "finished", False)  # a snapshot from before session 62 has none
         self.ended = set(old.ended)
         self.kept = dict(getattr(old, "kept", {}))
 

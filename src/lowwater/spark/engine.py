@@ -397,7 +397,10 @@ class SparkRuntime:
         p.check_dead_letter_sink(self.dead_letter_sink)
         plan, reason = native_plan(p)
         if self.path in ("native", "executor") and plan is None:
-            raise PipelineError(f"this pipeline cannot take the native path: {reason}")
+            which = "the native path" if self.path == "native" else \
+                "the executor path (the native path's windows, watermarks on the executors)"
+            raise PipelineError(f"this pipeline cannot take {which}: {reason}. Hint: path='auto' (the default) "
+                                "takes the path that runs it")
         if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
             plan, reason = dataclasses.replace(plan, executor_watermarks=True), "native, watermarks on the executors"
         checkpoint = resolve(self.checkpoint, spark)  # where Spark puts its own checkpoint and the window store

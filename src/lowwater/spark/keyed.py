@@ -276,6 +276,12 @@ class KeyedState:
     compact_next: bool = False
     """The last batch read more than :data:`COMPACT_READ` times the rows the state holds: the
     next one compacts."""
+    ended_ms: int | None = None
+    """The processing time the end-of-input step kept (where the last batch left it), once the input
+    ended: the operators of every later batch see it, so a processing-time timer or window still
+    pending at the end never fires, as Flink's end of input quiesces the processing-time service.
+    Until session 62 a later run (the same command again, with nothing new) fired them with its own
+    clock and wrote their results after the end (a user probe)."""
     totals: dict[str, int] = field(default_factory=dict)
     late_by_partition: dict[str, int] = field(default_factory=dict)
     """Late elements by lane label (``partition_watermarks``' names: ``source:partition`` with
@@ -333,7 +339,7 @@ def state_to_json(st: KeyedState) -> dict[str, Any]:
                          "partials": [[p.watermark, p.idle] for p in st.partials]},
             "executor": [[src, p, c.now_ms(), to_data(pw)] for (src, p), (c, pw) in st.partitions.items()],
             "state_dirs": list(st.state_dirs), "pending_delete": list(st.pending_delete),
-            "compact_next": st.compact_next, "totals": dict(st.totals),
+            "compact_next": st.compact_next, "ended_ms": st.ended_ms, "totals": dict(st.totals),
             "late_by_partition": {str(p): n for p, n in st.late_by_partition.items()},
             "metrics": st.metrics, "schemas": dict(st.schemas)}
 
@@ -363,6 +369,7 @@ def state_from_json(data: dict[str, Any], plan: KeyedPlan) -> KeyedState:
     st.state_dirs = [int(b) for b in data["state_dirs"]]
     st.pending_delete = [int(b) for b in data["pending_delete"]]
     st.compact_next = bool(data.get("compact_next", False))
+    st.ended_ms = None if data.get("ended_ms") is None else int(data["ended_ms"])
     st.totals = {k: int(v) for k, v in data["totals"].items()}
     st.late_by_partition = {str(p): int(n) for p, n in data["late_by_partition"].items()}
     st.metrics = dict(data.get("metrics") or {})
@@ -1031,9 +1038,12 @@ class KeyedProcessor:
             # Flink, whose end of input quiesces the processing-time service: a timer still pending does
             # not fire (this step's later clock fired those due before it, on this path alone)
             operator_ms = max((clock.now_ms() for clock, _ in st.partitions.values()), default=clock_ms)
+            st.ended_ms = operator_ms
         else:
             for lane in list(st.partitions):
                 self._periodic(st, lane, clock_ms)
+        if st.ended_ms is not None:  # the input ended before this batch: processing time stays there
+            operator_ms = st.ended_ms
         lap("partitions_ms")
         # each input combines its sources' lanes, then the inputs combine (the reference runtime's
         # _SingleLaneNode.combine_inputs): the watermark steps the operator moves through

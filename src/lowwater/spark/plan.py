@@ -37,6 +37,7 @@ from lowwater.graph.transformations import (
     SideOutputTransformation,
     SourceTransformation,
     Transformation,
+    UnionTransformation,
     WindowTransformation,
 )
 from lowwater.spark.sources import SparkSource
@@ -114,8 +115,10 @@ def native_plan(pipeline: PipelineLike) -> tuple[NativePlan | None, str]:
     strategy = None
     if isinstance(up, AssignTransformation):
         strategy, up = up.strategy, up.input
+    if isinstance(up, UnionTransformation):  # a user probe found it called an operator (session 62)
+        return None, "several sources are unioned into the window (the keyed path runs a union)"
     if not isinstance(up, SourceTransformation):
-        return None, "operators between the source and the window"
+        return None, f"an operator ({up.name!r}) between the source and the window"
     strategy = strategy or up.strategy
     if strategy is None:
         return None, "no watermark strategy"
