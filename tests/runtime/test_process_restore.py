@@ -116,3 +116,32 @@ def test_after_the_end_of_input_processing_time_stays_where_it_ended_also_in_a_r
     _step(unfinished, range(1))
     unfinished.step(1, [SourceBatch(), SourceBatch()], 60_000)
     assert out.results == [("a", 5000)]
+
+
+def test_a_snapshot_from_before_session_62_that_ended_keeps_processing_time_where_it_ended() -> None:
+    """A snapshot written before session 62 has no ``finished``: one whose input had ended (every
+    operator at MAX) restores as finished, so a later run fires no processing-time timer the end
+    left pending; one whose input had not ended still fires it."""
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner("ts")
+    left = env.from_source(CollectionSource([[{"k": "a", "ts": 1000}]]), strategy)
+    right = env.from_source(CollectionSource([[{"k": "a", "ts": 500}]]), strategy)
+    out = left.connect(right).key_by("k", "k").process(RemindLater()).collect()
+
+    def old_snapshot(end: bool) -> CompiledJob:
+        job = CompiledJob(env)
+        _step(job, range(1))  # processing time 0: a timer at 5,000
+        if end:
+            job.finish(1)
+        sinks = job.detach_sinks()
+        old = cloudpickle.loads(cloudpickle.dumps(job))
+        del old.__dict__["finished"]  # as the code before session 62 pickled it
+        restored = CompiledJob(env)
+        restored.restore_from(old)
+        restored.attach_sinks(sinks)
+        return restored
+
+    old_snapshot(end=True).step(2, [SourceBatch(), SourceBatch()], 60_000)
+    assert out.results == [], "the pending timer fired after the end"
+    old_snapshot(end=False).step(1, [SourceBatch(), SourceBatch()], 60_000)
+    assert out.results == [("a", 5000)]

@@ -9,6 +9,7 @@ committed their offsets, and the accounting still said "balanced".
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +250,13 @@ def test_a_rerun_after_the_end_of_input_fires_no_processing_time_timer_the_end_l
         return sorted((r["key"], r["timer"]) for r in read_directory(tmp_path / name / "out"))
 
     assert run("ended", True) == []
+    if path == "keyed":  # the state as the code before session 62 wrote it, with no ended_ms
+        shutil.copytree(tmp_path / "ended", tmp_path / "old")
+        newest = max((tmp_path / "old" / "ck" / "lowwater" / "state").glob("*.json"), key=lambda f: int(f.stem))
+        state = json.loads(newest.read_text())
+        del state["ended_ms"]
+        newest.write_text(json.dumps(state))
+        assert run("old", True) == [], "a rerun of an ended checkpoint from before session 62 fired a timer"
     assert run("ended", True) == [], "a rerun with nothing new fired a timer after the end"
     writers[0].append(0, [{"key": "y", "ts": 300}])
     assert run("ended", True) == [], "a rerun with a new record fired a timer after the end"

@@ -11,6 +11,7 @@ from typing import Any
 
 from lowwater.core.clock import ManualClock
 from lowwater.core.errors import PipelineError
+from lowwater.core.time import MAX_TIMESTAMP
 from lowwater.core.time_characteristic import TimeCharacteristic
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.graph import Pipeline, PipelineLike, as_pipeline
@@ -167,7 +168,11 @@ class CompiledJob:
         old_dead = getattr(old, "dead", None)
         self.dead.count = old_dead.count if old_dead is not None else 0
         self.started = old.started
-        self.finished = getattr(old, "finished", False)  # a snapshot from before session 62 has none
+        finished = getattr(old, "finished", None)
+        if finished is None:  # a snapshot from before session 62 has none: the end left every operator at MAX
+            operators = [n for n in old.nodes if isinstance(n, _SingleLaneNode)]
+            finished = bool(operators) and all(n.current_watermark == MAX_TIMESTAMP for n in operators)
+        self.finished = finished
         self.ended = set(old.ended)
         self.kept = dict(getattr(old, "kept", {}))
 

@@ -369,7 +369,11 @@ def state_from_json(data: dict[str, Any], plan: KeyedPlan) -> KeyedState:
     st.state_dirs = [int(b) for b in data["state_dirs"]]
     st.pending_delete = [int(b) for b in data["pending_delete"]]
     st.compact_next = bool(data.get("compact_next", False))
-    st.ended_ms = None if data.get("ended_ms") is None else int(data["ended_ms"])
+    if "ended_ms" in data:
+        st.ended_ms = None if data["ended_ms"] is None else int(data["ended_ms"])
+    elif st.combined.combined_watermark == MAX_TIMESTAMP:  # ended before session 62, which keeps no ended_ms:
+        # where the end step left processing time (it moves no partition's clock)
+        st.ended_ms = max((clock.now_ms() for clock, _ in st.partitions.values()), default=st.clock.now_ms())
     st.totals = {k: int(v) for k, v in data["totals"].items()}
     st.late_by_partition = {str(p): int(n) for p, n in data["late_by_partition"].items()}
     st.metrics = dict(data.get("metrics") or {})
