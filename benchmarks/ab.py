@@ -18,8 +18,9 @@ A diagnostic for one change at a time; the issue's matrix is ``scale.py``'s.
 
 ``LOWWATER_BENCH_SOURCE=files`` makes every variant read the log's Parquet segments with Spark's own
 file source and ``from_json`` (all in the JVM, as a Kafka stream is read) instead of the partitioned
-log's Python data source (``harness.files_stream``); it is recorded in the results file, as is
-``LOWWATER_BENCH_SLIDE_MS``, which makes both engines' 1-minute windows slide by it.
+log's Python data source (``harness.files_stream``); it is recorded in the results file, as are
+``LOWWATER_BENCH_SLIDE_MS``, which makes both engines' windows slide by it, and ``LOWWATER_BENCH_WINDOW_MS``,
+the windows' size (default 1 minute).
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"benchmark": "ab", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "config": {"keys": args.keys, "rows_per_batch": args.rows, "batches": args.batches, "rounds": args.rounds,
                       "partitions": partitions, "master": "local[2]", "cpus": os.cpu_count(),
-                      "source": H.bench_source(), "slide_ms": H.bench_slide_ms()},
+                      "source": H.bench_source(), "slide_ms": H.bench_slide_ms(),
+                      "window_ms": H.bench_window_ms(60_000)},
            "variants": variants, "summary": summary, "runs": runs}
     out = HERE / "results" / f"ab-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     out.write_text(json.dumps(doc, indent=1))

@@ -224,6 +224,12 @@ def bench_slide_ms() -> int | None:
     return int(slide) if slide else None
 
 
+def bench_window_ms(default: int) -> int:
+    """``LOWWATER_BENCH_WINDOW_MS``: both engines' window size; unset, ``default``."""
+    size = os.environ.get("LOWWATER_BENCH_WINDOW_MS")
+    return int(size) if size else default
+
+
 def typed_copy(log: Path) -> Path:
     """Where :func:`write_log` writes the log's records as typed Parquet columns (``partition,
     offset, key, ts, value``), one file per partition per batch: a stream with nothing to parse,

@@ -77,10 +77,12 @@ def child(engine: str, log: str, ckpt: str, partitions: str = "4", state_store: 
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
     with CpuSampler.for_session(spark) as sampler:
         if engine == "spark":
-            _, progress, wall = H.spark_native(spark, Path(log), Path(ckpt), n, WINDOW_MS, BOUND_MS)
+            _, progress, wall = H.spark_native(spark, Path(log), Path(ckpt), n, H.bench_window_ms(WINDOW_MS),
+                                               BOUND_MS)
             fired = None
         else:
-            job, sinks, progress, wall = H.lowwater(spark, Path(log), Path(ckpt), n, WINDOW_MS, BOUND_MS,
+            job, sinks, progress, wall = H.lowwater(spark, Path(log), Path(ckpt), n, H.bench_window_ms(WINDOW_MS),
+                                                    BOUND_MS,
                                                     python_assigner=engine == "executor")
             if job.path != ("executor" if engine == "executor" else "native"):
                 raise RuntimeError(f"the {engine} run took the {job.path} path")
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"benchmark": "scale", "utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "config": {"partitions": args.partitions, "rounds": args.rounds, "engines": engines,
                       "spark_state_store": args.state_store,
-                      "window_ms": WINDOW_MS,
+                      "window_ms": H.bench_window_ms(WINDOW_MS),
                       "event_time_per_batch_ms": SPAN_MS,
                       "bound_ms": BOUND_MS, "master": "local[2]", "cpus": os.cpu_count(),
                       "spark_conf": json.loads(os.environ.get("LOWWATER_BENCH_CONF", "{}")),
