@@ -18,6 +18,7 @@ from lowwater.core.errors import PipelineError
 from lowwater.core.watermarks import WatermarkStrategy
 from lowwater.core.windows import TumblingEventTimeWindows
 from lowwater.io import PartitionedLogWriter
+from lowwater.runtime.reference import ReferenceRuntime
 from lowwater.spark.engine import SparkRuntime
 from lowwater.spark.sources import PartitionedLogSource
 
@@ -111,6 +112,46 @@ def test_a_dataframe_dead_letter_sink_gets_no_record_for_a_record_that_did_not_p
     assert job.path == path
     assert sorted((d["offset"], d["record"]) for d in got) == [(0, None), (1, '{"ts":2000,"value":1}')]
     assert sorted(got[0]) == ["file", "offset", "partition", "reason", "record"]
+
+
+_RETURNED = {"none": None, "nan": float("nan"), "text": "1000", "flag": True, "big": 2**63, "ok": 1_500.7}
+
+
+def _returned(e: dict[str, Any], prev: int) -> Any:
+    """A timestamp assigner returning, by the record's ``key``, what a wrong one returns."""
+    return _RETURNED[e["key"]]
+
+
+@pytest.mark.parametrize("path", ["reference", "executor", "keyed", "general"])
+def test_what_a_python_assigner_returns_is_a_timestamp_only_as_a_number_in_64_bits(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """A Python assigner's return value was passed to ``int()``: a text ``"1000"`` became 1,000 ms and
+    ``True`` 1 ms, while the same values in a field named to ``with_timestamp_assigner`` are dead
+    letters; ``None`` and NaN failed the job with ``int()``'s message; a number past 64 bits failed
+    the executor and keyed paths' query putting it in a column (user probe T, session 63). Now each
+    is a dead letter naming the assigner and the value, on every path; a float is truncated as a
+    field's is."""
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": k, "ts": 0, "value": 1} for k in _RETURNED])
+    env = StreamExecutionEnvironment()
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(_returned)
+    results = (env.from_source(PartitionedLogSource(log, FIELDS), strategy).key_by("key")
+               .window(TumblingEventTimeWindows.of(1_000)).sum("value").collect())
+    dead = CollectSink()
+    if path == "reference":
+        ReferenceRuntime(dead_letter_sink=dead).execute(env)
+    else:
+        job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, end_of_input=True,
+                           dead_letter_sink=dead).execute(env)
+        assert job.path == path and job.accounting().balanced
+    assert [(r.key, r.window_start, r.value) for r in results.results] == [("ok", 1_000, 1)]
+    assigner = "TimestampAssigner('_returned')"
+    assert sorted(d["reason"] for d in dead.results) == sorted([
+        f"missing or non-numeric timestamp ({assigner} returned None)",
+        f"missing or non-numeric timestamp ({assigner} returned nan)",
+        f"missing or non-numeric timestamp ({assigner} returned '1000')",
+        f"missing or non-numeric timestamp ({assigner} returned True)",
+        f"timestamp out of the 64-bit millisecond range ({assigner} returned it): 9223372036854775808"])
 
 
 def test_a_raising_assigner_names_itself_and_a_fixed_restart_loses_nothing(spark: Any, tmp_path: Path) -> None:

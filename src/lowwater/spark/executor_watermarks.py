@@ -28,7 +28,7 @@ from lowwater.core.watermarks import (
     WatermarkGeneratorContext,
     WatermarkStrategy,
 )
-from lowwater.core.watermarks.assigner import timestamp_or_none
+from lowwater.core.watermarks.assigner import assigned_timestamp, timestamp_or_none
 from lowwater.spark.sealed import loads
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ def with_executor_timestamps(
                 continue
             prev = None if source_ts is None or source_ts != source_ts else int(source_ts)
             try:
-                ts = int(pw.assigner.extract_timestamp(element, MIN_TIMESTAMP if prev is None else prev))
+                ts = assigned_timestamp(pw.assigner.extract_timestamp(element, MIN_TIMESTAMP if prev is None else prev),
+                                        pw.assigner)
                 pw.generator.on_event(element, ts, out)
             except BadRecordError as e:  # a null _ts: dead-lettered with this reason
                 stamps.append(None)

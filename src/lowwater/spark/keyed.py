@@ -69,7 +69,7 @@ from lowwater.core.watermarks import (
     WatermarkEvent,
     WatermarkStrategy,
 )
-from lowwater.core.watermarks.assigner import timestamp_or_none
+from lowwater.core.watermarks.assigner import assigned_timestamp, timestamp_or_none
 from lowwater.core.windows.aggregations import BuiltinAggregate, Count
 from lowwater.core.windows.contents import AggregatingContents
 from lowwater.core.windows.events import RESULT_FIELDS
@@ -516,7 +516,8 @@ def _per_partition(plan: KeyedPlan, states: dict[Lane, Any], clock_ms: int) -> A
                 kind, fn, name = chain[step]
                 try:
                     if kind == "assign":
-                        stamp = int(pw.assigner.extract_timestamp(value, MIN_TIMESTAMP if ts is None else ts))
+                        stamp = assigned_timestamp(
+                            pw.assigner.extract_timestamp(value, MIN_TIMESTAMP if ts is None else ts), pw.assigner)
                         pw.generator.on_event(value, stamp, out)
                         ts = timestamp_or_none(ts, stamp)
                     elif kind == "map":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
@@ -17,6 +19,7 @@ __all__ = [
     "RecordTimestampAssigner",
     "TimestampAssigner",
     "as_timestamp_assigner",
+    "assigned_timestamp",
     "timestamp_or_none",
 ]
 
@@ -45,6 +48,32 @@ def timestamp_or_none(previous: int | None, assigned: int) -> int | None:
     [None, -9223372036854775808, 5]
     """
     return None if previous is None and assigned == MIN_TIMESTAMP else assigned
+
+
+def assigned_timestamp(value: object, assigner: object) -> int:
+    """What ``assigner`` returned, as a timestamp: an integer in the 64-bit range, or a finite
+    float truncated toward zero, as :class:`FieldTimestampAssigner` takes a field's value. Anything
+    else raises :class:`~lowwater.core.errors.BadRecordError` naming the assigner and the value, so
+    the record is dead-lettered as one whose field holds it would be: ``None`` or NaN, a string (an
+    assigner returning a field of text: ``"1000"`` was read as 1,000 ms), a bool (``True`` was 1 ms),
+    or a number past 64 bits (the Spark paths failed their query putting it in a column). Until
+    session 63 the engines called ``int()`` on it, and failed the job for ``None`` with ``int()``'s
+    own message (a user probe).
+
+    >>> assigned_timestamp(1_000.9, "f")
+    1000
+    >>> assigned_timestamp("1000", "f")
+    Traceback (most recent call last):
+    ...
+    lowwater.core.errors.BadRecordError: missing or non-numeric timestamp (f returned '1000')
+    """
+    integral = isinstance(value, numbers.Integral)  # numpy's integers too
+    if isinstance(value, bool) or not (integral or (isinstance(value, numbers.Real) and math.isfinite(value))):
+        raise BadRecordError(BadRecordError.missing_timestamp(f"{assigner} returned {value!r}"[:200]))
+    ts: int = int(value)  # type: ignore[call-overload]
+    if not MIN_TIMESTAMP <= ts <= MAX_TIMESTAMP:
+        raise BadRecordError(BadRecordError.out_of_range(f"{assigner} returned it", value))
+    return ts
 
 
 class RecordTimestampAssigner(TimestampAssigner[Any]):

@@ -14,7 +14,7 @@ from lowwater.core.watermarks import (
     WatermarkGeneratorContext,
     WatermarkStrategy,
 )
-from lowwater.core.watermarks.assigner import timestamp_or_none
+from lowwater.core.watermarks.assigner import assigned_timestamp, timestamp_or_none
 from lowwater.runtime.nodes.node import Node
 from lowwater.runtime.records import Lane, LaneEvent, Record
 from lowwater.runtime.restore import transfer_state
@@ -65,10 +65,9 @@ class AssignerNode(Node):
     def on_record(self, record: Record, input_index: int) -> None:
         lw = self._lane(record.lane)
         try:
-            ts = lw.partition.assigner.extract_timestamp(
+            ts = assigned_timestamp(lw.partition.assigner.extract_timestamp(
                 record.value, MIN_TIMESTAMP if record.timestamp is None else record.timestamp
-            )
-            ts = int(ts)
+            ), lw.partition.assigner)
             lw.partition.generator.on_event(record.value, ts, lw.output)
         except (Exception, SystemExit) as e:
             user_code_failed(e, f"timestamp/watermark assignment ({self.strategy!r})", record, on_bad=self.dead.add)
