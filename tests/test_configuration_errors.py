@@ -374,3 +374,13 @@ def test_a_window_the_native_path_cannot_take_says_why_in_terms_of_the_pipeline(
     assert native_plan(pipeline(True)) == (None, "several sources are unioned into the window (the keyed path "
                                                  "runs a union)")
     assert native_plan(pipeline(False)) == (None, "an operator ('positive') between the source and the window")
+
+
+@pytest.mark.parametrize("batches", [[{"k": "a", "ts": 1}, {"k": "b", "ts": 2}], ["ab"], [[{"k": "a"}], 5]])
+def test_a_collection_source_given_elements_where_batches_go_says_so(batches: list[Any]) -> None:
+    """A list of elements (PyFlink's ``from_collection`` shape) made each dict a batch of its keys,
+    every one dead-lettered as a record without a timestamp (user probe T, session 63)."""
+    with pytest.raises(ConfigurationError, match=r"batches: each batch is a sequence of elements, but batch \d is "
+                                                 r"an? (dict|str|int) .*CollectionSource\.of\(elements\)"):
+        CollectionSource(batches)
+    assert CollectionSource.of(batches[:1]).partitions() == [0]

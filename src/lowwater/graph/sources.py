@@ -9,11 +9,11 @@ watermarks take effect at the end of the batch, like generated ones.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lowwater.core.errors import ConfigurationError
+from lowwater.core.errors import ConfigurationError, article, shown
 from lowwater.core.watermarks import Watermark
 
 __all__ = [
@@ -146,6 +146,14 @@ class CollectionSource(Source):
         processing_times_ms: Sequence[int] | None = None,
         arrival: Sequence[Sequence[int]] | None = None,
     ) -> None:
+        for i, b in enumerate(batches):  # a dict's keys or a string's letters as a batch's elements
+            if isinstance(b, (Mapping, str, bytes)) or not isinstance(b, Iterable):
+                raise ConfigurationError(
+                    "batches", f"each batch is a sequence of elements, but batch {i} is "
+                    f"{article(type(b).__name__)} {type(b).__name__} ({shown(b)[:60]}): given a list of elements, "
+                    "each element would be a batch of its keys. Hint: CollectionSource.of(elements) puts them in "
+                    "one batch, as CollectionSource([elements]) does; CollectionSource([[e] for e in elements]) "
+                    "makes a batch of each")
         if arrival is not None and [len(a) for a in arrival] != [len(b) for b in batches]:
             raise ConfigurationError("arrival", "give one position per element of every batch")
         self._arrival = [tuple(a) for a in arrival] if arrival is not None else None
