@@ -303,6 +303,24 @@ def test_a_run_that_reads_nothing_new_is_a_batch_without_rows_that_still_fires_w
     assert runs("rows")[0] == windows
 
 
+def test_a_stream_that_may_keep_spark_state_is_never_taken_for_ticks_alone(spark: Any, tmp_path: Path) -> None:
+    """A batch that read nothing runs without rows only where the sources' stream keeps no state of
+    Spark's: a user's aggregation or join upstream of a ``DataFrameSource`` emits rows in a batch that
+    read nothing (windows its watermark closes, an outer join's unmatched rows)."""
+    from lowwater.spark.engine import _keeps_state
+    from lowwater.spark.general import read_sources
+
+    rate = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
+    assert not _keeps_state(rate.selectExpr("value AS v", "timestamp").where("v > 0").union(
+        rate.selectExpr("value AS v", "timestamp")))
+    assert _keeps_state(rate.withWatermark("timestamp", "1 second").groupBy("value").count())
+    assert _keeps_state(rate.dropDuplicates(["value"]))
+    assert _keeps_state(rate.join(rate.withColumnRenamed("value", "v"), "timestamp"))
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, _records(0, 2))
+    assert not _keeps_state(read_sources(spark, [PartitionedLogSource(log, FIELDS)], ["log"])), "lowwater's own"
+
+
 @pytest.mark.parametrize("path", ["native", "keyed"])
 def test_state_files_deleted_between_runs_fail_the_run_naming_them_instead_of_reading_as_no_state(
         spark: Any, tmp_path: Path, path: str) -> None:

@@ -493,6 +493,7 @@ class SparkRuntime:
         stream = read_sources(spark, sources, [labels.get(t.id, t.name) for t in p.sources])
         if isinstance(processor, KeyedProcessor):  # what its batches' frames hold, for the steps without one
             processor.input_schema = stream.schema
+        driver.ticks_alone = not _keeps_state(stream)
         driver.complete_end_of_input()  # an end-of-input step a crash interrupted comes first
 
         if store.local:  # (a URI checkpoint: Spark's own assertion remains)
@@ -584,6 +585,31 @@ def _with_ticks(spark: SparkSession, stream: DataFrame) -> DataFrame:
     return stream.unionByName(ticks.select(*cols).where(F.lit(False)))
 
 
+_STATEFUL = frozenset({"Aggregate", "Deduplicate", "DeduplicateWithinWatermark", "FlatMapGroupsWithState",
+                       "FlatMapGroupsInPandasWithState", "TransformWithState", "TransformWithStateInPySpark",
+                       "Join", "Window", "GlobalLimit", "LocalLimit", "Sort", "Expand"})
+"""Logical operators that may keep state in a streaming query, some of which emit rows in a batch that
+read nothing (an aggregation's windows that Spark's watermark closes, an outer join's unmatched rows,
+a state's timeouts); a few stateless ones (``Expand``, ``Sort``) are named too, to stay on the safe side."""
+
+
+def _keeps_state(stream: DataFrame) -> bool:
+    """Whether the sources' stream (a ``DataFrameSource``'s is the user's) has an operator that may keep
+    Spark state (:data:`_STATEFUL`): then a batch that read nothing may still hold rows. True when
+    its plan cannot be looked at (Spark Connect, another Spark)."""
+    try:
+        todo = [stream._jdf.queryExecution().analyzed()]
+        while todo:
+            node = todo.pop()
+            if str(node.nodeName()) in _STATEFUL:
+                return True
+            children = node.children()
+            todo += [children.apply(i) for i in range(children.size())]
+        return False
+    except Exception:
+        return True
+
+
 def _read_nothing(query: Any, spark_batch_id: int) -> bool:
     """Whether Spark's micro-batch ``spark_batch_id`` read nothing from the pipeline's sources: a
     batch the tick source (:func:`_with_ticks`) made alone, a run of ``available_now`` with no new
@@ -594,7 +620,8 @@ def _read_nothing(query: Any, spark_batch_id: int) -> bool:
 
     From the offsets Spark's own micro-batch runs on (its ``MicroBatchExecutionContext``): each
     source but the last, the ticks, ends where it started, which is how Spark itself picks the
-    sources whose data a batch reads. Internal to Spark's JVM: anything else (another Spark, a
+    sources whose data a batch reads (a stream that keeps Spark state is never asked:
+    :func:`_keeps_state`). Internal to Spark's JVM: anything else (another Spark, a
     query not yet known, a batch that is not the latest) says False, and the batch runs as one
     with rows."""
     if query is None:
@@ -699,6 +726,9 @@ class _BatchDriver:
         self.last_batch = -1
         self.opened: set[int] = set()
         self._through: dict[int, dict[str, Any]] = {}
+        self.ticks_alone = False
+        """Whether a batch that read nothing from the sources (:func:`_read_nothing`) holds no rows: the
+        sources' stream keeps no state of Spark's (:func:`_keeps_state`), which could emit rows in it."""
         """The last batch's ``"through"`` (a batch record's fold of every batch through it), by its id."""
 
     def _state_after(self, version: int) -> Any:
@@ -805,7 +835,8 @@ class _BatchDriver:
         faults.at("start", batch_id)
         if df is not None:  # a topic deleted and made again while the job runs: before anything is written
             self.store.check_sources(self.sources)
-            if batch_id > 0 and spark_batch_id is not None and _read_nothing(self.job.query, spark_batch_id):
+            if self.ticks_alone and batch_id > 0 and spark_batch_id is not None and \
+                    _read_nothing(self.job.query, spark_batch_id):
                 df = None  # a tick: the processors' batch without rows, with none of its jobs
         state = self._state_after(batch_id - 1)
         before = self._reported(state)  # before the processor mutates the state
