@@ -154,6 +154,28 @@ def test_what_a_python_assigner_returns_is_a_timestamp_only_as_a_number_in_64_bi
         f"timestamp out of the 64-bit millisecond range ({assigner} returned it): 9223372036854775808"])
 
 
+def test_the_native_path_forced_on_python_watermarks_is_refused_not_run_as_the_executor_path(
+        spark: Any, tmp_path: Path) -> None:
+    """``path="native"`` with a Python timestamp assigner ran the executor path without a word (user
+    probe T, session 63): a forced path is run or refused, as ``executor``, ``keyed`` and ``native``
+    are for pipelines they cannot take."""
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 1_000, "value": 1}])
+
+    def env() -> StreamExecutionEnvironment:
+        e = StreamExecutionEnvironment()
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(lambda r, _: r["ts"])
+        (e.from_source(PartitionedLogSource(log, FIELDS), strategy).key_by("key")
+         .window(TumblingEventTimeWindows.of(1_000)).sum("value").collect())
+        return e
+
+    with pytest.raises(PipelineError, match=r"cannot take the native path: its timestamps or watermarks come from "
+                                            r"Python .* Hint: path='executor'"):
+        SparkRuntime(str(tmp_path / "native"), spark=spark, path="native", end_of_input=True).execute(env())
+    assert not (tmp_path / "native").exists(), "refused before the checkpoint is made"
+    assert SparkRuntime(str(tmp_path / "auto"), spark=spark, end_of_input=True).execute(env()).path == "executor"
+
+
 def test_a_raising_assigner_names_itself_and_a_fixed_restart_loses_nothing(spark: Any, tmp_path: Path) -> None:
     log = tmp_path / "log"
     w = PartitionedLogWriter(log, "jsonl")

@@ -271,17 +271,20 @@ def test_a_run_that_reads_nothing_new_is_a_batch_without_rows_that_still_fires_w
     every job that reads a batch's rows over none (on the native path its aggregation and partials'
     write, 1.9 s of a rerun's 2.7 s when cold); it is now the processors' batch without rows. Its
     periodic emission still marks the quiet partition idle and fires the windows that released,
-    exactly as the batch over no rows did; and on the native path it runs no Spark job at all when
-    nothing fires."""
-    log = tmp_path / "log"
-    writer = PartitionedLogWriter(log, "jsonl")
-    writer.append(0, _records(0, 25))  # partition 0 to 24 s
-    writer.append(1, [{"key": "b", "ts": 100, "value": 1}])  # partition 1: one record, then quiet
+    exactly as the batch over no rows did, and the batches after it go on from its state; on the
+    native path it runs no Spark job at all when nothing fires."""
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts").with_idleness(5_000)
 
-    def runs(name: str) -> tuple[list[tuple[str, int, int]], list[int]]:
-        jobs = []
-        for _ in range(4):
+    def runs(name: str) -> tuple[list[list[tuple[str, int, int]]], list[int]]:
+        log = tmp_path / name / "log"
+        writer = PartitionedLogWriter(log, "jsonl")
+        writer.append(0, _records(0, 25))  # partition 0 to 24 s
+        writer.append(1, [{"key": "b", "ts": 100, "value": 1}])  # partition 1: one record, then quiet
+        windows, jobs = [], []
+        for i in range(5):
+            if i == 4:  # both partitions again
+                writer.append(0, _records(25_000, 20))
+                writer.append(1, [{"key": "b", "ts": 41_000, "value": 1}])
             env = StreamExecutionEnvironment()
             (env.from_source(PartitionedLogSource(log, FIELDS), strategy).key_by("key")
              .window(TumblingEventTimeWindows.of(10_000)).sum("value")
@@ -291,12 +294,14 @@ def test_a_run_that_reads_nothing_new_is_a_batch_without_rows_that_still_fires_w
             assert job.path == path and job.accounting().balanced
             sc = spark.sparkContext
             jobs.append(len(sc.statusTracker().getJobIdsForGroup(str(job.query.runId))))
-        return _windows(tmp_path / name), jobs
+            windows.append(_windows(tmp_path / name))
+        return windows, jobs
 
     windows, jobs = runs("ticks")
-    assert windows == [("a", 0, 10), ("a", 10_000, 10), ("b", 0, 1)], "the quiet partition went idle"
+    assert windows[3] == [("a", 0, 10), ("a", 10_000, 10), ("b", 0, 1)], "the quiet partition went idle"
+    assert windows[4] == [("a", 0, 10), ("a", 10_000, 10), ("a", 20_000, 10), ("a", 30_000, 10), ("b", 0, 1)]
     if path == "native":
-        assert jobs[-1] == 0, f"Spark jobs per run: {jobs}; the last run read nothing and fired nothing"
+        assert jobs[3] == 0, f"Spark jobs per run: {jobs}; the fourth run read nothing and fired nothing"
     import lowwater.spark.engine as engine
 
     monkeypatch.setattr(engine, "_read_nothing", lambda query, spark_batch_id: False)  # batches over no rows

@@ -299,7 +299,9 @@ class SparkRuntime:
         ``auto`` picks the native path when the pipeline allows it (see :mod:`.plan`), else the
         keyed path (one keyed operator of any kind, run per key on the executors, see
         :mod:`.keyed`), else the general path (the reference operators on the driver);
-        ``executor`` forces timestamps and watermarks through Python on the executors.
+        ``executor`` forces timestamps and watermarks through Python on the executors. A path
+        named (``native``, ``executor``, ``keyed``, ``general``) is run or refused, saying why:
+        ``native`` refuses Python timestamps or watermarks, which the executor path runs.
     trigger:
         ``"available_now"`` processes what the source holds, then stops; a rerun resumes
         where it stopped, so a series of runs over a growing input equals one continuous
@@ -401,6 +403,12 @@ class SparkRuntime:
                 "the executor path (the native path's windows, watermarks on the executors)"
             raise PipelineError(f"this pipeline cannot take {which}: {reason}. Hint: path='auto' (the default) "
                                 "takes the path that runs it")
+        if self.path == "native" and plan is not None and plan.executor_watermarks:  # ran the executor path
+            raise PipelineError(
+                "this pipeline cannot take the native path: its timestamps or watermarks come from Python (a "
+                "timestamp assigner function, a punctuated or custom generator), which the native path's SQL cannot "
+                "run; the executor path runs them on the executors. Hint: path='executor', or path='auto' (the "
+                "default), which takes it")
         if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
             plan, reason = dataclasses.replace(plan, executor_watermarks=True), "native, watermarks on the executors"
         checkpoint = resolve(self.checkpoint, spark)  # where Spark puts its own checkpoint and the window store
@@ -833,18 +841,20 @@ class _BatchDriver:
                 record["spark_batch_id"] = spark_batch_id
             self.store.write_batch_record(batch_id, record)
         faults.at("start", batch_id)
+        session = self.spark
         if df is not None:  # a topic deleted and made again while the job runs: before anything is written
             self.store.check_sources(self.sources)
             if self.ticks_alone and batch_id > 0 and spark_batch_id is not None and \
                     _read_nothing(self.job.query, spark_batch_id):
-                df = None  # a tick: the processors' batch without rows, with none of its jobs
+                # a tick: the processors' batch without rows, with none of its jobs, in the batch's session
+                session, df = df.sparkSession, None
         state = self._state_after(batch_id - 1)
         before = self._reported(state)  # before the processor mutates the state
         self.cached = None  # the processor mutates the state in place
         processor = self.processor
         out: BatchResult
         if isinstance(processor, JsonStateProcessor):  # run with the session
-            out = processor.run(state, df, batch_id, record["clock_ms"], self.spark, end_of_input=end_of_input)
+            out = processor.run(state, df, batch_id, record["clock_ms"], session, end_of_input=end_of_input)
             self.store.commit_json(batch_id, processor.state_to_json(state))
         else:
             pickled = processor.run(state, df, batch_id, record["clock_ms"], end_of_input=end_of_input)

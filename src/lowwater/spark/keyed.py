@@ -946,11 +946,12 @@ class KeyedProcessor:
         """One micro-batch. Its plans run in the batch's own session (the streaming query's clone
         of the user's, which ``foreachBatch`` hands over with ``df``), planned without adaptive
         execution and with one shuffle partition per bucket (:data:`_PLANNED`), put back as found
-        before the sinks run."""
-        if df is None:  # the end-of-input step: no batch, the user's session as it is
+        before the sinks run. A batch without rows (``df`` None: the engine's tick) is given the batch's
+        session as ``spark``."""
+        if end_of_input:  # no batch: the user's session as it is
             return self._run(st, df, batch_id, clock_ms, spark, end_of_input)
         settings = {**_PLANNED, "spark.sql.shuffle.partitions": str(self._buckets(spark))}
-        with settings_for(df.sparkSession, settings) as session:
+        with settings_for(df.sparkSession if df is not None else spark, settings) as session:
             return self._run(st, df, batch_id, clock_ms, session, end_of_input)
 
     def _run(self, st: KeyedState, df: DataFrame | None, batch_id: int, clock_ms: int, spark: SparkSession,
