@@ -406,9 +406,9 @@ class SparkRuntime:
         if self.path == "native" and plan is not None and plan.executor_watermarks:  # ran the executor path
             raise PipelineError(
                 "this pipeline cannot take the native path: its timestamps or watermarks come from Python (a "
-                "timestamp assigner function, a punctuated or custom generator), which the native path's SQL cannot "
-                "run; the executor path runs them on the executors. Hint: path='executor', or path='auto' (the "
-                "default), which takes it")
+                "timestamp assigner function or class, ingestion time, a punctuated or custom generator), which the "
+                "native path's SQL cannot run; the executor path runs them on the executors. Hint: "
+                "path='executor', or path='auto' (the default), which takes it")
         if self.path == "executor" and plan is not None:  # Python watermarks on the executors, even if built in
             plan, reason = dataclasses.replace(plan, executor_watermarks=True), "native, watermarks on the executors"
         checkpoint = resolve(self.checkpoint, spark)  # where Spark puts its own checkpoint and the window store
@@ -734,10 +734,10 @@ class _BatchDriver:
         self.last_batch = -1
         self.opened: set[int] = set()
         self._through: dict[int, dict[str, Any]] = {}
+        """The last batch's ``"through"`` (a batch record's fold of every batch through it), by its id."""
         self.ticks_alone = False
         """Whether a batch that read nothing from the sources (:func:`_read_nothing`) holds no rows: the
         sources' stream keeps no state of Spark's (:func:`_keeps_state`), which could emit rows in it."""
-        """The last batch's ``"through"`` (a batch record's fold of every batch through it), by its id."""
 
     def _state_after(self, version: int) -> Any:
         if self.cached is not None and self.cached[0] == version:
