@@ -546,3 +546,37 @@ def test_a_map_key_is_refused_on_every_path_and_an_array_or_struct_key_where_pyt
                                                          rf"takes the {path} path, which keys in Python"):
                 run(key, path)
     assert not list(tmp_path.glob("ck-*/lowwater/pipeline.json")), "refused before the checkpoint is written"
+
+
+def _typed_seconds(element: dict[str, Any], previous: int) -> int:
+    """A Python assigner that takes an element's time from the seconds in its STRUCT, and fails
+    (naming what it got) unless each field is the Python type the keyed and general paths give."""
+    kinds = {"bin": bytes, "m": dict, "st": dict, "arr": list, "at": int, "amount": int}
+    wrong = {k: type(element[k]).__name__ for k, t in kinds.items() if type(element[k]) is not t}
+    if wrong:
+        raise TypeError(f"fields of unexpected types: {wrong}")
+    return element["st"]["sec"] * 1000 + len(element["arr"]) + element["m"]["k"]
+
+
+@pytest.mark.parametrize("path", ["executor", "keyed", "general"])
+def test_a_python_assigner_gets_the_same_element_on_every_path_that_runs_one(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """On the executor path the element had crossed pandas: an ARRAY was a numpy array and a
+    BINARY or a MAP whatever pandas made of it, where the keyed and general paths give a list,
+    bytes and a dict (Arrow's ``to_pylist``). Now the executor path reads Arrow too (session 64)."""
+    schema = ("p INT, o BIGINT, at TIMESTAMP, user STRING, bin BINARY, m MAP<STRING,INT>, "
+              "st STRUCT<sec: BIGINT>, arr ARRAY<INT>, amount BIGINT")
+    rows = [(0, 0, _at(0), "ann", bytes([1]), {"k": 0}, (1,), [1, None], 1),      # 1000 + 2 + 0
+            (0, 1, _at(0), "ann", bytes([2]), {"k": 5}, (2,), [], 2),             # 2000 + 0 + 5
+            (1, 0, _at(0), "bob", bytes([3]), {"k": 1, "j": None}, (1,), [7], 4)]  # 1000 + 1 + 1
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(tmp_path / "in" / "b0"))
+    df = spark.readStream.schema(schema).option("recursiveFileLookup", "true").parquet(str(tmp_path / "in"))
+    env = StreamExecutionEnvironment()
+    results = (env.from_source(DataFrameSource(df, partition="p", offset="o"),
+                               WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(_typed_seconds))
+               .key_by("user").window(TumblingEventTimeWindows.of(1000)).sum("amount")).collect()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                       end_of_input=True).execute(env)
+    assert job.path == path, job.reason
+    assert sorted((r.key, r.window_start, r.value) for r in results.results) == [
+        ("ann", 1000, 1), ("ann", 2000, 2), ("bob", 1000, 4)]

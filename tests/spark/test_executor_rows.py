@@ -1,30 +1,26 @@
-"""The executor path's control row: appended without pandas deciding a dtype from an all-null row."""
+"""The executor path's control row: one Arrow row of the rows' own schema, only its partition and state set."""
 
 from __future__ import annotations
 
-import warnings
+import pyarrow as pa
 
-import numpy as np
-import pandas as pd
-
-from lowwater.spark.executor_watermarks import with_control_row
+from lowwater.spark.executor_watermarks import control_row
 
 
-def _rows() -> pd.DataFrame:
-    return pd.DataFrame({
-        "_partition": np.array([3, 3], dtype="int32"), "_offset": np.array([0, 1]), "_source_ts": [np.nan, np.nan],
-        "key": ["a", None], "ts": np.array([1.0, 2.0]), "flag": [True, False],
-        "_ts": pd.array([1, None], dtype="Int64"), "_ctl": [None, None], "_why": [None, None],
+def _rows() -> pa.Table:
+    return pa.table({
+        "_partition": pa.array([3, 3], pa.int32()), "_offset": pa.array([0, 1], pa.int64()),
+        "key": ["a", None], "ts": pa.array([1, 2**62 + 1], pa.int64()), "flag": [True, False],
+        "at": pa.array([1, 2], pa.timestamp("us", tz="UTC")),
+        "_ts": pa.array([1, None], pa.int64()), "_ctl": pa.nulls(2, pa.string()), "_why": pa.nulls(2, pa.string()),
     })
 
 
-def test_the_control_row_is_appended_without_a_pandas_future_warning() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # pandas' "concatenation with empty or all-NA entries" warning
-        out = with_control_row(_rows(), 3, "state")
-        empty = with_control_row(_rows().iloc[:0], 3, "state")
-    assert list(out.columns) == list(_rows().columns)
-    assert out["_offset"].tolist()[:2] == [0, 1] and out["_offset"].isna().tolist() == [False, False, True]
-    assert out["_partition"].tolist() == [3, 3, 3] and out["_ctl"].tolist() == [None, None, "state"]
-    assert out["flag"].tolist()[:2] == [True, False] and out["key"].tolist()[:2] == ["a", None]
-    assert len(empty) == 1 and empty["_ctl"].tolist() == ["state"]
+def test_the_control_row_has_the_rows_schema_and_only_its_partition_and_state() -> None:
+    rows = _rows()
+    out = pa.concat_tables([rows, control_row(rows.schema, 3, "state")])
+    assert out.schema == rows.schema and out.num_rows == 3
+    assert out.column("_partition").to_pylist() == [3, 3, 3]
+    assert out.column("_ctl").to_pylist() == [None, None, "state"]
+    assert out.column("ts").to_pylist() == [1, 2**62 + 1, None]  # exact: no float on the way
+    assert [c for c in out.column_names if out.column(c)[2].is_valid] == ["_partition", "_ctl"]

@@ -67,6 +67,8 @@ def assigned_timestamp(value: object, assigner: object) -> int:
     ...
     lowwater.core.errors.BadRecordError: missing or non-numeric timestamp (f returned '1000')
     """
+    if type(value) is int and MIN_TIMESTAMP <= value <= MAX_TIMESTAMP:  # the common case, once a record
+        return value
     integral = isinstance(value, numbers.Integral)  # numpy's integers too
     if isinstance(value, bool) or not (integral or (isinstance(value, numbers.Real) and math.isfinite(value))):
         raise BadRecordError(BadRecordError.missing_timestamp(f"{assigner} returned {value!r}"[:200]))
