@@ -230,7 +230,12 @@ class KafkaSource(KafkaShapedSource):
         return out
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_admin"}  # a client of this process only
+        """As a :class:`DataFrameSource`'s (without the subscription's DataFrame and Columns, which
+        :meth:`spark_stream` builds), and without the admin client, which is this process's only.
+        Until session 64 it kept the DataFrame: every pipeline that ships its source to the
+        executors (the keyed path's Python stage A) or seals it in its state (the general path)
+        failed its first batch with PySpark's ``CONTEXT_ONLY_VALID_ON_DRIVER`` (a user probe)."""
+        return {k: v for k, v in super().__getstate__().items() if k != "_admin"}
 
     def identity_changed(self, recorded: Mapping[str, str], now: Mapping[str, str]) -> str | None:
         """What :meth:`read_identity` found changed since the checkpoint recorded it, said for a person."""

@@ -53,6 +53,50 @@ def test_bad_records_on_a_real_topic_are_dead_lettered_and_counted(spark: Any, k
     assert all(d["reason"] and d["partition"] == 0 for d in dead.results)
 
 
+def _from_field_or_seconds(element: dict[str, Any], previous: int) -> Any:
+    """A Python assigner: the record's ``sec`` field in seconds when it has one, else ``None`` (a dead
+    letter); nested functions would do, this one is named for the failure message."""
+    return None if element["sec"] is None else element["sec"] * 1000
+
+
+@pytest.mark.parametrize(("path", "assigner"), [("keyed", "python"), ("general", "python"), ("general", "field")])
+def test_a_kafka_source_runs_where_its_elements_are_python_objects(spark: Any, kafka: KafkaBroker, tmp_path: Path,
+                                                                   path: str, assigner: str) -> None:
+    """Sessions per key over a real topic, on the paths that ship the source to the executors (the
+    keyed path's stage A in Python, for a Python assigner) or keep it in their state (the general
+    path). Both failed the first batch with ``CONTEXT_ONLY_VALID_ON_DRIVER``: ``KafkaSource`` was
+    pickled with the DataFrame of its subscription (a user probe, session 64)."""
+    from lowwater.core.windows import EventTimeSessionWindows
+
+    topic = new_topic(kafka, f"sessions-{path}-{assigner}", 2)
+    records = [(0, {"user": "ann", "sec": 1}, 1_000), (1, {"user": "bob", "sec": 2}, 2_000),
+               (0, {"user": "ann", "sec": 3}, 3_000), (1, {"user": "bob", "sec": None}, 4_000),
+               (0, {"user": "ann", "sec": 30}, 30_000), (1, {"user": "bob", "sec": 31}, 31_000)]
+    produce(kafka, topic, records)
+    source = KafkaSource(kafka.bootstrap_servers, [topic], [("user", "STRING"), ("sec", "BIGINT")])
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)  # field: the Kafka record timestamps
+    if assigner == "python":
+        strategy = strategy.with_timestamp_assigner(_from_field_or_seconds)
+    env = StreamExecutionEnvironment()
+    results = (env.from_source(source, strategy).key_by("user").window(EventTimeSessionWindows.with_gap(5_000))
+               .count().collect())
+    dead = CollectSink()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path,  # type: ignore[arg-type]
+                       dead_letter_sink=dead, end_of_input=True).execute(env)
+    assert job.path == path, job.reason
+    got = sorted((r.key, r.window_start, r.window_end, r.value) for r in results.results)
+    if assigner == "python":  # bob's record without seconds is a dead letter
+        assert got == [("ann", 1_000, 8_000, 2), ("ann", 30_000, 35_000, 1),
+                       ("bob", 2_000, 7_000, 1), ("bob", 31_000, 36_000, 1)]
+        assert [(d["partition"], d["offset"]) for d in dead.results] == [(1, 1)]
+        assert "_from_field_or_seconds" in dead.results[0]["reason"]
+    else:
+        assert got == [("ann", 1_000, 8_000, 2), ("ann", 30_000, 35_000, 1),
+                       ("bob", 2_000, 9_000, 2), ("bob", 31_000, 36_000, 1)]
+        assert dead.results == []
+    assert job.accounting().rows_in == 6
+
+
 def test_a_topic_the_broker_does_not_hold_is_named_before_spark_reads(spark: Any, kafka: KafkaBroker,
                                                                      tmp_path: Path) -> None:
     """Spark's reader failed after half a minute with ``UnknownTopicOrPartitionException: This server
