@@ -166,6 +166,28 @@ def test_punctuated_check_sees_the_element_and_its_extracted_timestamp() -> None
     assert seen == [("a", 1), ("b", 2)]
 
 
+def test_punctuated_takes_only_a_64_bit_time_for_a_watermark() -> None:
+    """A string was a watermark (``int("25000")``), and ``2**63`` reached the checkpoint, where every later
+    batch failed reading it (a user probe, session 64). A float is truncated, as a timestamp's is."""
+    def check(e: Any, ts: int) -> Any:
+        return e
+
+    gen, out = PunctuatedWatermarks(check), RecordingOutput()
+    for fine, time in ((1500.7, 1500), (Watermark(1600), 1600), (-2**63, -2**63), (2**63 - 1, 2**63 - 1)):
+        gen.on_event(fine, 0, out)
+        assert out.watermarks[-1] == time
+    for wrong in ("25000", True, float("nan"), float("inf"), [1]):
+        with pytest.raises(TypeError, match=r"the punctuated watermark function '.*check' returned "):
+            gen.on_event(wrong, 0, out)
+    for far in (2**63, -2**63 - 1, 1e19):
+        with pytest.raises(ValueError, match="in the signed 64-bit range"):
+            gen.on_event(far, 0, out)
+    with pytest.raises(ValueError, match="in the signed 64-bit range, got 9223372036854775808"):
+        out.emit_watermark(Watermark(2**63))  # a generator of the user's own, not a punctuated one
+    with pytest.raises(TypeError, match=r"got Watermark\('25000'\) \(str\)"):
+        out.emit_watermark(Watermark("25000"))  # type: ignore[arg-type]
+
+
 def test_no_watermarks_never_emits() -> None:
     out = RecordingOutput()
     gen = NoWatermarksGenerator()

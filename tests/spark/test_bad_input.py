@@ -203,6 +203,38 @@ def test_a_raising_assigner_names_itself_and_a_fixed_restart_loses_nothing(spark
     assert json.dumps(sorted(map(str, results.results))) == json.dumps(sorted(map(str, clean.results)))
 
 
+@pytest.mark.parametrize("bad", ["25000", 2**63])
+def test_a_punctuated_watermark_past_64_bits_or_of_text_fails_the_batch_and_a_fixed_restart_loses_nothing(
+        spark: Any, tmp_path: Path, bad: Any) -> None:
+    """Text was taken as a watermark, ``int("25000")``, sending on-time elements to the late output; ``2**63``
+    was committed in the batch's state, then every later batch failed with Spark's ``ParseException``
+    reading it back, a restart too (a user probe, session 64). Now the batch fails naming the function,
+    and nothing of it is committed."""
+    log = tmp_path / "log"
+    w = PartitionedLogWriter(log, "jsonl")
+    w.append(0, [{"key": "a", "ts": 1000, "value": 1}])
+    w.append(0, [{"key": "a", "ts": 2000, "value": 13}])  # the marker
+    w.append(0, [{"key": "a", "ts": 12_000, "value": 1}, {"key": "a", "ts": 3000, "value": 1}])
+
+    def marks(e: dict[str, Any], ts: int) -> Any:
+        return bad if e["value"] == 13 else None
+
+    def fixed(e: dict[str, Any], ts: int) -> Any:
+        return ts if e["value"] == 13 else None
+
+    with pytest.raises(PipelineError) as info:
+        _job(spark, log, tmp_path / "ck", WatermarkStrategy.for_punctuated(marks).with_timestamp_assigner("ts"))
+    assert f"the punctuated watermark function '{marks.__qualname__}' returned {bad!r}" in str(info.value)
+    assert "partition 0, offset 1" in str(info.value)
+
+    job, results, lates, _ = _job(spark, log, tmp_path / "ck",
+                                  WatermarkStrategy.for_punctuated(fixed).with_timestamp_assigner("ts"))
+    assert job.path == "executor"
+    assert _final_counts(results) == {("a", 0): 3, ("a", 10_000): 1}  # 3000 is on time after W(2000)
+    assert lates.results == []
+    assert str(job.accounting()) == "4 rows in = 4 windowed + 0 late + 0 dead-lettered"
+
+
 @pytest.mark.parametrize("path", ["reference", "native", "executor", "keyed", "general"])
 def test_a_record_dead_lettered_for_its_key_or_value_still_moves_the_watermark(
         spark: Any, tmp_path: Path, path: str) -> None:

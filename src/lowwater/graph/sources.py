@@ -15,6 +15,7 @@ from typing import Any
 
 from lowwater.core.errors import ConfigurationError, article, shown
 from lowwater.core.watermarks import Watermark
+from lowwater.core.watermarks.watermark import watermark_time
 
 __all__ = [
     "CollectionSource",
@@ -221,8 +222,7 @@ class SourceContext:
         self._offset += 1
 
     def emit_watermark(self, watermark: Watermark | int) -> None:
-        ts = watermark.timestamp if isinstance(watermark, Watermark) else int(watermark)
-        self._segments[-1].append(SourceWatermark(self.partition, ts))
+        self._segments[-1].append(SourceWatermark(self.partition, watermark_time(watermark)))
         self._segments.append([])
 
     def mark_as_temporarily_idle(self) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks.generator import WatermarkGenerator
 from lowwater.core.watermarks.watermark import Watermark, WatermarkOutput
 
@@ -32,7 +35,28 @@ class PunctuatedWatermarks(WatermarkGenerator[T], Generic[T]):
     def on_event(self, event: T, event_timestamp: int, output: WatermarkOutput) -> None:
         wm = self.check(event, event_timestamp)
         if wm is not None:
-            output.emit_watermark(Watermark(int(wm)))
+            output.emit_watermark(Watermark(self._time(wm)))
+
+    def _time(self, wm: object) -> int:
+        """What ``check`` returned, as a watermark's time: an integer in the 64-bit range, or a finite
+        float truncated toward zero (as a timestamp assigner's is). It was taken with ``int()``: the
+        text ``"25000"`` was a watermark and sent the next on-time elements to the late output, and
+        ``2**63`` reached the checkpoint, where every later batch failed (a user probe, session 64)."""
+        if isinstance(wm, Watermark):
+            wm = wm.timestamp
+        integral = isinstance(wm, numbers.Integral) and not isinstance(wm, bool)
+        if not (integral or (isinstance(wm, float) and math.isfinite(wm))):
+            raise TypeError(f"the punctuated watermark function {_name(self.check)} returned {wm!r}: a watermark "
+                            "is an int of epoch milliseconds (or None for no watermark)")
+        time: int = int(wm)  # type: ignore[call-overload]
+        if not MIN_TIMESTAMP <= time <= MAX_TIMESTAMP:
+            raise ValueError(f"the punctuated watermark function {_name(self.check)} returned {wm!r}: a watermark "
+                             "is epoch milliseconds in the signed 64-bit range")
+        return time
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         pass
+
+
+def _name(fn: object) -> str:
+    return repr(getattr(fn, "__qualname__", None) or fn)
