@@ -153,7 +153,9 @@ class WatermarkStrategy(Generic[T]):
 
     @staticmethod
     def for_ingestion_time() -> WatermarkStrategy[Any]:
-        """Ingestion time: timestamp = the clock at entry; watermarks ascending (``ts - 1``)."""
+        """Ingestion time: timestamp = the clock at entry; watermarks ascending (``ts - 1``), as Flink 2.x's
+        ``IngestionTimeAssigner`` with monotonous watermarks: in a quiet period the watermark stays where the
+        last record left it (Flink 1.x's ``TimeCharacteristic.IngestionTime`` advanced it with the clock)."""
         return WatermarkStrategy(
             lambda ctx: AscendingTimestampsWatermarks(),
             assigner_factory=lambda ctx: IngestionTimeAssigner(ctx.clock),
