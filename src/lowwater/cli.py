@@ -558,7 +558,7 @@ def _run_on_spark(spark: Any, env: Any, name: str, options: dict[str, Any], chec
                 table_header()
                 print("running until Ctrl-C", flush=True)
                 wait_for(job.query, interrupted.is_set)
-                job.stop()  # the query, if still running, and the checkpoint's lease
+                job.stop(wait_s=0)  # at once (Spark's logging is off); the query and the checkpoint's lease
                 if job.query.exception() is not None:
                     raise CliError(f"the streaming query failed: {root_cause(str(job.query.exception()))}; "
                                    "hint: fix the cause and rerun; the job resumes from its checkpoint")

@@ -416,7 +416,7 @@ def test_a_query_stopped_in_the_middle_of_a_batch_stops_cleanly_and_the_batch_ru
     try:
         assert _wait(lambda: len(tracker.getActiveJobsIds()) > 0), "a batch's Spark job should start"
     finally:
-        job.stop()
+        job.stop(wait_s=0)  # at once: in the middle of the batch
     assert job.query is not None and job.query.exception() is None
     assert job.query.status["message"] == "Stopped"
     env, second = build()
@@ -424,6 +424,50 @@ def test_a_query_stopped_in_the_middle_of_a_batch_stops_cleanly_and_the_batch_ru
     fired = [(r.key, r.window_start, r.value) for r in [*first.results, *second.results]]
     assert len({(k, ws) for k, ws, _ in fired}) == len(fired) == 14  # 7 keys, 2 windows, each fired once
     assert sum(v for _, _, v in fired) == 40_000
+
+
+def test_stop_lets_the_batch_in_progress_end_and_commit_first(spark: Any, tmp_path: Path) -> None:
+    """``job.stop()`` on a live job waits for the batch it finds running: a stop at once nearly always
+    cut a batch short, and its Spark tasks logged the cancellation with their stacks (a user probe,
+    session 64). Here the sink runs a Spark job of 3 s in the first batch; the stop, asked 0.5 s into it, returns
+    once Spark has committed the batch, and a run after it has nothing to do again."""
+    import threading
+
+    from lowwater.spark.sinks import ForeachDataFrameSink
+
+    log = tmp_path / "log"
+    PartitionedLogWriter(log, "jsonl").append(0, [{"key": "a", "ts": 500, "value": 7}])
+    inside, batches = threading.Event(), []
+
+    def slow(df: Any, batch_id: int) -> None:  # in the first batch, a Spark job of 3 s: what a stop at once interrupts
+        batches.append(batch_id)
+        if batch_id == 0:
+            inside.set()
+            df.sparkSession.range(2).repartition(2).foreach(lambda _: time.sleep(3))
+
+    def build() -> StreamExecutionEnvironment:
+        env = StreamExecutionEnvironment()
+        (env.from_source(PartitionedLogSource(log, FIELDS),
+                         WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+         .key_by("key").window(TumblingEventTimeWindows.of(1000)).sum("value").add_sink(ForeachDataFrameSink(slow)))
+        return env
+
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger="200 ms").execute(build())
+    try:
+        assert inside.wait(120), "the first batch should reach the sink"
+        time.sleep(0.5)
+    finally:
+        started = time.monotonic()
+        job.stop(wait_s=60)  # (10 s by default; a loaded machine may take longer over the 3 s)
+    assert 1.0 < time.monotonic() - started < 60, "the stop waited for the batch"
+    assert job.query is not None and job.query.exception() is None
+    committed = sorted(int(p.name) for p in (tmp_path / "ck" / "spark" / "commits").iterdir() if p.name.isdigit())
+    planned = sorted(int(p.name) for p in (tmp_path / "ck" / "spark" / "offsets").iterdir() if p.name.isdigit())
+    assert committed == planned, "every batch Spark planned was committed: none was cut short"
+    first = list(batches)
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(build())
+    assert batches[:len(first)] == first and all(b > max(first) for b in batches[len(first):]), \
+        "no batch ran again"
 
 
 def test_time_lag_watermarks_advance_with_no_data(spark: Any, tmp_path: Path) -> None:
