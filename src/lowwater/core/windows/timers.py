@@ -23,9 +23,10 @@ class Timer:
 
 
 CHAINED_FIRINGS = 100_000
-"""Firings of one key's (and window's) timers in one advance of time past which they are taken
-for timers that register each other for ever (:meth:`TimerQueue.fire_until`): a heartbeat of one
-second over a watermark jump of more than a day would pass it; raise it for such a job."""
+"""Firings of one key's (and window's) timers in one advance of time after which they are checked
+for timers that register each other for ever (:meth:`TimerQueue.fire_until`): at the end of
+input's final watermark (``MAX``) they are taken for such; before it, only if their timestamps did
+not move on over the last as many firings."""
 SAME_TIMER_FIRINGS = 10_000
 """Firings of one same timer in a row, each registering it again, past which it is taken for one that does for ever."""
 COUNTED_AFTER = 10_000
@@ -77,10 +78,19 @@ class TimerQueue:
         the end of input fires every timer up to it, a ``ContinuousProcessingTimeTrigger`` on an
         event-time window once processing time is past the window's end. The job hung without a
         word; past :data:`CHAINED_FIRINGS` firings of one key and window in one call (or
-        :data:`SAME_TIMER_FIRINGS` of one same timer in a row) it fails, saying so."""
+        :data:`SAME_TIMER_FIRINGS` of one same timer in a row) it fails, saying so.
+
+        Before ``MAX``, a chain whose timestamps move on ends at ``time``, and it fires to the end,
+        as Flink's loop does: a one-second heartbeat after a processing-time outage of two days fires
+        172,800 times. It failed past :data:`CHAINED_FIRINGS`, and since a replay runs its batch with
+        the clock the batch first had, the job could not resume (a user probe, session 64). A chain
+        that fires that many times without its timestamps moving on still fails."""
+        from lowwater.core.time import MAX_TIMESTAMP
+
         heap = self._heap
         fired = 0
         per: Counter[tuple[Hashable, Any]] | None = None  # counted only once a call fires many
+        reached: dict[tuple[Hashable, Any], int] = {}  # a chain's last timestamp at its last check
         previous, again = None, 0
         while heap and heap[0][0] <= time:
             _, _, timer = heapq.heappop(heap)
@@ -94,9 +104,12 @@ class TimerQueue:
                     raise _endless(timer, again + 1, time)
                 if fired > COUNTED_AFTER:
                     per = per if per is not None else Counter()
-                    n = per[(timer.key, timer.window)] = per[(timer.key, timer.window)] + 1
-                    if n > CHAINED_FIRINGS:
-                        raise _endless(timer, n, time)
+                    chain = (timer.key, timer.window)
+                    n = per[chain] = per[chain] + 1
+                    if n > CHAINED_FIRINGS and n % CHAINED_FIRINGS == 1:
+                        if time == MAX_TIMESTAMP or timer.timestamp <= reached.get(chain, MIN_TIMESTAMP):
+                            raise _endless(timer, n, time)
+                        reached[chain] = timer.timestamp
 
     def next_timestamp(self) -> int:
         while self._heap and self._heap[0][2] not in self._live:
