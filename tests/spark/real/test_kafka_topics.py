@@ -59,12 +59,13 @@ def _from_field_or_seconds(element: dict[str, Any], previous: int) -> Any:
     return None if element["sec"] is None else element["sec"] * 1000
 
 
-@pytest.mark.parametrize(("path", "assigner"), [("keyed", "python"), ("general", "python"), ("general", "field")])
+@pytest.mark.parametrize(("path", "assigner"), [("keyed", "python"), ("keyed", "field"), ("general", "python"),
+                                               ("general", "field")])
 def test_a_kafka_source_runs_where_its_elements_are_python_objects(spark: Any, kafka: KafkaBroker, tmp_path: Path,
                                                                    path: str, assigner: str) -> None:
     """Sessions per key over a real topic, on the paths that ship the source to the executors (the
-    keyed path's stage A in Python, for a Python assigner) or keep it in their state (the general
-    path). Both failed the first batch with ``CONTEXT_ONLY_VALID_ON_DRIVER``: ``KafkaSource`` was
+    keyed path's stages, stage A in Python for a Python assigner) or keep it in their state (the
+    general path). Both failed the first batch with ``CONTEXT_ONLY_VALID_ON_DRIVER``: ``KafkaSource`` was
     pickled with the DataFrame of its subscription (a user probe, session 64)."""
     from lowwater.core.windows import EventTimeSessionWindows
 
