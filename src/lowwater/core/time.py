@@ -14,6 +14,7 @@ once, at the API edge.
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from fractions import Fraction
 
 from lowwater.core.errors import ConfigurationError
 
-__all__ = ["MAX_TIMESTAMP", "MIN_TIMESTAMP", "Duration", "DurationLike", "timer_time", "to_millis"]
+__all__ = ["MAX_TIMESTAMP", "MIN_TIMESTAMP", "Duration", "DurationLike", "epoch_millis", "timer_time", "to_millis"]
 
 MIN_TIMESTAMP: int = -(2**63)
 """The smallest timestamp (Java's ``Long.MIN_VALUE``): "no watermark yet"."""
@@ -106,6 +107,30 @@ class Duration:
 
 DurationLike = int | timedelta | str | Duration
 """What the API edge accepts for a duration: milliseconds, ``timedelta``, ``"10 s"``, :class:`Duration`."""
+
+
+def epoch_millis(value: object) -> int:
+    """A time a user function gave (an assigner's timestamp, a punctuated watermark): an integer (a
+    numpy one too), or a finite float truncated toward zero, in the signed 64-bit range. Anything
+    else is a ``TypeError`` (not a number: a string, a bool, None, NaN), and a number past 64 bits a
+    ``ValueError``; each caller says what it was in its own words.
+
+    >>> epoch_millis(1_500.7)
+    1500
+    >>> epoch_millis(2**63)
+    Traceback (most recent call last):
+    ...
+    ValueError: 9223372036854775808 is past the signed 64-bit range of epoch milliseconds
+    """
+    if type(value) is int and MIN_TIMESTAMP <= value <= MAX_TIMESTAMP:  # the common case, once a record
+        return value
+    integral = isinstance(value, numbers.Integral)
+    if isinstance(value, bool) or not (integral or (isinstance(value, numbers.Real) and math.isfinite(value))):
+        raise TypeError(f"{value!r} ({type(value).__name__}) is not a number of epoch milliseconds")
+    t: int = int(value)  # type: ignore[call-overload]
+    if not MIN_TIMESTAMP <= t <= MAX_TIMESTAMP:
+        raise ValueError(f"{value!r} is past the signed 64-bit range of epoch milliseconds")
+    return t
 
 
 def timer_time(timestamp: object) -> int:

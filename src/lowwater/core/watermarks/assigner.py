@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import inspect
-import math
-import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
 from lowwater.core.clock import Clock
 from lowwater.core.errors import BadRecordError, ConfigurationError
-from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.core.time import MIN_TIMESTAMP, epoch_millis
 
 __all__ = [
     "FieldTimestampAssigner",
@@ -67,15 +65,12 @@ def assigned_timestamp(value: object, assigner: object) -> int:
     ...
     lowwater.core.errors.BadRecordError: missing or non-numeric timestamp (f returned '1000')
     """
-    if type(value) is int and MIN_TIMESTAMP <= value <= MAX_TIMESTAMP:  # the common case, once a record
-        return value
-    integral = isinstance(value, numbers.Integral)  # numpy's integers too
-    if isinstance(value, bool) or not (integral or (isinstance(value, numbers.Real) and math.isfinite(value))):
-        raise BadRecordError(BadRecordError.missing_timestamp(f"{assigner} returned {value!r}"[:200]))
-    ts: int = int(value)  # type: ignore[call-overload]
-    if not MIN_TIMESTAMP <= ts <= MAX_TIMESTAMP:
-        raise BadRecordError(BadRecordError.out_of_range(f"{assigner} returned it", value))
-    return ts
+    try:
+        return epoch_millis(value)
+    except TypeError:
+        raise BadRecordError(BadRecordError.missing_timestamp(f"{assigner} returned {value!r}"[:200])) from None
+    except ValueError:
+        raise BadRecordError(BadRecordError.out_of_range(f"{assigner} returned it", value)) from None
 
 
 class RecordTimestampAssigner(TimestampAssigner[Any]):
@@ -118,14 +113,12 @@ class FieldTimestampAssigner(TimestampAssigner[Any]):
             v = element.get(self.field)
         else:
             v = getattr(element, self.field, None)
-        if isinstance(v, int) and not isinstance(v, bool):
-            ts = v
-        elif isinstance(v, float) and v == v and v not in (float("inf"), float("-inf")):
-            ts = int(v)
-        else:
-            raise BadRecordError(BadRecordError.missing_timestamp(self.field))
-        if not MIN_TIMESTAMP <= ts <= MAX_TIMESTAMP:
-            raise BadRecordError(BadRecordError.out_of_range(self.field, v))
+        try:
+            ts = epoch_millis(v)
+        except TypeError:
+            raise BadRecordError(BadRecordError.missing_timestamp(self.field)) from None
+        except ValueError:
+            raise BadRecordError(BadRecordError.out_of_range(self.field, v)) from None
         if ts == MIN_TIMESTAMP:
             raise BadRecordError(BadRecordError.no_timestamp_marker(self.field))
         return ts

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from lowwater.core.time import epoch_millis
 from lowwater.core.watermarks.generator import WatermarkGenerator
 from lowwater.core.watermarks.watermark import Watermark, WatermarkOutput
 
@@ -44,15 +42,14 @@ class PunctuatedWatermarks(WatermarkGenerator[T], Generic[T]):
         ``2**63`` reached the checkpoint, where every later batch failed (a user probe, session 64)."""
         if isinstance(wm, Watermark):
             wm = wm.timestamp
-        integral = isinstance(wm, numbers.Integral) and not isinstance(wm, bool)
-        if not (integral or (isinstance(wm, float) and math.isfinite(wm))):
+        try:
+            return epoch_millis(wm)
+        except TypeError:
             raise TypeError(f"the punctuated watermark function {_name(self.check)} returned {wm!r}: a watermark "
-                            "is an int of epoch milliseconds (or None for no watermark)")
-        time: int = int(wm)  # type: ignore[call-overload]
-        if not MIN_TIMESTAMP <= time <= MAX_TIMESTAMP:
+                            "is an int of epoch milliseconds (or None for no watermark)") from None
+        except ValueError:
             raise ValueError(f"the punctuated watermark function {_name(self.check)} returned {wm!r}: a watermark "
-                             "is epoch milliseconds in the signed 64-bit range")
-        return time
+                             "is epoch milliseconds in the signed 64-bit range") from None
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         pass
