@@ -397,31 +397,46 @@ def test_a_query_stopped_in_the_middle_of_a_batch_stops_cleanly_and_the_batch_ru
     thread reads the Python error's text to tell a stop from a failure, with a regex that recursed
     once per character of it: the Py4JJavaError's 10,000 characters overflowed the thread's stack,
     which died printing a thousand lines of a StackOverflowError, its status still "Processing new
-    data". The batch, not committed, runs again when the query starts again."""
+    data". The batch, not committed, runs again when the query starts again.
+
+    The first run's first batch runs a Spark job of 3 s in its sink, so the stop surely lands in one
+    (a wait for any of the batches' own short jobs, polled, missed them all once in CI)."""
+    import threading
+
+    from lowwater.spark.sinks import ForeachDataFrameSink
+
     log = tmp_path / "log"
     writer = PartitionedLogWriter(log, "jsonl")
     for p in range(2):
         writer.append(p, [{"key": f"k{i % 7}", "ts": i * 10, "value": 1} for i in range(20_000)])
+    inside, fired, slow = threading.Event(), [], [True]
 
-    def build() -> tuple[StreamExecutionEnvironment, CollectSink]:
+    def write(df: Any, batch_id: int) -> None:
+        if slow[0] and batch_id == 0:
+            inside.set()
+            df.sparkSession.range(2).repartition(2).foreach(lambda _: time.sleep(3))
+        fired.extend((r.key, r.window_start, r.value) for r in df.collect())
+
+    def build() -> StreamExecutionEnvironment:
         env = StreamExecutionEnvironment()
-        sink = (env.from_source(PartitionedLogSource(log, FIELDS, records_per_batch=5_000),
-                                WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
-                .key_by("key").window(TumblingEventTimeWindows.of(100_000)).sum("value").collect())
-        return env, sink
+        (env.from_source(PartitionedLogSource(log, FIELDS, records_per_batch=5_000),
+                         WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+         .key_by("key").window(TumblingEventTimeWindows.of(100_000)).sum("value")
+         .add_sink(ForeachDataFrameSink(write)))
+        return env
 
-    env, first = build()
-    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger="1 s").execute(env)
-    tracker = spark.sparkContext.statusTracker()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, trigger="1 s").execute(build())
     try:
-        assert _wait(lambda: len(tracker.getActiveJobsIds()) > 0), "a batch's Spark job should start"
+        assert inside.wait(120), "the first batch should reach the sink"
+        time.sleep(0.5)
     finally:
         job.stop(wait_s=0)  # at once: in the middle of the batch
     assert job.query is not None and job.query.exception() is None
     assert job.query.status["message"] == "Stopped"
-    env, second = build()
-    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(env)
-    fired = [(r.key, r.window_start, r.value) for r in [*first.results, *second.results]]
+    committed = [p.name for p in (tmp_path / "ck" / "spark" / "commits").iterdir() if p.name.isdigit()]
+    assert committed == [], "the first batch was cut short"
+    slow[0] = False
+    SparkRuntime(str(tmp_path / "ck"), spark=spark, end_of_input=True).execute(build())
     assert len({(k, ws) for k, ws, _ in fired}) == len(fired) == 14  # 7 keys, 2 windows, each fired once
     assert sum(v for _, _, v in fired) == 40_000
 
