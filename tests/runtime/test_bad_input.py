@@ -106,6 +106,39 @@ def test_a_source_timestamp_that_is_null_or_the_marker_is_dead_lettered_as_on_th
     assert result.accounting() == Accounting(rows_in=5, rows_windowed=3, rows_late=0, rows_dead_lettered=2)
 
 
+def test_a_marker_a_python_assigner_returned_is_a_dead_letter_that_names_the_assigner() -> None:
+    """Long.MIN_VALUE from a Python assigner is the window's to reject (Flink's window assigners
+    throw on it; a process function takes it), and the reason names the assigner: it said "(source
+    timestamp)", which sent the on-call engineer to the producer's timestamps (a user probe,
+    session 64). A union names every way in that could have given it."""
+    def assign(e: dict[str, Any], prev: int) -> int:
+        return MIN_TIMESTAMP if e["value"] == 2 else e["ts"]
+
+    env = StreamExecutionEnvironment()
+    records = [_ev("a", 100, 1), _ev("a", 200, 2), _ev("a", 300, 3)]
+    stamped = CollectionSource([records], timestamp_of=lambda e: e["ts"])  # the source's: the assigner overrides them
+    sums = (env.from_source(stamped, WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(assign))
+            .key_by("key").window(TumblingEventTimeWindows.of(1000)).sum("value").collect())
+    result = env.execute(clock=ManualClock(0))
+    assert _reasons(result) == [("timestamp is Long.MIN_VALUE, Flink's no-timestamp marker "
+                                 "(TimestampAssigner('test_a_marker_a_python_assigner_returned_is_a_dead_letter_that_"
+                                 "names_the_assigner.<locals>.assign') returned it)", 0, 1)]
+    assert [(r.key, r.value) for r in sums.results] == [("a", 4)]
+
+    env = StreamExecutionEnvironment()
+    by_source = env.from_source(CollectionSource([[_ev("b", MIN_TIMESTAMP, 5)]], timestamp_of=lambda e: e["ts"]),
+                                WatermarkStrategy.for_bounded_out_of_orderness(0))
+    by_field = env.from_source(CollectionSource([[_ev("c", 100, 6)]]), BY_TS)
+    by_assigner = env.from_source(stamped, WatermarkStrategy.for_bounded_out_of_orderness(0)
+                                  .with_timestamp_assigner(assign))
+    (by_source.union(by_field, by_assigner).key_by("key").window(TumblingEventTimeWindows.of(1000))
+     .sum("value").collect())
+    reasons = {d["reason"] for d in env.execute(clock=ManualClock(0)).dead_letters}
+    assert reasons == {"timestamp is Long.MIN_VALUE, Flink's no-timestamp marker (source timestamp, or "
+                       "TimestampAssigner('test_a_marker_a_python_assigner_returned_is_a_dead_letter_that_"
+                       "names_the_assigner.<locals>.assign') returned it)"}
+
+
 def test_an_event_time_window_with_no_watermark_strategy_before_it_is_a_configuration_error() -> None:
     env = StreamExecutionEnvironment()
     src = CollectionSource([[_ev("a", 100), _ev("a", None)]], timestamp_of=lambda e: e["ts"])

@@ -334,3 +334,38 @@ def test_a_source_timestamp_that_is_null_or_the_marker_is_a_dead_letter_on_every
                     "5 rows in = 3 windowed + 0 late + 2 dead-lettered")
     assert run(lambda dead: SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, dead_letter_sink=dead,
                                          end_of_input=True)) == want
+
+
+@pytest.mark.parametrize("path", ["executor", "keyed", "general"])
+def test_a_marker_a_python_assigner_returned_is_a_dead_letter_naming_it_on_every_path(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """A Python assigner that returns Long.MIN_VALUE for a record the log stored a timestamp for:
+    its dead letter names the assigner on every path, as the reference runtime's does. The
+    executor path's said "(source timestamp)" (a user probe, session 64)."""
+    writer = PartitionedLogWriter(tmp_path / "log")
+    writer.append(0, [{"key": "a", "value": 1}, {"key": "a", "value": 2}, {"key": "b", "value": 4}], [100, 150, 200])
+
+    def assign(e: dict[str, Any], prev: int) -> int:
+        return -(2**63) if e["value"] == 2 else prev
+
+    def run(runtime: Any) -> tuple[list[Any], list[Any], str]:
+        env = StreamExecutionEnvironment()
+        windowed = (env.from_source(PartitionedLogSource(tmp_path / "log", [("key", "STRING"), ("value", "BIGINT")]),
+                                    WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(assign))
+                    .key_by("key").window(TumblingEventTimeWindows.of(1000)))
+        sums = (windowed.sum("value") if path == "executor"
+                else windowed.reduce(lambda a, b: {"key": a["key"], "value": a["value"] + b["value"]})).collect()
+        dead = CollectSink()
+        job = runtime(dead).execute(env)
+        got = sorted((r.key, r.window_start, r.value if isinstance(r.value, int) else r.value["value"])
+                     for r in sums.results)
+        return got, [(d["offset"], d["reason"]) for d in dead.results], str(job.accounting())
+
+    want = run(lambda dead: ReferenceRuntime(dead_letter_sink=dead))
+    assert want == ([("a", 0, 1), ("b", 0, 4)],
+                    [(1, "timestamp is Long.MIN_VALUE, Flink's no-timestamp marker (TimestampAssigner("
+                         "'test_a_marker_a_python_assigner_returned_is_a_dead_letter_naming_it_on_every_path.<locals>."
+                         "assign') returned it)")],
+                    "3 rows in = 2 windowed + 0 late + 1 dead-lettered")
+    assert run(lambda dead: SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, dead_letter_sink=dead,
+                                         end_of_input=True)) == want

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import traceback
+from collections.abc import Iterable
 
 __all__ = [
     "BadRecordError",
@@ -120,6 +121,26 @@ class BadRecordError(LowwaterError):
         record had none, and its assigner kept it so) or ``Long.MIN_VALUE``."""
         return BadRecordError.missing_timestamp(field) if timestamp is None else \
             BadRecordError.no_timestamp_marker(field)
+
+    @staticmethod
+    def timestamp_origin(origins: Iterable[str | None]) -> str:
+        """What a window's reason for a timestamp it cannot take names as where it came from, given
+        the origin of each way into the window (:attr:`WatermarkStrategy.timestamp_origin`): the
+        source's timestamp (``None``), a Python assigner that returned it, or either.
+
+        >>> BadRecordError.timestamp_origin([None])
+        'source timestamp'
+        >>> BadRecordError.timestamp_origin(["TimestampAssigner('f')", ""])
+        "TimestampAssigner('f') returned it"
+        >>> BadRecordError.timestamp_origin([None, "A", "B"])
+        'source timestamp, or A or B returned it'
+        """
+        origins = set(origins)
+        names = " or ".join(sorted(o for o in origins if o))
+        if not names:
+            return BadRecordError.SOURCE_TIMESTAMP
+        source = f"{BadRecordError.SOURCE_TIMESTAMP}, or " if None in origins else ""
+        return f"{source}{names} returned it"
 
     @staticmethod
     def out_of_range(field: str, value: object) -> str:

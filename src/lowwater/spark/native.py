@@ -748,7 +748,7 @@ class NativeProcessor:
         judge, after the key and the value. Until session 58 the timestamp came first in both cases,
         here and in a second, Python copy of the order for row lists (a user probe)."""
         p = self.plan
-        field = p.timestamp_field or BadRecordError.SOURCE_TIMESTAMP
+        field = p.timestamp_field or BadRecordError.timestamp_origin([p.strategy.timestamp_origin])
         value_reason = literal(BadRecordError.missing("value", str(p.value_field)))
         value_type = dict(base.dtypes).get(p.value_field) if p.value_field else None
         takes = value_type is None or self._takes(value_type)

@@ -213,6 +213,21 @@ class WatermarkStrategy(Generic[T]):
             generator = WatermarksWithIdleness(generator, self.idleness_ms, ctx.clock)
         return PartitionWatermarking(assigner, generator)
 
+    @property
+    def timestamp_origin(self) -> str | None:
+        """Who gives an element its timestamp under this strategy, as a dead letter's reason names it
+        (:meth:`~lowwater.core.errors.BadRecordError.timestamp_origin`): ``None`` for the record's
+        own (the source's) timestamp, ``""`` for a field assigner (which judges its values itself, so
+        a window never gets a bad one from it), else the Python assigner or classic extractor."""
+        if self.legacy_assigner is not None and self.assigner_factory is None:
+            return type(self.legacy_assigner).__name__
+        proto = self.assigner_prototype
+        if isinstance(proto, FieldTimestampAssigner):
+            return ""
+        if proto is None and self.assigner_factory is not None:
+            return ""  # ingestion time: the clock
+        return None if proto is None or isinstance(proto, RecordTimestampAssigner) else repr(proto)
+
     def __repr__(self) -> str:
         idle = f", idleness {self.idleness_ms} ms" if self.idleness_ms is not None else ""
         return f"WatermarkStrategy({self.description}{idle})"

@@ -57,6 +57,7 @@ class WindowNode(_SingleLaneNode):
             slide = getattr(t.assigner, "slide_ms", size)
             self._edge_margin_ms = size + slide + abs(getattr(t.assigner, "offset_ms", 0)) + t.allowed_lateness_ms + 1
         self._timestamped = _timestamped(t.input)
+        self._timestamp_origin = BadRecordError.timestamp_origin(timestamp_origins(t.input))
         """Whether a watermark strategy stamps every element: if so, one without a timestamp is a
         dead letter (its source had none); if not, the pipeline is missing one."""
         function = getattr(t.contents, "function", None)
@@ -95,7 +96,7 @@ class WindowNode(_SingleLaneNode):
                     "WatermarkStrategy?",
                 )
             # the source's timestamp is null or Flink's no-timestamp marker: as on the native path
-            self._reject(record, BadRecordError(BadRecordError.no_timestamp(record.timestamp)))
+            self._reject(record, BadRecordError(BadRecordError.no_timestamp(record.timestamp, self._timestamp_origin)))
             return
         margin = self._edge_margin_ms
         if margin is not None and ts != MIN_TIMESTAMP and (ts > MAX_TIMESTAMP - margin or ts < MIN_TIMESTAMP + margin):
@@ -172,6 +173,21 @@ def _timestamped(t: Transformation) -> bool:
     if isinstance(t, SourceTransformation):
         return t.strategy is not None
     return bool(t.inputs) and all(_timestamped(i) for i in t.inputs)
+
+
+def timestamp_origins(t: Transformation) -> set[str | None]:
+    """Where the timestamps of the elements into ``t`` come from, one origin per way in: the
+    watermark strategy nearest upstream on each (:attr:`WatermarkStrategy.timestamp_origin`), or the
+    strategy before it where that one keeps the record's timestamp. A window's results carry its
+    end, never a timestamp a window rejects: they add none."""
+    if isinstance(t, WindowTransformation):
+        return set()
+    if isinstance(t, AssignTransformation):
+        origin = t.strategy.timestamp_origin
+        return timestamp_origins(t.input) if origin is None else {origin}
+    if isinstance(t, SourceTransformation):
+        return {None if t.strategy is None else t.strategy.timestamp_origin}
+    return set().union(*(timestamp_origins(i) for i in t.inputs))
 
 
 def late_lane_label(record: Record) -> str:
