@@ -300,6 +300,22 @@ def test_a_log_given_as_a_file_uri_is_read_as_its_path(spark: Any, tmp_path: Pat
     assert _windows(results) == _windows(ref_results) and results.results
 
 
+def _sums_and_letters(runtime: Any, log: Path, strategy: Any, path: str) -> tuple[list[Any], list[Any], str]:
+    """A log of ``key, value`` (one segment a batch) in tumbling 1 s windows, summed on the native and
+    executor paths and reduced on the others (a sum would take the native one), run by
+    ``runtime(dead_letter_sink)``: the sums, ``(offset, reason)`` of the dead letters, the account."""
+    env = StreamExecutionEnvironment()
+    source = PartitionedLogSource(log, [("key", "STRING"), ("value", "BIGINT")], segments_per_batch=1)
+    windowed = env.from_source(source, strategy).key_by("key").window(TumblingEventTimeWindows.of(1000))
+    sums = (windowed.sum("value") if path in ("native", "executor")
+            else windowed.reduce(lambda a, b: {"key": a["key"], "value": a["value"] + b["value"]})).collect()
+    dead = CollectSink()
+    job = runtime(dead).execute(env)
+    got = sorted((r.key, r.window_start, r.value if isinstance(r.value, int) else r.value["value"])
+                 for r in sums.results)
+    return got, [(d["offset"], d["reason"]) for d in dead.results], str(job.accounting())
+
+
 @pytest.mark.parametrize("path", ["native", "executor", "keyed", "general"])
 def test_a_source_timestamp_that_is_null_or_the_marker_is_a_dead_letter_on_every_path(
         spark: Any, tmp_path: Path, path: str) -> None:
@@ -313,19 +329,7 @@ def test_a_source_timestamp_that_is_null_or_the_marker_is_a_dead_letter_on_every
     writer.append(0, [{"key": "a", "value": 16}], [5_000])
 
     def run(runtime: Any) -> tuple[list[Any], list[Any], str]:
-        env = StreamExecutionEnvironment()
-        windowed = (env.from_source(PartitionedLogSource(tmp_path / "log", [("key", "STRING"), ("value", "BIGINT")],
-                                                         segments_per_batch=1),
-                                    WatermarkStrategy.for_bounded_out_of_orderness(0))
-                    .key_by("key").window(TumblingEventTimeWindows.of(1000)))
-        # a reduce keeps the keyed and general paths (a sum would take the native one)
-        sums = (windowed.sum("value") if path in ("native", "executor")
-                else windowed.reduce(lambda a, b: {"key": a["key"], "value": a["value"] + b["value"]})).collect()
-        dead = CollectSink()
-        job = runtime(dead).execute(env)
-        got = sorted((r.key, r.window_start, r.value if isinstance(r.value, int) else r.value["value"])
-                     for r in sums.results)
-        return got, [(d["offset"], d["reason"]) for d in dead.results], str(job.accounting())
+        return _sums_and_letters(runtime, tmp_path / "log", WatermarkStrategy.for_bounded_out_of_orderness(0), path)
 
     want = run(lambda dead: ReferenceRuntime(dead_letter_sink=dead))
     assert want == ([("a", 0, 1), ("a", 5_000, 16), ("b", 0, 4)],
@@ -349,17 +353,8 @@ def test_a_marker_a_python_assigner_returned_is_a_dead_letter_naming_it_on_every
         return -(2**63) if e["value"] == 2 else prev
 
     def run(runtime: Any) -> tuple[list[Any], list[Any], str]:
-        env = StreamExecutionEnvironment()
-        windowed = (env.from_source(PartitionedLogSource(tmp_path / "log", [("key", "STRING"), ("value", "BIGINT")]),
-                                    WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(assign))
-                    .key_by("key").window(TumblingEventTimeWindows.of(1000)))
-        sums = (windowed.sum("value") if path == "executor"
-                else windowed.reduce(lambda a, b: {"key": a["key"], "value": a["value"] + b["value"]})).collect()
-        dead = CollectSink()
-        job = runtime(dead).execute(env)
-        got = sorted((r.key, r.window_start, r.value if isinstance(r.value, int) else r.value["value"])
-                     for r in sums.results)
-        return got, [(d["offset"], d["reason"]) for d in dead.results], str(job.accounting())
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner(assign)
+        return _sums_and_letters(runtime, tmp_path / "log", strategy, path)
 
     want = run(lambda dead: ReferenceRuntime(dead_letter_sink=dead))
     assert want == ([("a", 0, 1), ("b", 0, 4)],

@@ -111,3 +111,35 @@ def test_a_table_another_job_wrote_or_a_resuming_jobs_dropped_table_is_refused_b
         execute_statements(spark, pg.jdbc_url, ["DROP TABLE IF EXISTS job_owned",
                                                 f"DELETE FROM {JOBS_TABLE} WHERE table_name = 'job_owned'"],
                            pg.user, None)
+
+
+@pytest.mark.parametrize("path", ["keyed", "general"])
+def test_a_process_functions_rows_refired_twice_in_a_batch_leave_the_latest_firing(
+        spark: Any, pg: Any, tmp_path: Path, path: str) -> None:
+    """A ProcessWindowFunction cannot know its firing's index, so its user gives its rows a constant
+    ``fire_index``, as the sink's error says to. Two late elements in one batch re-fire the window
+    twice: the table keeps the later firing. It kept the one with the larger values (a user probe,
+    session 65)."""
+    from lowwater.core.windows import ProcessWindowFunction
+
+    class Latest(ProcessWindowFunction):
+        def process(self, key: Any, ctx: Any, elements: Any) -> Any:
+            last = max(elements, key=lambda e: e["ts"])
+            yield {"key": key, "window_start": ctx.window.start, "window_end": ctx.window.end,
+                   "fire_index": 0, "value": last["value"]}
+
+    batches = [[{"key": "a", "ts": 100, "value": 1}, {"key": "b", "ts": 1500, "value": 0}],
+               [{"key": "a", "ts": 200, "value": 9}, {"key": "a", "ts": 300, "value": 3}]]  # two re-firings
+    BatchFilesSource.write(tmp_path / "in", batches)
+    env = StreamExecutionEnvironment()
+    table = f"latest_{path}"
+    (env.from_source(BatchFilesSource(tmp_path / "in", BatchFilesSource.infer_fields(batches), [0]),
+                     WatermarkStrategy.for_bounded_out_of_orderness(0).with_timestamp_assigner("ts"))
+     .key_by("key").window(TumblingEventTimeWindows.of(1000)).allowed_lateness("5 s").process(Latest())
+     .add_sink(PostgresSink(pg.jdbc_url, table, user=pg.user)))
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, end_of_input=True).execute(env)  # type: ignore[arg-type]
+    assert job.path == path
+    try:
+        assert _table(spark, pg, table) == [("a", 0, 3, 0), ("b", 1000, 0, 0)]
+    finally:
+        execute_statements(spark, pg.jdbc_url, [f"DROP TABLE {table}"], pg.user, None)

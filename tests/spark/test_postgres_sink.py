@@ -136,6 +136,19 @@ def test_an_older_firing_never_overwrites_a_newer_one(spark, pg):
     assert _contents(spark, pg, "stale")[1] == ("b", 0, 10, 5.0, 3, 2)
 
 
+def test_of_two_rows_of_a_window_with_one_fire_index_the_batch_s_later_one_is_kept(spark, pg):
+    """A process function's rows carry the fire_index their user gave them (0, say): of a window that
+    fired twice in one batch, the later row is its latest firing. The tie went to the larger values
+    (``ORDER BY ..., value DESC``), so the table kept the older firing (a user probe, session 65)."""
+    sink = _sink(pg, "same_fire_index")
+    rows = [("a", 0, 10, 1.0, 0), ("b", 0, 10, 9.0, 0), ("a", 0, 10, 9.0, 0), ("b", 0, 10, 3.0, 0)]
+    df = spark.createDataFrame([(*r, 0) for r in rows], SCHEMA).coalesce(1)
+    assert sink.write(df, 0) == 2
+    assert _contents(spark, pg, "same_fire_index") == [("a", 0, 10, 9.0, 0, 0), ("b", 0, 10, 3.0, 0, 0)]
+    assert _write(spark, sink, 1, [("b", 0, 10, 1.0, 0)]) == 1, "a later batch's row, the same fire_index"
+    assert _contents(spark, pg, "same_fire_index")[1] == ("b", 0, 10, 1.0, 0, 1)
+
+
 @pytest.mark.parametrize(
     "table", ["results; DROP TABLE x", "1results", "a.b.c", "", 'we"ird', "x" * 64]
 )

@@ -15,7 +15,7 @@ How one micro-batch is written (:meth:`PostgresUpsertSink.write`):
    it), then::
 
        INSERT INTO table AS t (...)
-       SELECT DISTINCT ON (keys) ... FROM stage ORDER BY keys, fire_index DESC, ...
+       SELECT DISTINCT ON (keys) ... FROM stage ORDER BY keys, fire_index DESC, lowwater_seq DESC
        ON CONFLICT (keys) DO UPDATE SET ... WHERE excluded.fire_index >= t.fire_index;
        DROP TABLE stage;
 
@@ -25,7 +25,9 @@ instance after a crash between step 2's commit and Spark's commit log; the repla
 rows equal to the stored ones (``>=`` lets equal fire indexes through), which changes nothing.
 A row never replaces one with a higher ``fire_index``, so an out-of-order or stale firing (or a
 replay of an older batch) cannot roll a window back. Within one batch only the highest firing of
-each window is kept (``DISTINCT ON``), as ``ON CONFLICT`` may touch a row only once per statement.
+each window is kept (``DISTINCT ON``), as ``ON CONFLICT`` may touch a row only once per statement;
+of rows with the same ``fire_index`` (a process function's, to which its user gave one), the
+batch's last (:data:`SEQ`).
 A write that fails (a constraint of the table's own, a value the server refuses) drops its
 staging table before it reports the failure. A crash after step 1 leaves a staging table that the
 replay overwrites and then drops; a batch that is never replayed (its checkpoint deleted) leaves
@@ -65,6 +67,13 @@ __all__ = ["JOBS_TABLE", "PostgresSink", "PostgresUpsertSink", "check_jobs", "ex
            "postgres_type", "refuse_job"]
 
 FIRE_INDEX = "fire_index"
+SEQ = "lowwater_seq"
+"""A column of the staging table only: each row's place in the batch's DataFrame (Spark's
+``monotonically_increasing_id``, which grows with the partition and the row's place in it). Of two
+rows of one window with the same ``fire_index`` the later one is kept, as the later firing: a
+window's rows are in one partition in the order it fired them, on the keyed and general paths (a
+process function's rows, to which a user gave ``fire_index`` 0). Until session 65 the tie went to
+the larger values, so the table kept an older firing (a user probe)."""
 _DRIVER = "org.postgresql.Driver"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TABLE = re.compile(rf"(?:{_IDENT.pattern}\.)?{_IDENT.pattern}")
@@ -391,10 +400,14 @@ class PostgresUpsertSink:
         lowered = [n.lower() for n in names]
         if len(set(lowered)) != len(lowered):
             raise ConfigurationError("df", f"column names clash ignoring case: {names}")
+        if SEQ in lowered:
+            raise ConfigurationError("df", f"the column name {SEQ!r} is the sink's own (its staging table's)")
         missing = [c for c in (*self.key_columns, FIRE_INDEX) if c not in names]
         if missing:
+            hint = ("; a process function's rows: give each a fire_index (0 will do: of two rows of a window, "
+                    "the later one replaces the earlier)") if missing == [FIRE_INDEX] else ""
             raise ConfigurationError(
-                "df", f"window results need the columns {missing} (it has {names})"
+                "df", f"window results need the columns {missing} (it has {names}){hint}"
             )
         for f in fields:
             try:
@@ -422,8 +435,9 @@ class PostgresUpsertSink:
             f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(defs)}, "
             f"PRIMARY KEY ({', '.join(keys)}))"
         )
-        # Highest firing per window; the remaining columns only make ties deterministic.
-        order = [*keys, f"{fire} DESC", *(f"{c} DESC" for c in others if c != fire)]
+        # Highest firing per window and, of rows with the same fire_index (a process function's
+        # rows, whose fire_index the user gives), the last the batch holds (:data:`SEQ`)
+        order = [*keys, f"{fire} DESC", f"{_quote(SEQ)} DESC"]
         upsert = (
             f"INSERT INTO {table} AS t ({', '.join(cols)}) "
             f"SELECT DISTINCT ON ({', '.join(keys)}) {', '.join(cols)} FROM {stage} "
@@ -560,8 +574,10 @@ class PostgresUpsertSink:
         check_jdbc_driver(df.sparkSession)
         new = self.check_types(df.sparkSession, fields, batch_id)
         props = {"user": self.user, "password": self.password}
+        from pyspark.sql import functions as F
+
         writer = (
-            df.write.format("jdbc")
+            df.withColumn(SEQ, F.monotonically_increasing_id()).write.format("jdbc")
             .option("url", self.jdbc_url)
             .option("driver", _DRIVER)
             .option("dbtable", self.staging_table(batch_id))
@@ -619,8 +635,10 @@ class PostgresSink(DataFrameSink):
     value keeps the aggregate's type (BIGINT for an integer sum, DOUBLE for avg...). Struct
     columns (Spark's ``window``) are left out: the table has ``window_start``/``window_end``.
     The reference runtime's rows become a small DataFrame first. A re-firing replaces the
-    earlier row. The session must have the JDBC driver jar; without it :meth:`open` fails
-    with the fix.
+    earlier row. A process function's rows need ``key``, ``window_start``, ``window_end`` and a
+    ``fire_index`` (a window function does not know its firing's: 0 will do, and the later of two
+    rows of a window replaces the earlier). The session must have the JDBC driver jar; without it
+    :meth:`open` fails with the fix.
 
     The job that writes the table is recorded beside it (:meth:`bind_job`; :data:`JOBS_TABLE`, the
     module docstring). Before the query starts, a job on a new checkpoint, and every reference run,
