@@ -39,5 +39,10 @@ class EventTimeTrigger(Trigger[Window]):
     def clear(self, window: Window, ctx: TriggerContext) -> None:
         ctx.delete_event_time_timer(window.max_timestamp())
 
+    @staticmethod
+    def create() -> EventTimeTrigger:
+        """PyFlink's (and Flink's) factory: ``.trigger(EventTimeTrigger.create())``."""
+        return EventTimeTrigger()
+
     def __repr__(self) -> str:
         return "EventTimeTrigger()"

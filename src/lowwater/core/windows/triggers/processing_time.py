@@ -33,5 +33,10 @@ class ProcessingTimeTrigger(Trigger[Window]):
     def clear(self, window: Window, ctx: TriggerContext) -> None:
         ctx.delete_processing_time_timer(window.max_timestamp())
 
+    @staticmethod
+    def create() -> ProcessingTimeTrigger:
+        """PyFlink's (and Flink's) factory: ``.trigger(ProcessingTimeTrigger.create())``."""
+        return ProcessingTimeTrigger()
+
     def __repr__(self) -> str:
         return "ProcessingTimeTrigger()"
