@@ -40,7 +40,7 @@ def test_an_integer_sum_keeps_its_high_and_low_32_bits_apart_and_wraps_them_into
         ("count", "bigint", "key string, acc BIGINT, n BIGINT", "CAST(n AS BIGINT)"),
         ("min", "int", "key string, acc int, n BIGINT", "CAST(acc AS int)"),
         ("max", "string", "key string, acc string, n BIGINT", "CAST(acc AS string)"),
-        ("avg", "int", "key string, acc DOUBLE, n BIGINT", "acc / n"),
+        ("avg", "double", "key string, acc DOUBLE, n BIGINT", "acc / n"),
     ],
 )
 def test_each_aggregate_has_one_accumulator_merged_and_turned_into_its_value(
@@ -51,6 +51,17 @@ def test_each_aggregate_has_one_accumulator_merged_and_turned_into_its_value(
     assert sql.partial_ddl(agg, schema) == partial_ddl
     assert sql.value_expr(agg, "acc", "n") == result
     assert sql.partial_columns(agg) == ["acc", "cnt AS n"]
+
+
+def test_an_avg_of_integers_keeps_its_exact_sum_beside_the_double_sum_of_older_checkpoints() -> None:
+    """Session 65: the exact sum in ``acc_x``; the DOUBLE ``acc`` of a checkpoint's partials of
+    before (null in new ones) is added, so a window open across the upgrade keeps its old sum."""
+    agg = sql_of("avg")("bigint")
+    schema = {"key": "string", "value": "bigint", "fields": []}
+    assert sql.partial_ddl(agg, schema) == "key string, acc DOUBLE, acc_x DECIMAL(38,0), n BIGINT"
+    assert sql.partial_aggregates(agg, count=False) == ["CAST(NULL AS DOUBLE) AS acc",
+                                                        "sum(CAST(_v AS DECIMAL(38,0))) AS acc_x"]
+    assert sql.value_expr(agg, "acc", "n") == "(coalesce(CAST(acc_x AS DOUBLE), 0D) + coalesce(acc, 0D)) / n"
 
 
 def test_the_late_output_renames_its_source_position_when_the_element_has_those_fields() -> None:

@@ -329,6 +329,17 @@ def test_avg_of_decimals_is_the_float_of_their_exact_sum_divided() -> None:
     assert type(r.value) is float and r.value == 0.1 and sum([0.1] * 10) / 10 != 0.1
 
 
+def test_avg_of_integers_is_the_float_of_their_exact_sum_divided() -> None:
+    """As the native path's CAST(exact sum AS DOUBLE) / n (session 65; it summed DOUBLEs, and lost
+    the last bits past 2**53). 2**54 + 3 divided by 3 exactly is ...662.33 (what ``int / int``
+    gave); the float of the sum, 2**54 + 4, divided by 3 is ...663.33."""
+    op = WindowOperator(TumblingEventTimeWindows(10), AggregatingContents(builtin_aggregate("avg")))
+    for i, v in enumerate([2**54, 2, 1]):
+        op.process_element("k", v, i)
+    [r] = _results(op.advance_watermark(9))
+    assert r.value == float(2**54 + 3) / 3 == 6004799503160663.0 != (2**54 + 3) / 3
+
+
 @pytest.mark.parametrize("name", ["sum", "avg"])
 def test_decimal_sums_are_exact_past_28_digits_in_a_window_and_across_merged_sessions(name: str) -> None:
     """A DECIMAL(38,18) sum is exact, as Flink's BigDecimal and the native path's DECIMAL sum are:

@@ -580,3 +580,24 @@ def test_a_python_assigner_gets_the_same_element_on_every_path_that_runs_one(
     assert job.path == path, job.reason
     assert sorted((r.key, r.window_start, r.value) for r in results.results) == [
         ("ann", 1000, 1), ("ann", 2000, 2), ("bob", 1000, 4)]
+
+
+@pytest.mark.parametrize("path", ["native", "keyed"])
+def test_an_avg_of_bigints_past_2_53_is_the_float_of_their_exact_sum_on_every_path(
+        spark: Any, tmp_path: Path, path: str) -> None:
+    """The native path's avg of a BIGINT summed DOUBLEs: 2**53 + 1 and 1 averaged to 2**52 there and to
+    2**52 + 1 on the other paths (a user probe, session 65). Every path now divides the float of the
+    exact sum, on time and when an allowed late element re-fires the window."""
+    df = _stream(spark, tmp_path / "in", [
+        [(0, 0, _at(100), "ann", 2**53 + 1), (0, 1, _at(200), "ann", 1), (0, 2, _at(300), "bob", 2**54),
+         (0, 3, _at(400), "bob", 2), (0, 4, _at(2_000), "cid", 0)],
+        [(0, 5, _at(500), "bob", 1)]])  # late, within the allowed lateness: re-fires bob's window
+    env = StreamExecutionEnvironment()
+    avgs = (env.from_source(DataFrameSource(df, partition="p", offset="o", timestamp="at"),
+                            WatermarkStrategy.for_bounded_out_of_orderness(0))
+            .key_by("user").window(TumblingEventTimeWindows.of(1000)).allowed_lateness("10 s").avg("amount")).collect()
+    job = SparkRuntime(str(tmp_path / "ck"), spark=spark, path=path, end_of_input=True).execute(env)  # type: ignore[arg-type]
+    assert job.path == path
+    got = sorted((r.key, r.fire_index, r.value) for r in avgs.results if r.key != "cid")
+    assert got == [("ann", 0, float(2**53 + 2) / 2), ("bob", 0, float(2**54 + 2) / 2), ("bob", 1, float(2**54 + 3) / 3)]
+    assert got[0][2] == 2**52 + 1 and got[2][2] == 6004799503160663.0

@@ -118,6 +118,16 @@ def _count(_: str) -> AggregateSql:
 def _avg(value: str) -> AggregateSql:
     if value.startswith("decimal("):  # the exact sum, as a DOUBLE, divided: Avg.get_result's float
         return AggregateSql(_sum(value).accumulators, "double", "CAST({acc} AS DOUBLE) / {n}")
+    if value in INTEGRAL:
+        # the exact sum, as a DOUBLE, divided, as Avg.get_result divides a sum of ints: until session
+        # 65 a sum of DOUBLEs, which lost the last bits past 2**53 (2**53 + 1 and 1 averaged to
+        # 2**52, the other paths 2**52 + 1: a user probe). In a column of its own, acc_x: a
+        # checkpoint's partials of before hold their DOUBLE sum in acc (null in the new ones, and
+        # acc_x null in the old), so a window open across the upgrade adds both
+        return AggregateSql((
+            Accumulator("acc", "DOUBLE", "CAST(NULL AS DOUBLE)", "sum", "0D"),
+            Accumulator("acc_x", "DECIMAL(38,0)", "sum(CAST(_v AS DECIMAL(38,0)))", "sum", "CAST(v AS DECIMAL(38,0))"),
+        ), "double", "(coalesce(CAST({acc}_x AS DOUBLE), 0D) + coalesce({acc}, 0D)) / {n}")
     return AggregateSql((_double_acc(),), "double", "{acc} / {n}")
 
 

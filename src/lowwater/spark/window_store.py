@@ -3,7 +3,7 @@
 Layout under ``<checkpoint>/lowwater/windows/``::
 
     batch=<k>/start=<ws>/part-*.parquet     batch k's partials of the windows starting at ws:
-                                            key, acc (or acc_hi/acc_lo), n (elements)
+                                            key, acc (or acc_hi/acc_lo; acc/acc_x), n (elements)
 
 Each micro-batch ``k`` appends one directory, written by the executors (``partitionBy
 ("start")``) after the driver deleted whatever an interrupted attempt left there: a replayed

@@ -189,9 +189,9 @@ class Avg(BuiltinAggregate):
         if not accumulator[1]:
             return None
         total = accumulator[0]
-        # a sum of Decimals (exact) as a float, then divided: what the native path computes from
-        # its DECIMAL total, CAST(total AS DOUBLE) / n, so every path gives the same float
-        mean: float = (float(total) if isinstance(total, Decimal) else total) / accumulator[1]
+        # a sum of Decimals or ints (exact) as a float, then divided: what the native path computes
+        # from its exact total, CAST(total AS DOUBLE) / n, so every path gives the same float
+        mean: float = (float(total) if isinstance(total, Decimal | int) else total) / accumulator[1]
         return mean
 
     def merge(self, a: list[Any], b: list[Any]) -> list[Any]:
