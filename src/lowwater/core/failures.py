@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["hint_for", "root_cause"]
+__all__ = ["chain_text", "hint_for", "root_cause"]
 
 _LOWWATER = re.compile(
     r"(?:lowwater\.core\.errors\.|(?<![\w.]))(UserFunctionError|MonotonyViolationError|ConfigurationError"
@@ -59,7 +59,7 @@ def root_cause(failure: str | BaseException, limit: int = 400) -> str:
     """The one line that names the cause of a failure: ``failure`` is its text, or an exception,
     whose text and the texts of the exceptions it wraps (``__cause__``, else ``__context__``)
     are searched together."""
-    text = failure if isinstance(failure, str) else _chain_text(failure)
+    text = failure if isinstance(failure, str) else chain_text(failure)
     line = _root_line(text, limit)
     if "Some data may have been lost" in line:  # Spark's Kafka data loss: its reason is lines below
         # the first Reason: after the loss's own text; a foreachBatch wrapper's comes before it, and
@@ -97,7 +97,9 @@ def _root_line(text: str, limit: int) -> str:
     return text[:limit]
 
 
-def _chain_text(e: BaseException) -> str:
+def chain_text(e: BaseException) -> str:
+    """The texts of ``e`` and of the exceptions it was raised from or while handling, one after
+    another: where a cause's words are, whatever wraps it."""
     texts, seen = [], set()
     cur: BaseException | None = e
     while cur is not None and id(cur) not in seen:
@@ -143,7 +145,7 @@ def hint_for(failure: str | BaseException) -> str | None:
     """What to do about a failure whose cause lowwater knows by its text, or the texts of the
     exceptions it wraps (a missing module, jar or file system, a service that does not answer), or
     ``None``."""
-    text = failure if isinstance(failure, str) else _chain_text(failure)
+    text = failure if isinstance(failure, str) else chain_text(failure)
     for pattern, hint in _HINTS:
         if pattern.search(text):
             return hint

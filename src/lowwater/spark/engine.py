@@ -787,6 +787,9 @@ class _BatchDriver:
         except Exception as e:
             interruption = _interruption(e)
             if interruption is None:
+                overflow = self._decimal_overflow(e)
+                if overflow is not None:
+                    raise overflow from None
                 raise
             # the query was stopped in the middle of the batch. Spark's stream thread tells a stop from a
             # failure by the Python error's text, with a regex that recurses once per character of it
@@ -823,6 +826,10 @@ class _BatchDriver:
         self._end_step(int(end["step"]))
         self.store.write_end_of_input({**end, "done": True})
 
+    def _decimal_overflow(self, failure: BaseException) -> PipelineError | None:
+        """:meth:`NativeProcessor.decimal_overflow`, on the native and executor paths."""
+        return self.processor.decimal_overflow(failure) if isinstance(self.processor, NativeProcessor) else None
+
     def _end_step(self, step: int) -> None:
         """The end-of-input step, run from the driver outside the query: a failure in it (a user
         function's, on an executor) is said as a batch's is, not as PySpark's raw exception."""
@@ -835,6 +842,9 @@ class _BatchDriver:
         except BaseException as e:  # SystemExit too, as in a batch; a Ctrl-C stays one
             if isinstance(e, KeyboardInterrupt):
                 raise
+            overflow = self._decimal_overflow(e)
+            if overflow is not None:
+                raise PipelineError(f"the end-of-input step failed: {overflow}") from e
             cause = root_cause(e) if isinstance(e, Exception) else said(e)
             raise PipelineError(f"the end-of-input step failed: {cause}") from e
 

@@ -48,7 +48,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lowwater.core.errors import BadRecordError
+from lowwater.core.errors import BadRecordError, PipelineError
+from lowwater.core.failures import chain_text
 from lowwater.core.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from lowwater.core.watermarks import PartitionWatermarking, Watermark, WatermarkGeneratorContext
 from lowwater.core.windows import BUILTIN_AGGREGATES, WindowResult
@@ -386,6 +387,22 @@ class NativeProcessor:
         if not p.value_field:
             return "1"
         return quote(p.value_field) if self._takes(columns.get(p.value_field)) else "CAST(NULL AS BIGINT)"
+
+    def decimal_overflow(self, failure: BaseException) -> PipelineError | None:
+        """The batch's failure said as what it is, where Spark's sum of the value field's decimals
+        passed ``DECIMAL(38,s)``, Spark's widest (``[ARITHMETIC_OVERFLOW] Overflow in sum of
+        decimals``, whose hint, ``try_sum`` or ``spark.sql.ansi.enabled``, a lowwater user cannot
+        take: a user probe, session 65); otherwise None. The reference runtime and the keyed and
+        general paths sum Decimals exactly to any size, as Flink's ``BigDecimal`` does."""
+        if "Overflow in sum of decimals" not in chain_text(failure):
+            return None
+        p = self.plan
+        return PipelineError(
+            f"the {p.aggregate} of the DECIMAL field {p.value_field!r} in a window passed DECIMAL(38,s), the "
+            "widest decimal Spark has (38 digits, s of them after the point), on the native path; a rerun stops "
+            "here again. Read the field with fewer places (DECIMAL(38,2) holds 36 digits before the "
+            "point), or have a path that sums in Python take the pipeline (SparkRuntime(path=\"keyed\")), on a "
+            "new checkpoint")
 
     def _takes(self, value_type: str | None) -> bool:
         """Whether the aggregate takes values of the SQL type ``value_type``."""
