@@ -116,17 +116,17 @@ def test_a_table_another_job_wrote_or_a_resuming_jobs_dropped_table_is_refused_b
 @pytest.mark.parametrize("path", ["keyed", "general"])
 def test_a_process_functions_rows_refired_twice_in_a_batch_leave_the_latest_firing(
         spark: Any, pg: Any, tmp_path: Path, path: str) -> None:
-    """A ProcessWindowFunction cannot know its firing's index, so its user gives its rows a constant
-    ``fire_index``, as the sink's error says to. Two late elements in one batch re-fire the window
-    twice: the table keeps the later firing. It kept the one with the larger values (a user probe,
-    session 65)."""
+    """A ProcessWindowFunction cannot know its firing's index: its rows have none, and the sink gives
+    them 0 (they failed the first batch that fired: ``window results need the columns
+    ['fire_index']``). Two late elements in one batch re-fire the window twice: the table keeps the
+    later firing. With a fire_index its user gave (0), it kept the one with the larger values (a
+    user probe, session 65)."""
     from lowwater.core.windows import ProcessWindowFunction
 
     class Latest(ProcessWindowFunction):
         def process(self, key: Any, ctx: Any, elements: Any) -> Any:
             last = max(elements, key=lambda e: e["ts"])
-            yield {"key": key, "window_start": ctx.window.start, "window_end": ctx.window.end,
-                   "fire_index": 0, "value": last["value"]}
+            yield {"key": key, "window_start": ctx.window.start, "window_end": ctx.window.end, "value": last["value"]}
 
     batches = [[{"key": "a", "ts": 100, "value": 1}, {"key": "b", "ts": 1500, "value": 0}],
                [{"key": "a", "ts": 200, "value": 9}, {"key": "a", "ts": 300, "value": 3}]]  # two re-firings

@@ -61,7 +61,7 @@ from lowwater.spark import faults
 from lowwater.spark.sinks.base import DataFrameSink
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["JOBS_TABLE", "PostgresSink", "PostgresUpsertSink", "check_jobs", "execute_statements", "mask_jdbc_url",
            "postgres_type", "refuse_job"]
@@ -635,9 +635,10 @@ class PostgresSink(DataFrameSink):
     value keeps the aggregate's type (BIGINT for an integer sum, DOUBLE for avg...). Struct
     columns (Spark's ``window``) are left out: the table has ``window_start``/``window_end``.
     The reference runtime's rows become a small DataFrame first. A re-firing replaces the
-    earlier row. A process function's rows need ``key``, ``window_start``, ``window_end`` and a
-    ``fire_index`` (a window function does not know its firing's: 0 will do, and the later of two
-    rows of a window replaces the earlier). The session must have the JDBC driver jar; without it
+    earlier row. A process function's rows need ``key``, ``window_start`` and ``window_end``; a
+    window function does not know its firing's ``fire_index``, so rows without one get 0, and the
+    later of two rows of a window replaces the earlier (until session 65 they failed the first
+    batch that fired a window: a user probe). The session must have the JDBC driver jar; without it
     :meth:`open` fails with the fix.
 
     The job that writes the table is recorded beside it (:meth:`bind_job`; :data:`JOBS_TABLE`, the
@@ -691,8 +692,12 @@ class PostgresSink(DataFrameSink):
             self.upsert.check_table(spark)
 
     def write(self, df: DataFrame, batch_id: int) -> None:
-        flat = [f.name for f in df.schema.fields if not isinstance(f.dataType, (T.StructType, T.ArrayType,
-                                                                                   T.MapType))]
+        from pyspark.sql import functions as F
+
+        flat: list[Column | str] = [f.name for f in df.schema.fields
+                                    if not isinstance(f.dataType, (T.StructType, T.ArrayType, T.MapType))]
+        if FIRE_INDEX not in df.columns:  # a process function's rows: the later of a window's rows is its latest
+            flat.append(F.lit(0).cast("int").alias(FIRE_INDEX))
         self.upsert.write(df.select(*flat), batch_id)
 
     def write_batch(self, batch_id: int, rows: Sequence[Any]) -> None:
