@@ -57,9 +57,10 @@ class WindowNode(_SingleLaneNode):
             slide = getattr(t.assigner, "slide_ms", size)
             self._edge_margin_ms = size + slide + abs(getattr(t.assigner, "offset_ms", 0)) + t.allowed_lateness_ms + 1
         self._timestamped = _timestamped(t.input)
-        self._timestamp_origin = BadRecordError.timestamp_origin(timestamp_origins(t.input))
         """Whether a watermark strategy stamps every element: if so, one without a timestamp is a
         dead letter (its source had none); if not, the pipeline is missing one."""
+        self._timestamp_origin = BadRecordError.timestamp_origin(timestamp_origins(t.input))
+        """What a dead letter's reason names as its timestamp's origin: the source, or an assigner."""
         function = getattr(t.contents, "function", None)
         self._check_value: Callable[[Any], None] | None = (
             function.check if isinstance(function, BuiltinAggregate) and function.field else None

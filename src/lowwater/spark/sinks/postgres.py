@@ -571,11 +571,11 @@ class PostgresUpsertSink:
         return new
 
     def _write(self, df: DataFrame, fields: list[T.StructField], batch_id: int) -> int:
+        from pyspark.sql import functions as F
+
         check_jdbc_driver(df.sparkSession)
         new = self.check_types(df.sparkSession, fields, batch_id)
         props = {"user": self.user, "password": self.password}
-        from pyspark.sql import functions as F
-
         writer = (
             df.withColumn(SEQ, F.monotonically_increasing_id()).write.format("jdbc")
             .option("url", self.jdbc_url)
