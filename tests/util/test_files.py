@@ -100,6 +100,9 @@ def test_root_cause_keeps_a_lowwater_error_quoted_in_a_message_over_the_java_exc
     ("org.apache.spark.SparkException: Python worker failed to connect back.\nCaused by: "
      "java.net.SocketTimeoutException: Timed out while waiting for the Python worker to connect back",
      "import pyarrow, pandas, lowwater"),
+    # a user probe's (session 65): the keyed path's exact DECIMAL sum past 38 digits, into a DataFrame sink
+    ("org.apache.spark.SparkException: [MALFORMED_RECORD_IN_PARSING.WITHOUT_SUGGESTION] Malformed records are "
+     "detected in record parsing: [ann,1714521600000,1714521601000,null,0].", "DECIMAL(38,s)"),
 ])
 def test_a_failure_lowwater_knows_by_its_text_gets_a_hint(text: str, said: str) -> None:
     from lowwater.core.failures import hint_for

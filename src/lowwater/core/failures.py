@@ -135,6 +135,10 @@ _HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
      "Kafka deleted records this job had not read (retention while it was down or behind, or a topic deleted): "
      "they cannot be counted. Run on a new checkpoint to read the topic from its starting offsets, or, to go on "
      "past them, options={'failOnDataLoss': 'false'} (they go uncounted; docs/reliability.md)"),
+    (re.compile(r"MALFORMED_RECORD_IN_PARSING"),  # the keyed and general paths' outputs, parsed FAILFAST
+     "a value of an output did not fit the column type its batches settled on (docs/semantics.md): a Decimal "
+     "with more digits than DECIMAL(38,s) holds (38 in all, s after the point; a DECIMAL sum past 38 digits has "
+     "no Spark type: read the field with fewer places), or a number past its column's range"),
     (re.compile(r"java\.net\.SocketException: Connection reset|java\.io\.EOFException: End of File"),
      "a connection to the checkpoint's file system (or a broker or database) broke during the batch; run the "
      "job again when it is back: it resumes from its checkpoint"),

@@ -846,7 +846,8 @@ class _BatchDriver:
             if overflow is not None:
                 raise PipelineError(f"the end-of-input step failed: {overflow}") from e
             cause = root_cause(e) if isinstance(e, Exception) else said(e)
-            raise PipelineError(f"the end-of-input step failed: {cause}") from e
+            hint = hint_for(e)
+            raise PipelineError(f"the end-of-input step failed: {cause}" + (f"; hint: {hint}" if hint else "")) from e
 
     def complete_end_of_input(self) -> None:
         """Before a query starts: finish an end-of-input step that a crash interrupted, so no
