@@ -401,8 +401,8 @@ class NativeProcessor:
             f"the {p.aggregate} of the DECIMAL field {p.value_field!r} in a window passed DECIMAL(38,s), the "
             "widest decimal Spark has (38 digits, s of them after the point), on the native path; a rerun stops "
             "here again. Read the field with fewer places (DECIMAL(38,2) holds 36 digits before the "
-            "point), or have a path that sums in Python take the pipeline (SparkRuntime(path=\"keyed\")), on a "
-            "new checkpoint")
+            "point), on a new checkpoint; the keyed path (SparkRuntime(path=\"keyed\")) sums exactly to any size, "
+            "into a row sink, but a DataFrame sink's DECIMAL(38,s) column cannot hold such a total either")
 
     def _takes(self, value_type: str | None) -> bool:
         """Whether the aggregate takes values of the SQL type ``value_type``."""
